@@ -1,0 +1,178 @@
+// toolsift._core: registration, buffer checks and GIL handling only. The engine logic
+// lives in cpp/; the documented API lives in src/toolsift.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "arrow_bridge.h"
+#include "toolsift/inverted_index.h"
+
+namespace py = pybind11;
+using toolsift::Bm25Method;
+using toolsift::Bm25Params;
+using toolsift::Column;
+using toolsift::IndexColumns;
+using toolsift::InvertedIndex;
+using toolsift::QueryBatch;
+using toolsift::py_bridge::ColumnView;
+using toolsift::py_bridge::import_column;
+
+namespace {
+
+using I32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+Bm25Params make_params(double k1, double b, const std::string& method) {
+  Bm25Params p;
+  p.k1 = k1;
+  p.b = b;
+  if (method == "lucene") {
+    p.method = Bm25Method::kLucene;
+  } else if (method == "atire") {
+    p.method = Bm25Method::kAtire;
+  } else {
+    throw std::invalid_argument("unknown BM25 method '" + method + "' (expected 'lucene' or 'atire')");
+  }
+  p.validate();
+  return p;
+}
+
+std::string method_name(Bm25Method m) { return m == Bm25Method::kAtire ? "atire" : "lucene"; }
+
+void require_1d(const py::array& a, const char* what) {
+  if (a.ndim() != 1) throw std::invalid_argument(std::string(what) + " must be 1-d");
+}
+
+QueryBatch make_batch(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets) {
+  require_1d(terms, "terms");
+  require_1d(offsets, "offsets");
+  if (offsets.shape(0) < 1) throw std::invalid_argument("offsets must have at least one element");
+  QueryBatch q;
+  q.terms = terms.data();
+  q.offsets = offsets.data();
+  q.n_queries = static_cast<std::size_t>(offsets.shape(0) - 1);
+  idx.check_batch(q, static_cast<std::size_t>(terms.shape(0)));
+  return q;
+}
+
+std::shared_ptr<InvertedIndex> build(const I32Array& tokens, const I64Array& offsets, int32_t n_terms,
+                                     const std::optional<I32Array>& groups, int32_t n_groups, double k1, double b,
+                                     const std::string& method) {
+  require_1d(tokens, "tokens");
+  require_1d(offsets, "offsets");
+  if (offsets.shape(0) < 1) throw std::invalid_argument("offsets must have at least one element (n_docs + 1)");
+  const auto n_docs = static_cast<std::size_t>(offsets.shape(0) - 1);
+  if (offsets.at(static_cast<py::ssize_t>(n_docs)) != tokens.shape(0)) {
+    throw std::invalid_argument("offsets[-1] must equal len(tokens)");
+  }
+  const int32_t* g = nullptr;
+  if (groups) {
+    require_1d(*groups, "groups");
+    if (static_cast<std::size_t>(groups->shape(0)) != n_docs) throw std::invalid_argument("groups must have one entry per document");
+    g = groups->data();
+  }
+  const Bm25Params p = make_params(k1, b, method);
+  py::gil_scoped_release release;
+  return std::make_shared<InvertedIndex>(InvertedIndex::build(tokens.data(), offsets.data(), n_docs, n_terms, g, n_groups, p));
+}
+
+std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::object& doc_ids, const py::object& tfs,
+                                           const py::object& doc_len, const py::object& groups, int32_t n_groups,
+                                           double k1, double b, const std::string& method) {
+  IndexColumns cols;
+  cols.indptr = import_column<int64_t>(indptr, "indptr");
+  cols.doc_ids = import_column<int32_t>(doc_ids, "doc_ids");
+  cols.tfs = import_column<int32_t>(tfs, "tfs");
+  cols.doc_len = import_column<int32_t>(doc_len, "doc_len");
+  if (!groups.is_none()) cols.doc_group = import_column<int32_t>(groups, "doc_group");
+  const Bm25Params p = make_params(k1, b, method);
+  py::gil_scoped_release release;
+  return std::make_shared<InvertedIndex>(InvertedIndex::from_columns(std::move(cols), n_groups, p));
+}
+
+py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
+                               bool normalize, bool group, int threads) {
+  const QueryBatch q = make_batch(idx, terms, offsets);
+  const std::size_t width = group ? idx.n_groups() : idx.n_docs();
+  py::array_t<float> out({static_cast<py::ssize_t>(q.n_queries), static_cast<py::ssize_t>(width)});
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    idx.score_dense(q, normalize, group, dst, threads);
+  }
+  return out;
+}
+
+py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k, bool normalize,
+               bool group, int threads) {
+  if (k < 0) throw std::invalid_argument("k must be >= 0");
+  const QueryBatch q = make_batch(idx, terms, offsets);
+  const auto nq = static_cast<py::ssize_t>(q.n_queries);
+  py::array_t<int64_t> ids({nq, static_cast<py::ssize_t>(k)});
+  py::array_t<float> scores({nq, static_cast<py::ssize_t>(k)});
+  int64_t* id_ptr = ids.mutable_data();
+  float* sc_ptr = scores.mutable_data();
+  {
+    py::gil_scoped_release release;
+    idx.topk(q, static_cast<std::size_t>(k), normalize, group, id_ptr, sc_ptr, threads);
+  }
+  return py::make_tuple(ids, scores);
+}
+
+py::array_t<double> upper_bounds(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets) {
+  const QueryBatch q = make_batch(idx, terms, offsets);
+  py::array_t<double> out(static_cast<py::ssize_t>(q.n_queries));
+  double* dst = out.mutable_data();
+  for (std::size_t i = 0; i < q.n_queries; ++i) {
+    dst[i] = idx.upper_bound(q.terms + q.offsets[i], static_cast<std::size_t>(q.offsets[i + 1] - q.offsets[i]));
+  }
+  return out;
+}
+
+ColumnView column(const InvertedIndex& idx, const std::string& name) {
+  const IndexColumns& c = idx.columns();
+  if (name == "indptr") return ColumnView::of(name, c.indptr);
+  if (name == "doc_ids") return ColumnView::of(name, c.doc_ids);
+  if (name == "tfs") return ColumnView::of(name, c.tfs);
+  if (name == "doc_len") return ColumnView::of(name, c.doc_len);
+  if (name == "doc_group") return ColumnView::of(name, c.doc_group);
+  throw std::invalid_argument("unknown column '" + name + "' (expected indptr, doc_ids, tfs, doc_len or doc_group)");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "toolsift engine core (C++): per-field inverted index and BM25 scoring.";
+  toolsift::py_bridge::register_column_view(m);
+
+  py::class_<InvertedIndex, std::shared_ptr<InvertedIndex>>(m, "InvertedIndex")
+      .def_static("build", &build, py::arg("tokens"), py::arg("offsets"), py::arg("n_terms"), py::kw_only(),
+                  py::arg("groups") = py::none(), py::arg("n_groups") = 0, py::arg("k1") = 1.5, py::arg("b") = 0.75,
+                  py::arg("method") = "lucene")
+      .def_static("from_arrays", &from_arrays, py::arg("indptr"), py::arg("doc_ids"), py::arg("tfs"),
+                  py::arg("doc_len"), py::kw_only(), py::arg("groups") = py::none(), py::arg("n_groups") = 0,
+                  py::arg("k1") = 1.5, py::arg("b") = 0.75, py::arg("method") = "lucene")
+      .def("score_dense", &score_dense, py::arg("terms"), py::arg("offsets"), py::kw_only(),
+           py::arg("normalize") = false, py::arg("group") = false, py::arg("threads") = 1)
+      .def("topk", &topk, py::arg("terms"), py::arg("offsets"), py::arg("k"), py::kw_only(),
+           py::arg("normalize") = false, py::arg("group") = false, py::arg("threads") = 1)
+      .def("upper_bounds", &upper_bounds, py::arg("terms"), py::arg("offsets"))
+      .def("column", &column, py::arg("name"))
+      .def("idf", [](const InvertedIndex& idx) {
+        const auto& v = idx.idf();
+        return py::array_t<float>(static_cast<py::ssize_t>(v.size()), v.data());
+      })
+      .def_property_readonly("n_docs", &InvertedIndex::n_docs)
+      .def_property_readonly("n_terms", &InvertedIndex::n_terms)
+      .def_property_readonly("n_groups", &InvertedIndex::n_groups)
+      .def_property_readonly("nnz", &InvertedIndex::nnz)
+      .def_property_readonly("avgdl", &InvertedIndex::avgdl)
+      .def_property_readonly("k1", [](const InvertedIndex& i) { return i.params().k1; })
+      .def_property_readonly("b", [](const InvertedIndex& i) { return i.params().b; })
+      .def_property_readonly("method", [](const InvertedIndex& i) { return method_name(i.params().method); })
+      .def_property_readonly("has_groups", [](const InvertedIndex& i) { return !i.columns().doc_group.empty(); });
+}

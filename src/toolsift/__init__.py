@@ -1,0 +1,49 @@
+"""toolsift: find the few right tools for an LLM request, fast, and say why."""
+
+from __future__ import annotations
+
+from .errors import (
+    CatalogFormatError,
+    ConfigError,
+    IndexCorruptError,
+    IndexFormatError,
+    QueryError,
+    SchemaError,
+    ToolsiftError,
+)
+from .schema import FIELDS, Catalog, Parameter, Query, Tool, ToolNeed
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FIELDS",
+    "Catalog",
+    "CatalogFormatError",
+    "ConfigError",
+    "IndexConfig",
+    "IndexCorruptError",
+    "IndexFormatError",
+    "Hit",
+    "Parameter",
+    "Query",
+    "QueryError",
+    "SchemaError",
+    "Tool",
+    "ToolIndex",
+    "ToolNeed",
+    "ToolsiftError",
+    "load_catalog",
+]
+
+
+def __getattr__(name: str):
+    # Lazy so that importing the schema or adapters never needs the compiled core.
+    if name in ("ToolIndex", "IndexConfig", "Hit"):
+        from . import toolindex
+
+        return getattr(toolindex, name)
+    if name == "load_catalog":
+        from .adapters import load_catalog
+
+        return load_catalog
+    raise AttributeError(f"module 'toolsift' has no attribute {name!r}")

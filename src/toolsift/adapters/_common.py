@@ -1,0 +1,172 @@
+"""Helpers shared by the catalogue adapters: locating errors and unwrapping tool lists.
+
+Every adapter reports problems relative to the payload it was given
+(``tools[3] (name='send_mail').inputSchema``), so a user can find the offending entry
+in their own file without knowing how toolsift stores tools internally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ..errors import CatalogFormatError, SchemaError
+
+__all__ = [
+    "item_label",
+    "relocate",
+    "located",
+    "tool_list",
+    "map_tools",
+    "text_or_empty",
+    "require_name",
+]
+
+T = TypeVar("T")
+
+
+def item_label(prefix: str, index: int, item: Any) -> str:
+    """Position label for one list entry, with its name when it has one.
+
+    Args:
+        prefix: Path of the list inside the payload, e.g. ``"tools"``.
+        index: Position in that list.
+        item: The entry itself; a ``name`` key is shown to make the label readable.
+
+    Returns:
+        ``"tools[3] (name='send_mail')"`` or ``"tools[3]"`` when no usable name exists.
+    """
+    label = f"{prefix}[{index}]"
+    name = None
+    if isinstance(item, Mapping):
+        name = item.get("name")
+        # Chat Completions tools keep the name one level down.
+        if name is None and isinstance(item.get("function"), Mapping):
+            name = item["function"].get("name")
+    if isinstance(name, str) and name.strip():
+        label += f" (name={name[:80]!r})"
+    return label
+
+
+def _message(exc: SchemaError) -> str:
+    text = str(exc)
+    prefix = f"{exc.where}: "
+    return text[len(prefix):] if exc.where and text.startswith(prefix) else text
+
+
+def relocate(where: str, exc: SchemaError) -> SchemaError:
+    """``exc`` re-labelled as happening inside ``where``.
+
+    Adapters raise errors with a *relative* location that starts with ``"."`` or
+    ``"["`` (``".inputSchema.properties['to']"``); those are appended to ``where`` so the
+    result reads as one path. Errors from :mod:`toolsift.schema` carry their own wording
+    (``"tool 'x'.description"``) and are kept whole after ``where``. The error class is
+    preserved so callers can still catch e.g. :class:`~toolsift.errors.QueryError`.
+    """
+    if exc.where.startswith((".", "[")):
+        return type(exc)(where + exc.where, _message(exc))
+    return type(exc)(where, str(exc))
+
+
+@contextmanager
+def located(where: str) -> Iterator[None]:
+    """Re-raise any :class:`SchemaError` from the block via :func:`relocate`."""
+    try:
+        yield
+    except SchemaError as exc:
+        raise relocate(where, exc) from None
+
+
+def tool_list(payload: Any, *, fmt: str, keys: Sequence[str] = ("tools",)) -> tuple[str, list[Any]]:
+    """Find the list of tool entries in ``payload``.
+
+    Args:
+        payload: A list of tools, or an object holding the list under one of ``keys``.
+        fmt: Format name, for error messages.
+        keys: Keys under which an object may hold the list.
+
+    Returns:
+        ``(prefix, entries)`` where ``prefix`` names the list in error locations.
+
+    Raises:
+        CatalogFormatError: If no list of tools can be found.
+    """
+    if isinstance(payload, list):
+        return "tools", payload
+    if isinstance(payload, Mapping):
+        for key in keys:
+            if key in payload:
+                entries = payload[key]
+                if not isinstance(entries, list):
+                    raise CatalogFormatError(
+                        f"{fmt}: {key!r} must be a list of tools, got {type(entries).__name__}"
+                    )
+                return key, entries
+        raise CatalogFormatError(
+            f"{fmt}: expected a list of tools or an object with "
+            f"{' or '.join(repr(k) for k in keys)}; got an object with keys {sorted(payload)[:8]}"
+        )
+    raise CatalogFormatError(
+        f"{fmt}: expected a list of tools or an object, got {type(payload).__name__}"
+    )
+
+
+def map_tools(
+    prefix: str, entries: Sequence[Any], convert: Callable[[Mapping[str, Any]], T | None]
+) -> list[T]:
+    """Convert each entry, naming its position in any :class:`SchemaError`.
+
+    Args:
+        prefix: Path of the list inside the payload, e.g. ``"result.tools"``.
+        entries: The raw tool entries.
+        convert: ``convert(entry)`` returns a tool, or ``None`` to skip the entry. It
+            raises :class:`SchemaError` with a location relative to the entry.
+
+    Returns:
+        The converted tools, in order.
+
+    Raises:
+        SchemaError: If an entry is not an object or cannot be converted.
+    """
+    out: list[T] = []
+    for i, entry in enumerate(entries):
+        where = item_label(prefix, i, entry)
+        if not isinstance(entry, Mapping):
+            raise SchemaError(where, f"expected a tool object, got {type(entry).__name__}")
+        with located(where):
+            tool = convert(entry)
+        if tool is not None:
+            out.append(tool)
+    return out
+
+
+def text_or_empty(value: Any, where: str) -> str:
+    """``value`` if it is a string, ``""`` if it is missing or null.
+
+    Raises:
+        SchemaError: If ``value`` is present but not a string.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise SchemaError(where, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def require_name(entry: Mapping[str, Any], key: str = "name", *, path: str | None = None) -> str:
+    """The tool name under ``key``.
+
+    Args:
+        entry: The object holding the name.
+        key: Key of the name in ``entry``.
+        path: Relative location for errors; defaults to ``"." + key``.
+
+    Raises:
+        SchemaError: If the name is missing, not a string or blank.
+    """
+    name = entry.get(key)
+    if not isinstance(name, str) or not name.strip():
+        got = "missing" if name is None else f"got {name!r}"[:80]
+        raise SchemaError(path or f".{key}", f"a tool needs a non-empty string name ({got})")
+    return name

@@ -1,0 +1,163 @@
+"""The text analyzer shared by indexing and querying, and the term vocabulary.
+
+One analyzer instance turns both documents and queries into terms, so a mismatch between
+index-time and query-time tokenization cannot happen. The defaults reproduce bm25s's
+``tokenize``: lowercase, the regex ``(?u)\\b\\w\\w+\\b`` (words of two or more
+characters), the 33-word English stop list of Lucene's English analyzer, no stemming.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+
+__all__ = ["ENGLISH_STOPWORDS", "Analyzer", "Vocabulary", "TermBatch"]
+
+#: Lucene's English stop set (also bm25s's "en"): articles, conjunctions, auxiliaries.
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Lowercase, split, drop stopwords, optionally stem.
+
+    Args:
+        stopwords: ``"en"`` for :data:`ENGLISH_STOPWORDS`, ``None`` for none, or an
+            explicit list.
+        stemmer: ``None`` or a Snowball language name such as ``"english"`` (needs the
+            ``PyStemmer`` package: ``pip install toolsift[stem]``).
+        lowercase: Fold case before splitting.
+    """
+
+    stopwords: str | tuple[str, ...] | None = "en"
+    stemmer: str | None = None
+    lowercase: bool = True
+    _stop: frozenset[str] = field(init=False, repr=False, compare=False)
+    _stem: Any = field(init=False, repr=False, compare=False)
+    _split: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        sw = self.stopwords
+        if sw in ("en", "english"):
+            stop = ENGLISH_STOPWORDS
+        elif sw is None:
+            stop = frozenset()
+        elif isinstance(sw, (list, tuple, frozenset, set)):
+            stop = frozenset(str(w).lower() if self.lowercase else str(w) for w in sw)
+            object.__setattr__(self, "stopwords", tuple(sorted(stop)))
+        else:
+            raise ConfigError(f"analyzer.stopwords: expected 'en', None or a list, got {sw!r}")
+        object.__setattr__(self, "_stop", stop)
+        stem = None
+        if self.stemmer is not None:
+            try:
+                import Stemmer  # PyStemmer
+            except ImportError:  # pragma: no cover - depends on the environment
+                raise ConfigError(
+                    "analyzer.stemmer needs the PyStemmer package: pip install 'toolsift[stem]'"
+                ) from None
+            try:
+                stem = Stemmer.Stemmer(self.stemmer)
+            except KeyError:
+                raise ConfigError(f"analyzer.stemmer: unknown language {self.stemmer!r}") from None
+        object.__setattr__(self, "_stem", stem)
+        object.__setattr__(self, "_split", re.compile(TOKEN_PATTERN).findall)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Split ``text`` into terms."""
+        if self.lowercase:
+            text = text.lower()
+        stop = self._stop
+        tokens = [t for t in self._split(text) if t not in stop]
+        if self._stem is not None and tokens:
+            tokens = self._stem.stemWords(tokens)
+        return tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for index manifests."""
+        sw = self.stopwords
+        return {
+            "stopwords": list(sw) if isinstance(sw, tuple) else sw,
+            "stemmer": self.stemmer,
+            "lowercase": self.lowercase,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Analyzer:
+        """Inverse of :meth:`to_dict`."""
+        sw = d.get("stopwords", "en")
+        return cls(
+            stopwords=tuple(sw) if isinstance(sw, list) else sw,
+            stemmer=d.get("stemmer"),
+            lowercase=bool(d.get("lowercase", True)),
+        )
+
+
+@dataclass
+class TermBatch:
+    """Analysed texts as CSR: text ``i`` has ``terms[offsets[i]:offsets[i+1]]``.
+
+    Unknown terms (not in the vocabulary) are ``-1`` and are skipped by the core.
+    """
+
+    terms: np.ndarray  # int32
+    offsets: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+class Vocabulary:
+    """A term -> id map shared by the fields of one index.
+
+    Args:
+        terms: Initial terms, ids assigned in order.
+    """
+
+    def __init__(self, terms: Iterable[str] = ()) -> None:
+        self._ids: dict[str, int] = {}
+        self._terms: list[str] = []
+        for t in terms:
+            self.add(t)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def add(self, term: str) -> int:
+        """Id of ``term``, assigning the next id if it is new."""
+        i = self._ids.get(term)
+        if i is None:
+            i = len(self._terms)
+            self._ids[term] = i
+            self._terms.append(term)
+        return i
+
+    def get(self, term: str) -> int:
+        """Id of ``term`` or ``-1``."""
+        return self._ids.get(term, -1)
+
+    @property
+    def terms(self) -> list[str]:
+        """All terms in id order."""
+        return self._terms
+
+    def encode_batch(self, token_lists: Sequence[Sequence[str]], *, grow: bool) -> TermBatch:
+        """Map token lists to a :class:`TermBatch`; with ``grow`` new terms get ids."""
+        lookup = self.add if grow else self.get
+        offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+        flat: list[int] = []
+        for i, toks in enumerate(token_lists):
+            flat.extend(lookup(t) for t in toks)
+            offsets[i + 1] = len(flat)
+        return TermBatch(np.asarray(flat, dtype=np.int32), offsets)

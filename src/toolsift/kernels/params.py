@@ -1,0 +1,201 @@
+"""Scoring parameters of the MFTR model: field weights, bias and the penalty shape.
+
+The score of a query ``q`` and tool ``t`` is::
+
+    S(q,t) = w_desc·S_desc + w_param·S_param + w_resp·S_resp + w_ex·S_ex + b − P(q,t)
+    P(q,t) = Σ_p sigmoid(α(τ − s_p)) · (w_req if p.required else w_opt)
+
+:class:`ScoringParams` holds ``(w_desc, w_param, w_resp, w_ex)``, ``b``, ``α``, ``τ``,
+``w_req`` and ``w_opt``, validated at construction so a bad value never reaches a
+kernel. It reads and writes a plain dictionary (our own format) and the learned-params
+JSON files published by the MFTR authors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["WEIGHT_FIELDS", "ScoringParams", "DEFAULT_PARAMS"]
+
+#: Order of :attr:`ScoringParams.weights`; the same order as ``toolsift.schema.FIELDS``.
+WEIGHT_FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
+
+_SCALARS: tuple[str, ...] = ("bias", "alpha", "tau", "w_req", "w_opt")
+
+
+def _finite(value: Any, where: str) -> float:
+    # bool is an int subclass; True as a weight is almost surely a mistake.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{where}: expected a real number, got {type(value).__name__}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ConfigError(f"{where}: must be finite, got {out}")
+    return out
+
+
+@dataclass(frozen=True)
+class ScoringParams:
+    """Learned or default MFTR scoring parameters.
+
+    Defaults are the untrained values from the MFTR paper: weights ``(.35, .25, .15, .25)``,
+    ``bias 0``, ``alpha 15``, ``tau .5``. The paper gives no untrained values for the
+    penalty weights; we default to ``w_req = 0.1`` (a tool whose required parameter no
+    argument matches loses up to 0.1) and ``w_opt = 0.0`` (unmatched optional parameters
+    cost nothing), so an untrained scorer penalises only what a call cannot do without.
+
+    Attributes:
+        weights: ``(w_description, w_parameters, w_response, w_examples)``.
+        bias: Constant added to every score (does not change a ranking).
+        alpha: Steepness of the missing-parameter sigmoid.
+        tau: Similarity below which a parameter counts as unmatched.
+        w_req: Penalty weight of an unmatched required parameter.
+        w_opt: Penalty weight of an unmatched optional parameter.
+
+    Raises:
+        ConfigError: A value is not a finite real number, or ``weights`` does not hold
+            exactly four of them. The message names the field.
+    """
+
+    weights: tuple[float, float, float, float] = (0.35, 0.25, 0.15, 0.25)
+    bias: float = 0.0
+    alpha: float = 15.0
+    tau: float = 0.5
+    w_req: float = 0.1
+    w_opt: float = 0.0
+
+    def __post_init__(self) -> None:
+        w = self.weights
+        if isinstance(w, (str, bytes, Mapping)) or not isinstance(w, (Sequence, np.ndarray)):
+            raise ConfigError(
+                f"weights: expected a sequence of {len(WEIGHT_FIELDS)} numbers, "
+                f"got {type(w).__name__}"
+            )
+        if len(w) != len(WEIGHT_FIELDS):
+            raise ConfigError(
+                f"weights: expected {len(WEIGHT_FIELDS)} values {WEIGHT_FIELDS}, got {len(w)}"
+            )
+        weights = tuple(_finite(v, f"weights[{i}] ({WEIGHT_FIELDS[i]})") for i, v in enumerate(w))
+        # Frozen dataclass: normalised values go in through object.__setattr__.
+        object.__setattr__(self, "weights", weights)
+        for name in _SCALARS:
+            object.__setattr__(self, name, _finite(getattr(self, name), name))
+
+    def weights_array(self) -> np.ndarray:
+        """Return the weights as a fresh ``float64[4]`` array, in field order."""
+        return np.array(self.weights, dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dictionary that :meth:`from_dict` reads back unchanged."""
+        return {"weights": list(self.weights), **{name: getattr(self, name) for name in _SCALARS}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScoringParams:
+        """Build from a dictionary written by :meth:`to_dict`.
+
+        Missing keys take their defaults, so ``{"tau": 0.4}`` is a valid partial
+        override.
+
+        Args:
+            d: Mapping with any of ``weights``, ``bias``, ``alpha``, ``tau``, ``w_req``,
+                ``w_opt``.
+
+        Returns:
+            The validated parameters.
+
+        Raises:
+            ConfigError: ``d`` is not a mapping, has unknown keys (a typo would otherwise
+                silently fall back to a default), or holds a bad value.
+        """
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"scoring params: expected a mapping, got {type(d).__name__}")
+        known = ("weights", *_SCALARS)
+        unknown = sorted(str(k) for k in d if k not in known)
+        if unknown:
+            raise ConfigError(f"scoring params: unknown key(s) {unknown}; expected some of {list(known)}")
+        return cls(**{k: d[k] for k in known if k in d})
+
+    @classmethod
+    def from_mftr_json(cls, d: Mapping[str, Any] | str | os.PathLike[str]) -> ScoringParams:
+        """Read the MFTR authors' learned-params format.
+
+        The format is ``{"base_weight": [[w_description, w_avg_param, w_response,
+        w_examples]], "base_bias": [b], "tau": τ, "w_req": w, "w_opt": w, "alpha": α}``
+        (one ``fold_k_learned_params.json`` per retriever and fold). ``alpha`` may be
+        absent (the authors fix it at 15) and takes the default then.
+
+        Args:
+            d: The parsed JSON object, or a path to the file.
+
+        Returns:
+            The validated parameters.
+
+        Raises:
+            ConfigError: A key is missing or a value has the wrong shape or is not finite.
+                The message names the key (and the file, when given a path).
+        """
+        if isinstance(d, (str, os.PathLike)):
+            path = Path(d)
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{path}: cannot read MFTR params: {exc}") from exc
+            try:
+                return cls.from_mftr_json(data)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: {exc}") from exc
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"MFTR params: expected a JSON object, got {type(d).__name__}")
+        for key in ("base_weight", "base_bias", "tau", "w_req", "w_opt"):
+            if key not in d:
+                raise ConfigError(f"MFTR params: missing key {key!r}")
+        return cls(
+            weights=_unwrap(d["base_weight"], "base_weight", len(WEIGHT_FIELDS)),
+            bias=_unwrap(d["base_bias"], "base_bias", 1)[0],
+            alpha=d.get("alpha", cls.alpha),
+            tau=d["tau"],
+            w_req=d["w_req"],
+            w_opt=d["w_opt"],
+        )
+
+    def to_mftr_json(self) -> dict[str, Any]:
+        """Return the parameters in the MFTR authors' learned-params format."""
+        return {
+            "base_weight": [list(self.weights)],
+            "base_bias": [self.bias],
+            "tau": self.tau,
+            "w_req": self.w_req,
+            "w_opt": self.w_opt,
+            "alpha": self.alpha,
+        }
+
+
+def _unwrap(value: Any, key: str, n: int) -> list[Any]:
+    # The authors store torch parameters: a 1×n matrix for weights, a 1-vector for bias.
+    # Accept the flat form too, since a hand-written file is likely to use it.
+    try:
+        arr = np.asarray(value, dtype=object)
+    except ValueError as exc:  # ragged nesting
+        raise ConfigError(f"MFTR params: {key}: ragged nesting ({exc})") from exc
+    if arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    elif arr.ndim == 0 and n == 1:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        want = f"[[{n} numbers]]" if n > 1 else "[number]"
+        raise ConfigError(f"MFTR params: {key}: expected {want}, got shape {arr.shape}")
+    return [_finite(v, f"MFTR params: {key}[{i}]") for i, v in enumerate(arr)]
+
+
+#: Untrained defaults; see :class:`ScoringParams` for the choice of ``w_req``/``w_opt``.
+DEFAULT_PARAMS = ScoringParams()

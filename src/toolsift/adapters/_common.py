@@ -7,8 +7,11 @@ in their own file without knowing how toolsift stores tools internally.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import CatalogFormatError, SchemaError
@@ -21,6 +24,7 @@ __all__ = [
     "map_tools",
     "text_or_empty",
     "require_name",
+    "read_json",
 ]
 
 T = TypeVar("T")
@@ -32,10 +36,12 @@ def item_label(prefix: str, index: int, item: Any) -> str:
     Args:
         prefix: Path of the list inside the payload, e.g. ``"tools"``.
         index: Position in that list.
-        item: The entry itself; a ``name`` key is shown to make the label readable.
+        item: The entry itself; its ``name`` (or, failing that, ``id``) is shown to make
+            the label readable.
 
     Returns:
-        ``"tools[3] (name='send_mail')"`` or ``"tools[3]"`` when no usable name exists.
+        ``"tools[3] (name='send_mail')"``, ``"tools[3] (id='apibank_tool_3')"``, or
+        ``"tools[3]"`` when neither exists.
     """
     label = f"{prefix}[{index}]"
     name = None
@@ -44,6 +50,11 @@ def item_label(prefix: str, index: int, item: Any) -> str:
         # Chat Completions tools keep the name one level down.
         if name is None and isinstance(item.get("function"), Mapping):
             name = item["function"].get("name")
+        if not (isinstance(name, str) and name.strip()):
+            # Benchmark records have no top-level name, but a unique id.
+            rid = item.get("id")
+            if isinstance(rid, str) and rid.strip():
+                return f"{label} (id={rid[:80]!r})"
     if isinstance(name, str) and name.strip():
         label += f" (name={name[:80]!r})"
     return label
@@ -170,3 +181,34 @@ def require_name(entry: Mapping[str, Any], key: str = "name", *, path: str | Non
         got = "missing" if name is None else f"got {name!r}"[:80]
         raise SchemaError(path or f".{key}", f"a tool needs a non-empty string name ({got})")
     return name
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a UTF-8 JSON file.
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        The parsed payload.
+
+    Raises:
+        CatalogFormatError: Naming the file, and the line and column for invalid JSON.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise CatalogFormatError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise CatalogFormatError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")  # tolerate a BOM written by Windows editors
+    except UnicodeDecodeError as exc:
+        raise CatalogFormatError(f"{p}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogFormatError(
+            f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None

@@ -1,0 +1,151 @@
+"""Index and search configuration.
+
+Everything that changes what an index contains or how it scores lives in
+:class:`IndexConfig`, which is stored in the index manifest so a loaded index scores
+exactly as the one that was saved. Per-field retriever choice is a mapping so dense and
+hybrid retrievers slot in later without changing the shape of the config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .analyze import Analyzer
+from .errors import ConfigError
+from .kernels.params import DEFAULT_PARAMS, ScoringParams
+from .schema import FIELDS
+
+__all__ = ["Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS"]
+
+#: ``bounded``: each BM25 score divided by the query text's supremum (sum of its terms'
+#: idf), so field scores lie in [0, 1) on every catalogue. ``raw``: plain BM25, the scale
+#: the MFTR paper used.
+SCALES = ("bounded", "raw")
+
+#: Retrievers available per field in this version.
+RETRIEVERS = ("bm25",)
+
+
+@dataclass(frozen=True)
+class Bm25Config:
+    """BM25 parameters (bm25s's defaults; ``method="lucene"`` is its default variant)."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: Literal["lucene", "atire"] = "lucene"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k1, (int, float)) or not math.isfinite(self.k1) or self.k1 < 0:
+            raise ConfigError(f"bm25.k1 must be a finite number >= 0, got {self.k1!r}")
+        if not isinstance(self.b, (int, float)) or not 0.0 <= self.b <= 1.0:
+            raise ConfigError(f"bm25.b must be in [0, 1], got {self.b!r}")
+        if self.method not in ("lucene", "atire"):
+            raise ConfigError(f"bm25.method must be 'lucene' or 'atire', got {self.method!r}")
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How an index is built and how it scores.
+
+    Attributes:
+        bm25: BM25 parameters shared by the four fields.
+        analyzer: The text analyzer used for documents and queries alike.
+        scale: ``"bounded"`` (default) or ``"raw"``; see :data:`SCALES`.
+        candidates: Top-N tools taken from each field's BM25 ranking; their union is
+            scored with the full MFTR model.
+        name_in_description: Index the tool name, split into words
+            (``send_email`` -> ``send email``), with its description.
+        no_argument_params: What the parameter field sees when a query has no extracted
+            arguments: ``"intent"`` uses each need's user intent (so a plain-text query
+            still matches parameter documentation; the penalty stays off), ``"zero"``
+            scores it 0 (as the MFTR reference implementation does).
+        retrievers: Retriever per field; only ``"bm25"`` in this version.
+        params: Field weights, bias and penalty parameters.
+        threads: Worker threads for batch scoring (0 = all cores).
+    """
+
+    bm25: Bm25Config = field(default_factory=Bm25Config)
+    analyzer: Analyzer = field(default_factory=Analyzer)
+    scale: Literal["bounded", "raw"] = "bounded"
+    candidates: int = 100
+    name_in_description: bool = True
+    no_argument_params: Literal["intent", "zero"] = "intent"
+    retrievers: tuple[tuple[str, str], ...] = tuple((f, "bm25") for f in FIELDS)
+    params: ScoringParams = DEFAULT_PARAMS
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retrievers, dict):
+            object.__setattr__(self, "retrievers", tuple(self.retrievers.items()))
+        if not isinstance(self.bm25, Bm25Config):
+            raise ConfigError("config.bm25 must be a Bm25Config")
+        if not isinstance(self.analyzer, Analyzer):
+            raise ConfigError("config.analyzer must be an Analyzer")
+        if self.scale not in SCALES:
+            raise ConfigError(f"config.scale must be one of {SCALES}, got {self.scale!r}")
+        if not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1:
+            raise ConfigError(f"config.candidates must be an integer >= 1, got {self.candidates!r}")
+        if self.no_argument_params not in ("intent", "zero"):
+            raise ConfigError(
+                f"config.no_argument_params must be 'intent' or 'zero', got {self.no_argument_params!r}"
+            )
+        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
+            raise ConfigError(f"config.threads must be an integer >= 0, got {self.threads!r}")
+        if not isinstance(self.params, ScoringParams):
+            raise ConfigError("config.params must be a ScoringParams")
+        r = dict(self.retrievers)
+        for f, kind in r.items():
+            if f not in FIELDS:
+                raise ConfigError(f"config.retrievers: unknown field {f!r} (fields: {', '.join(FIELDS)})")
+            if kind not in RETRIEVERS:
+                raise ConfigError(
+                    f"config.retrievers[{f!r}]: retriever {kind!r} is not available "
+                    f"(available: {', '.join(RETRIEVERS)})"
+                )
+        missing = [f for f in FIELDS if f not in r]
+        if missing:
+            raise ConfigError(f"config.retrievers: no retriever for field(s) {', '.join(missing)}")
+
+    def with_params(self, params: ScoringParams) -> IndexConfig:
+        """A copy with other scoring parameters (e.g. learned ones)."""
+        return replace(self, params=params)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the index manifest."""
+        return {
+            "bm25": {"k1": self.bm25.k1, "b": self.bm25.b, "method": self.bm25.method},
+            "analyzer": self.analyzer.to_dict(),
+            "scale": self.scale,
+            "candidates": self.candidates,
+            "name_in_description": self.name_in_description,
+            "no_argument_params": self.no_argument_params,
+            "retrievers": dict(self.retrievers),
+            "params": self.params.to_dict(),
+            "threads": self.threads,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IndexConfig:
+        """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values."""
+        if not isinstance(d, dict):
+            raise ConfigError("config must be an object")
+        known = {"bm25", "analyzer", "scale", "candidates", "name_in_description",
+                 "no_argument_params", "retrievers", "params", "threads"}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
+        kw: dict[str, Any] = {}
+        if "bm25" in d:
+            kw["bm25"] = Bm25Config(**d["bm25"])
+        if "analyzer" in d:
+            kw["analyzer"] = Analyzer.from_dict(d["analyzer"])
+        if "params" in d:
+            kw["params"] = ScoringParams.from_dict(d["params"])
+        if "retrievers" in d:
+            kw["retrievers"] = tuple(dict(d["retrievers"]).items())
+        for key in ("scale", "candidates", "name_in_description", "no_argument_params", "threads"):
+            if key in d:
+                kw[key] = d[key]
+        return cls(**kw)

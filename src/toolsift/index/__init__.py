@@ -1,0 +1,6 @@
+"""Per-field indexes and their storage."""
+
+from .field_index import FieldIndex
+from .fields import FieldDocs, field_documents, name_words, parameter_layout
+
+__all__ = ["FieldIndex", "FieldDocs", "field_documents", "name_words", "parameter_layout"]

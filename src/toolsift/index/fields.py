@@ -1,0 +1,77 @@
+"""Turn a catalogue into the documents of each field.
+
+* description: one document per tool (optionally prefixed with the tool name in words);
+* response: one document per tool;
+* examples: one document per example intent, grouped back to its tool (a tool's
+  examples score is the max over its examples); a tool without examples gets one empty
+  document, as in the MFTR reference, so document counts do not depend on coverage;
+* parameters: one document per parameter, ``"name (type): description"``, grouped back to
+  its tool; ``param_ptr`` locates each tool's parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schema import Catalog, Tool
+
+__all__ = ["FieldDocs", "field_documents", "name_words"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./:]+")
+
+
+def name_words(name: str) -> str:
+    """``"sendEmail"``/``"send_email"`` -> ``"send email"``: names as searchable words."""
+    return " ".join(p for p in _CAMEL.split(name) if p)
+
+
+@dataclass
+class FieldDocs:
+    """Documents of one field and, for multi-document fields, their owning tool."""
+
+    texts: list[str]
+    groups: np.ndarray | None  # int32 tool position per document, None if one doc per tool
+
+
+def description_text(tool: Tool, *, with_name: bool) -> str:
+    """The indexed description of ``tool``."""
+    if with_name:
+        return f"{name_words(tool.name)}: {tool.description}"
+    return tool.description
+
+
+def field_documents(catalog: Catalog, *, name_in_description: bool) -> dict[str, FieldDocs]:
+    """Documents per field for ``catalog`` (see the module docstring)."""
+    desc = [description_text(t, with_name=name_in_description) for t in catalog]
+    resp = [t.response for t in catalog]
+    ex_texts: list[str] = []
+    ex_groups: list[int] = []
+    par_texts: list[str] = []
+    par_groups: list[int] = []
+    for i, t in enumerate(catalog):
+        examples = t.examples or ("",)
+        ex_texts.extend(examples)
+        ex_groups.extend([i] * len(examples))
+        for p in t.parameters:
+            par_texts.append(p.document())
+            par_groups.append(i)
+    return {
+        "description": FieldDocs(desc, None),
+        "parameters": FieldDocs(par_texts, np.asarray(par_groups, dtype=np.int32)),
+        "response": FieldDocs(resp, None),
+        "examples": FieldDocs(ex_texts, np.asarray(ex_groups, dtype=np.int32)),
+    }
+
+
+def parameter_layout(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
+    """``(param_ptr int64[n_tools+1], param_required uint8[n_params])``."""
+    counts = np.fromiter((len(t.parameters) for t in catalog), dtype=np.int64, count=len(catalog))
+    ptr = np.zeros(len(catalog) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    req = np.fromiter(
+        (p.required for t in catalog for p in t.parameters), dtype=np.uint8, count=int(ptr[-1])
+    )
+    return ptr, req

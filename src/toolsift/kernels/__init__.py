@@ -1,0 +1,89 @@
+"""MFTR scoring kernels: field maxima, parameter matching, penalty and weights.
+
+The compiled scorer is :func:`score_candidates`; :func:`score_candidates_reference` is its
+slow plain-NumPy twin used as a test oracle. Importing this package compiles the kernels
+for their fixed signatures, or loads them from Numba's on-disk cache.
+
+Example:
+    >>> from toolsift.kernels import score_candidates, DEFAULT_PARAMS
+    >>> scores = score_candidates(cand_query, cand_tool, cand_need_off, cand_param_off,
+    ...                           n_needs, n_args, penalize, need_sims, ap_sims,
+    ...                           param_ptr, param_required, DEFAULT_PARAMS)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numba
+import numpy as np
+
+from ..errors import ConfigError
+from .mftr import BREAKDOWN_COLUMNS, PARALLEL_MIN_CANDIDATES, score_candidates
+from .params import DEFAULT_PARAMS, WEIGHT_FIELDS, ScoringParams
+from .reference import score_candidates_reference
+
+__all__ = [
+    "BREAKDOWN_COLUMNS",
+    "DEFAULT_PARAMS",
+    "PARALLEL_MIN_CANDIDATES",
+    "WEIGHT_FIELDS",
+    "ScoringParams",
+    "get_threads",
+    "score_candidates",
+    "score_candidates_reference",
+    "set_threads",
+    "warmup",
+]
+
+
+def set_threads(n: int) -> int:
+    """Set how many threads the parallel kernels use.
+
+    Maps to ``numba.set_num_threads``, whose setting belongs to the calling thread (and
+    to threads it starts afterwards): call it from the thread that scores.
+
+    Args:
+        n: Number of threads; ``0`` means all the threads Numba was started with
+            (``NUMBA_NUM_THREADS``, by default the number of cores).
+
+    Returns:
+        The number of threads now in effect.
+
+    Raises:
+        ConfigError: ``n`` is not an integer or is outside ``0..NUMBA_NUM_THREADS``.
+    """
+    if isinstance(n, bool):
+        raise ConfigError(f"threads: expected an integer, got {n!r}")
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise ConfigError(f"threads: expected an integer, got {type(n).__name__}") from None
+    limit = int(numba.config.NUMBA_NUM_THREADS)
+    if not 0 <= n <= limit:
+        raise ConfigError(f"threads={n} out of range 0..{limit} (0 = all cores)")
+    numba.set_num_threads(limit if n == 0 else n)
+    return int(numba.get_num_threads())
+
+
+def get_threads() -> int:
+    """Return the number of threads the parallel kernels use on the calling thread."""
+    return int(numba.get_num_threads())
+
+
+def warmup() -> None:
+    """Run every kernel variant once on a tiny batch.
+
+    Compilation already happens at import; this also starts Numba's thread pool and
+    touches every code path, so a service's first real request does not pay for it.
+    """
+    need_sims = np.array([[0.5, 0.4, 0.3], [0.2, 0.6, 0.1]], dtype=np.float32)
+    ap_sims = np.array([0.9, 0.2, 0.1, 0.7], dtype=np.float32)
+    args = (
+        np.array([0, 0]), np.array([0, 1]), np.array([0, 1]), np.array([0, 0]),
+        np.array([1]), np.array([2]), np.array([1]), need_sims, ap_sims,
+        np.array([0, 2, 2]), np.array([1, 0]),
+    )  # fmt: skip
+    for parallel in (False, True):
+        score_candidates(*args, parallel=parallel)
+        score_candidates(*args, parallel=parallel, breakdown=True)

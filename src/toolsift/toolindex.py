@@ -1,0 +1,542 @@
+"""``ToolIndex``: build, search, save and load a multi-field tool index.
+
+A search runs in four steps, each over the whole batch of queries:
+
+1. analyse every need text and argument text with the index's one analyzer;
+2. score them against each field's BM25 index in C++ (dense per-tool scores, GIL
+   released, threaded);
+3. take each field's top-N tools per query and score their union with the MFTR kernel
+   (max over needs, per-parameter max over arguments, penalty, weights);
+4. sort each query's candidates and return :class:`Hit` objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import __version__
+from .analyze import TermBatch, Vocabulary
+from .config import IndexConfig
+from .errors import IndexCorruptError, IndexFormatError, QueryError, ToolsiftError
+from .index.field_index import COLUMNS, FieldIndex
+from .index.fields import field_documents, parameter_layout
+from .index.store import open_table, read_manifest, write_index_dir
+from .kernels import score_candidates
+from .kernels.params import ScoringParams
+from .schema import FIELDS, Catalog, Query, Tool
+
+__all__ = ["Hit", "ToolIndex", "QueryLike"]
+
+QueryLike = str | Query | Mapping[str, Any]
+
+# Queries are scored in chunks so the dense per-field score matrices of a large batch
+# stay within a few tens of megabytes.
+_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked tool.
+
+    Attributes:
+        tool: The tool.
+        score: Its MFTR score.
+        rank: 1-based position in the result list.
+        fields: Per-field similarity ``{description, parameters, response, examples}``
+            (only with ``explain=True``).
+        penalty: Missing-parameter penalty subtracted from the score (``explain=True``).
+        parameters: Per tool parameter, the best-matching argument and its similarity,
+            ``{param: (argument or None, similarity)}`` (``explain=True``).
+        why: A one-line explanation (``explain=True``).
+    """
+
+    tool: Tool
+    score: float
+    rank: int
+    fields: dict[str, float] | None = None
+    penalty: float | None = None
+    parameters: dict[str, tuple[str | None, float]] | None = field(default=None, repr=False)
+    why: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The tool id."""
+        return self.tool.id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.tool.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (tool id and name, score, rank and the explanation if present)."""
+        out: dict[str, Any] = {"rank": self.rank, "id": self.id, "name": self.name, "score": self.score}
+        if self.fields is not None:
+            out["fields"] = self.fields
+            out["penalty"] = self.penalty
+            out["parameters"] = {
+                p: {"argument": a, "similarity": s} for p, (a, s) in (self.parameters or {}).items()
+            }
+            out["why"] = self.why
+        return out
+
+
+@dataclass
+class _Prepared:
+    """Analysed texts of one chunk of queries."""
+
+    queries: list[Query]
+    need_ptr: np.ndarray
+    arg_ptr: np.ndarray
+    arg_names: list[list[str | None]]
+    penalize: np.ndarray
+    batches: dict[str, TermBatch]  # description/response/examples: per need; parameters: per arg
+
+
+class ToolIndex:
+    """A searchable multi-field index over a tool catalogue.
+
+    Build one with :meth:`build`, or open a saved one with :meth:`load`.
+
+    Example:
+        >>> index = ToolIndex.build(load_catalog("tools.json"))      # doctest: +SKIP
+        >>> for hit in index.search("email the report to my boss", k=3):  # doctest: +SKIP
+        ...     print(hit.name, round(hit.score, 3))
+    """
+
+    def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
+                 fields: dict[str, FieldIndex]) -> None:
+        self._catalog = catalog
+        self._config = config
+        self._vocab = vocab
+        self._fields = fields
+        self._param_ptr, self._param_required = parameter_layout(catalog)
+        self._param_names = [p.name for t in catalog for p in t.parameters]
+        n_params = int(self._param_ptr[-1])
+        if fields["parameters"].core.n_docs != n_params:
+            raise IndexCorruptError(
+                f"parameters field has {fields['parameters'].core.n_docs} documents, "
+                f"the catalogue has {n_params} parameters"
+            )
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, catalog: Catalog | Iterable[Tool], *, config: IndexConfig | None = None,
+              progress: bool = False) -> ToolIndex:
+        """Index ``catalog``.
+
+        Args:
+            catalog: A :class:`Catalog` or an iterable of :class:`Tool`.
+            config: Index configuration; defaults to :class:`IndexConfig()`.
+            progress: Show a progress bar per field.
+
+        Raises:
+            SchemaError: Duplicate ids or invalid tools in ``catalog``.
+            ToolsiftError: The catalogue is empty.
+        """
+        if not isinstance(catalog, Catalog):
+            catalog = Catalog(catalog)
+        if len(catalog) == 0:
+            raise ToolsiftError("cannot index an empty catalogue")
+        config = config or IndexConfig()
+        docs = field_documents(catalog, name_in_description=config.name_in_description)
+        analyzer = config.analyzer
+        vocab = Vocabulary()
+        tokens: dict[str, list[list[str]]] = {}
+        for name in FIELDS:
+            texts = docs[name].texts
+            it = _progress(texts, progress, f"analyse {name}")
+            toks = [analyzer.tokenize(t) for t in it]
+            for ts in toks:
+                for t in ts:
+                    vocab.add(t)
+            tokens[name] = toks
+        n_terms = len(vocab)
+        fields = {}
+        for name in FIELDS:
+            batch = vocab.encode_batch(tokens[name], grow=False)
+            core = FieldIndex.from_batch(batch, docs[name].groups, n_tools=len(catalog),
+                                         n_terms=n_terms, bm25=config.bm25)
+            fields[name] = core
+        return cls(catalog, config, vocab, fields)
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def catalog(self) -> Catalog:
+        """The indexed tools."""
+        return self._catalog
+
+    @property
+    def config(self) -> IndexConfig:
+        """The configuration the index was built and scores with."""
+        return self._config
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The shared term vocabulary."""
+        return self._vocab
+
+    def field(self, name: str) -> FieldIndex:
+        """The BM25 index of field ``name``."""
+        if name not in self._fields:
+            raise KeyError(f"unknown field {name!r} (fields: {', '.join(FIELDS)})")
+        return self._fields[name]
+
+    def __len__(self) -> int:
+        return len(self._catalog)
+
+    def __repr__(self) -> str:
+        return f"ToolIndex(tools={len(self)}, terms={len(self._vocab)}, scale={self._config.scale!r})"
+
+    def with_params(self, params: ScoringParams) -> ToolIndex:
+        """A view of this index that scores with other parameters (shares all arrays)."""
+        return ToolIndex(self._catalog, self._config.with_params(params), self._vocab, self._fields)
+
+    def search(self, query: QueryLike, *, k: int = 5, explain: bool = False) -> list[Hit]:
+        """Rank tools for one query.
+
+        Args:
+            query: Raw text (every field sees it; no arguments, no penalty), a
+                :class:`Query`, or its dict form (``{"tool_needs": [...],
+                "extracted_arguments": {...}}``).
+            k: Number of hits to return (fewer if fewer tools match at all).
+            explain: Fill the per-field breakdown, penalty and a one-line reason.
+
+        Raises:
+            QueryError: The query is empty, too long or malformed.
+        """
+        return self.search_batch([query], k=k, explain=explain)[0]
+
+    def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
+                     progress: bool = False) -> list[list[Hit]]:
+        """Rank tools for many queries; the same results as :meth:`search` one by one.
+
+        Raises:
+            QueryError: Naming the position of the first bad query.
+        """
+        if isinstance(queries, (str, Query, Mapping)):
+            raise QueryError("queries", "expected a list of queries; use search() for one query")
+        _check_k(k)
+        parsed = [_as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
+        out: list[list[Hit]] = []
+        chunks = range(0, len(parsed), _CHUNK)
+        bar = _progress(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks))
+        for start in bar:
+            out.extend(self._search_chunk(parsed[start:start + _CHUNK], k, explain))
+        return out
+
+    def score_pairs(self, query: QueryLike, tool_ids: Sequence[str]) -> np.ndarray:
+        """MFTR scores of ``query`` against the given tools (no candidate cut-off).
+
+        Useful for re-ranking a fixed list and for training, where every labelled tool
+        must be scored even if no field ranks it in its top-N.
+        """
+        q = _as_query(query, "query")
+        try:
+            tools = np.asarray([self._catalog.position(t) for t in tool_ids], dtype=np.int64)
+        except KeyError as exc:
+            raise KeyError(f"unknown tool id {exc.args[0]!r}") from None
+        prep = self._prepare([q])
+        dense = self._dense(prep)
+        scores, _ = self._score(prep, dense, [tools], breakdown=False)
+        return scores
+
+    # --------------------------------------------------------------- internals
+    def _prepare(self, queries: list[Query]) -> _Prepared:
+        cfg = self._config
+        analyzer = cfg.analyzer
+        cache: dict[str, list[str]] = {}
+
+        def tok(text: str) -> list[str]:
+            got = cache.get(text)
+            if got is None:
+                got = cache[text] = analyzer.tokenize(text)
+            return got
+
+        texts: dict[str, list[list[str]]] = {f: [] for f in FIELDS}
+        need_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        arg_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        penalize = np.zeros(len(queries), dtype=np.uint8)
+        arg_names: list[list[str | None]] = []
+        for i, q in enumerate(queries):
+            for need in q.needs:
+                texts["description"].append(tok(need.tool_description))
+                texts["response"].append(tok(need.expected_response))
+                texts["examples"].append(tok(need.user_intent))
+            if q.arguments:
+                names: list[str | None] = list(q.arguments)
+                texts["parameters"].extend(tok(f"{a}: {d}") for a, d in q.arguments.items())
+                penalize[i] = 1
+            elif cfg.no_argument_params == "intent":
+                names = [None] * len(q.needs)
+                texts["parameters"].extend(tok(n.user_intent) for n in q.needs)
+            else:
+                names = []
+            arg_names.append(names)
+            need_ptr[i + 1] = len(texts["description"])
+            arg_ptr[i + 1] = len(texts["parameters"])
+        batches = {f: self._vocab.encode_batch(texts[f], grow=False) for f in FIELDS}
+        return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches)
+
+    def _dense(self, prep: _Prepared) -> dict[str, np.ndarray]:
+        norm = self._config.scale == "bounded"
+        threads = self._config.threads
+        out = {
+            f: self._fields[f].score_tools(prep.batches[f], normalize=norm, threads=threads)
+            for f in ("description", "response", "examples")
+        }
+        params = self._fields["parameters"]
+        out["parameter_docs"] = params.score_docs(prep.batches["parameters"], normalize=norm, threads=threads)
+        return out
+
+    def _candidates(self, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:
+        n_tools = len(self._catalog)
+        n = self._config.candidates
+        rows = slice(prep.need_ptr[i], prep.need_ptr[i + 1])
+        per_field = [dense[f][rows].max(axis=0) for f in ("description", "response", "examples")]
+        a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
+        if a1 > a0:
+            doc_best = dense["parameter_docs"][a0:a1].max(axis=0)
+            tool_best = np.zeros(n_tools, dtype=np.float32)
+            if doc_best.size:
+                groups = self._param_groups()
+                np.maximum.at(tool_best, groups, doc_best)
+            per_field.append(tool_best)
+        picks = []
+        for s in per_field:
+            if n >= n_tools:
+                picks.append(np.flatnonzero(s > 0))
+            else:
+                top = np.argpartition(-s, n - 1)[:n]
+                picks.append(top[s[top] > 0])
+        return np.unique(np.concatenate(picks)).astype(np.int64) if picks else np.zeros(0, np.int64)
+
+    def _param_groups(self) -> np.ndarray:
+        g = getattr(self, "_pgroups", None)
+        if g is None:
+            counts = np.diff(self._param_ptr)
+            g = self._pgroups = np.repeat(np.arange(len(self._catalog), dtype=np.int64), counts)
+        return g
+
+    def _score(self, prep: _Prepared, dense: dict[str, np.ndarray], cands: list[np.ndarray], *,
+               breakdown: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        ptr = self._param_ptr
+        cq, ct, need_off, par_off, need_blocks, ap_blocks = [], [], [], [], [], []
+        need_base = 0
+        ap_base = 0
+        for i, c in enumerate(cands):
+            nc = c.size
+            r0, r1 = prep.need_ptr[i], prep.need_ptr[i + 1]
+            nn = int(r1 - r0)
+            cq.append(np.full(nc, i, dtype=np.int64))
+            ct.append(c)
+            block = np.stack([dense[f][r0:r1][:, c] for f in ("description", "response", "examples")], axis=-1)
+            need_blocks.append(block.transpose(1, 0, 2).reshape(nc * nn, 3))
+            need_off.append(need_base + np.arange(nc, dtype=np.int64) * nn)
+            need_base += nc * nn
+            a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
+            na = int(a1 - a0)
+            counts = ptr[c + 1] - ptr[c]
+            before = np.cumsum(counts) - counts
+            par_off.append(ap_base + na * before)
+            total = int(counts.sum())
+            if na and total:
+                cand_rep = np.repeat(np.arange(nc), counts)
+                local = np.arange(total) - before[cand_rep]
+                docs = ptr[c][cand_rep] + local
+                sub = dense["parameter_docs"][a0:a1][:, docs]  # (na, total)
+                pos = (na * before[cand_rep] + local)[None, :] + np.arange(na)[:, None] * counts[cand_rep][None, :]
+                ap = np.empty(na * total, dtype=np.float32)
+                ap[pos.ravel()] = sub.ravel()
+                ap_blocks.append(ap)
+                ap_base += na * total
+        n_needs = np.diff(prep.need_ptr)
+        n_args = np.diff(prep.arg_ptr)
+        cat = np.concatenate
+        return _call_kernel(
+            cat(cq) if cq else np.zeros(0, np.int64), cat(ct) if ct else np.zeros(0, np.int64),
+            cat(need_off) if need_off else np.zeros(0, np.int64),
+            cat(par_off) if par_off else np.zeros(0, np.int64),
+            n_needs, n_args, prep.penalize,
+            cat(need_blocks) if need_blocks else np.zeros((0, 3), np.float32),
+            cat(ap_blocks) if ap_blocks else np.zeros(0, np.float32),
+            ptr, self._param_required, self._config.params, breakdown,
+        )
+
+    def _search_chunk(self, queries: list[Query], k: int, explain: bool) -> list[list[Hit]]:
+        prep = self._prepare(queries)
+        dense = self._dense(prep)
+        cands = [self._candidates(prep, dense, i) for i in range(len(queries))]
+        scores, terms = self._score(prep, dense, cands, breakdown=explain)
+        results: list[list[Hit]] = []
+        start = 0
+        for i, c in enumerate(cands):
+            s = scores[start:start + c.size]
+            order = np.lexsort((c, -s))[:k]  # score descending, then catalogue order
+            hits = []
+            for rank, j in enumerate(order, 1):
+                tool = self._catalog[int(c[j])]
+                if explain:
+                    hits.append(self._explain(prep, dense, i, int(c[j]), float(s[j]), rank, terms[start + j]))
+                else:
+                    hits.append(Hit(tool=tool, score=float(s[j]), rank=rank))
+            results.append(hits)
+            start += c.size
+        return results
+
+    def _explain(self, prep: _Prepared, dense: dict[str, np.ndarray], i: int, t: int, score: float,
+                 rank: int, terms: np.ndarray) -> Hit:
+        tool = self._catalog[t]
+        fields = {f: float(terms[j]) for j, f in enumerate(FIELDS)}
+        penalty = float(terms[4])
+        a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
+        p0, p1 = int(self._param_ptr[t]), int(self._param_ptr[t + 1])
+        matches: dict[str, tuple[str | None, float]] = {}
+        names = prep.arg_names[i]
+        for j in range(p0, p1):
+            pname = self._param_names[j]
+            if a1 > a0:
+                col = dense["parameter_docs"][a0:a1, j]
+                best = int(np.argmax(col))
+                matches[pname] = (names[best] if col[best] > 0 else None, float(col[best]))
+            else:
+                matches[pname] = (None, 0.0)
+        params = self._config.params
+        contrib = sorted(
+            ((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True
+        )
+        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
+        why = "matches " + " and ".join(parts) if parts else "weak lexical match"
+        if prep.penalize[i]:
+            missing = [p.name for p in tool.parameters
+                       if p.required and matches[p.name][1] < params.tau]
+            if missing:
+                why += "; no argument for required " + ", ".join(missing)
+        return Hit(tool=tool, score=score, rank=rank, fields=fields, penalty=penalty,
+                   parameters=matches, why=why)
+
+    # ------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the index to directory ``path`` atomically (replacing an existing one).
+
+        Returns:
+            The absolute path written.
+        """
+        tools = pa.table({
+            "id": pa.array([t.id for t in self._catalog], pa.string()),
+            "payload": pa.array([json.dumps(t.to_dict(), ensure_ascii=False, default=str)
+                                 for t in self._catalog], pa.large_string()),
+        })
+        tables: dict[str, pa.Table] = {
+            "tools.arrow": tools,
+            "vocab.arrow": pa.table({"term": pa.array(self._vocab.terms, pa.string())}),
+        }
+        stats = {}
+        for name, fi in self._fields.items():
+            cols = {}
+            for cname, view in fi.columns().items():
+                arr = pa.array(view)  # zero-copy over the engine's buffer
+                cols[cname] = pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
+            tables[f"field.{name}.arrow"] = pa.table(cols)
+            c = fi.core
+            stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
+        manifest = {
+            "toolsift_version": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "n_tools": len(self._catalog),
+            "n_terms": len(self._vocab),
+            "catalog_name": self._catalog.name,
+            "config": self._config.to_dict(),
+            "fields": stats,
+        }
+        return write_index_dir(path, tables, manifest)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, mmap: bool = True, verify: bool = True) -> ToolIndex:
+        """Open an index directory written by :meth:`save`.
+
+        Args:
+            path: The index directory.
+            mmap: Memory-map the postings (zero-copy) instead of reading them into memory.
+            verify: Check every file's SHA-256 against the manifest (sizes are always
+                checked).
+
+        Raises:
+            IndexFormatError: Not an index directory, or written by a newer version.
+            IndexCorruptError: A file is truncated, damaged or inconsistent.
+        """
+        manifest = read_manifest(path, verify=verify)
+        try:
+            config = IndexConfig.from_dict(manifest["config"])
+            n_tools = int(manifest["n_tools"])
+            tools_t = open_table(path, "tools.arrow", mmap=False)
+            tools = [Tool.from_dict(json.loads(p), where=f"tools.arrow[{i}]")
+                     for i, p in enumerate(tools_t.column("payload").to_pylist())]
+            catalog = Catalog(tools, name=manifest.get("catalog_name", "catalog"))
+            vocab = Vocabulary(open_table(path, "vocab.arrow", mmap=False).column("term").to_pylist())
+            fields = {}
+            for name in FIELDS:
+                table = open_table(path, f"field.{name}.arrow", mmap=mmap)
+                arrays = {}
+                for cname in COLUMNS:
+                    if cname in table.column_names:
+                        col = table.column(cname)
+                        if col.num_chunks != 1 or len(col) != 1:
+                            raise IndexCorruptError(f"field.{name}.arrow: column {cname} has an unexpected shape")
+                        arrays[cname] = col.chunk(0).values
+                fields[name] = FieldIndex.from_arrays(arrays, n_tools=n_tools, bm25=config.bm25)
+                if fields[name].core.n_terms != len(vocab):
+                    raise IndexCorruptError(f"field.{name}.arrow: term count disagrees with vocab.arrow")
+        except (IndexFormatError, IndexCorruptError):
+            raise
+        except (KeyError, ValueError, TypeError, ToolsiftError) as exc:
+            raise IndexCorruptError(f"{path}: index is inconsistent: {exc}") from None
+        if len(catalog) != n_tools:
+            raise IndexCorruptError(f"{path}: manifest says {n_tools} tools, tools.arrow has {len(catalog)}")
+        return cls(catalog, config, vocab, fields)
+
+
+def _call_kernel(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims, ptr, req,
+                 params, breakdown):
+    if breakdown:
+        return score_candidates(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims,
+                                ptr, req, params, breakdown=True, check_finite=False)
+    return score_candidates(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims,
+                            ptr, req, params, check_finite=False), None
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise QueryError("k", f"must be an integer >= 1, got {k!r}")
+
+
+def _as_query(q: Any, where: str) -> Query:
+    try:
+        if isinstance(q, Query):
+            return q
+        if isinstance(q, str):
+            return Query.from_text(q)
+        if isinstance(q, Mapping):
+            return Query.from_dict(q, where=where)
+    except QueryError as exc:
+        if exc.where.startswith(where):
+            raise
+        raise QueryError(where, str(exc)) from None
+    raise QueryError(where, f"expected text, a Query or a dict, got {type(q).__name__}")
+
+
+def _progress(it, enabled: bool, desc: str, total: int | None = None) -> Iterator:
+    if not enabled:
+        return iter(it)
+    from tqdm.auto import tqdm
+
+    return iter(tqdm(it, desc=desc, total=total, leave=False))

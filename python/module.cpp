@@ -77,7 +77,9 @@ std::shared_ptr<InvertedIndex> build(const I32Array& tokens, const I64Array& off
   }
   const Bm25Params p = make_params(k1, b, method);
   py::gil_scoped_release release;
-  return std::make_shared<InvertedIndex>(InvertedIndex::build(tokens.data(), offsets.data(), n_docs, n_terms, g, n_groups, p));
+  const bool grouped = groups.has_value();
+  return std::make_shared<InvertedIndex>(
+      InvertedIndex::build(tokens.data(), offsets.data(), n_docs, n_terms, g, grouped, n_groups, p));
 }
 
 std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::object& doc_ids, const py::object& tfs,
@@ -88,10 +90,11 @@ std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::o
   cols.doc_ids = import_column<int32_t>(doc_ids, "doc_ids");
   cols.tfs = import_column<int32_t>(tfs, "tfs");
   cols.doc_len = import_column<int32_t>(doc_len, "doc_len");
-  if (!groups.is_none()) cols.doc_group = import_column<int32_t>(groups, "doc_group");
+  const bool grouped = !groups.is_none();
+  if (grouped) cols.doc_group = import_column<int32_t>(groups, "doc_group");
   const Bm25Params p = make_params(k1, b, method);
   py::gil_scoped_release release;
-  return std::make_shared<InvertedIndex>(InvertedIndex::from_columns(std::move(cols), n_groups, p));
+  return std::make_shared<InvertedIndex>(InvertedIndex::from_columns(std::move(cols), grouped, n_groups, p));
 }
 
 py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
@@ -174,5 +177,5 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("k1", [](const InvertedIndex& i) { return i.params().k1; })
       .def_property_readonly("b", [](const InvertedIndex& i) { return i.params().b; })
       .def_property_readonly("method", [](const InvertedIndex& i) { return method_name(i.params().method); })
-      .def_property_readonly("has_groups", [](const InvertedIndex& i) { return !i.columns().doc_group.empty(); });
+      .def_property_readonly("has_groups", &InvertedIndex::grouped);
 }

@@ -1,6 +1,7 @@
 #include "toolsift/inverted_index.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,8 +21,8 @@ constexpr std::size_t kMinQueriesPerThread = 8;
 }  // namespace
 
 InvertedIndex InvertedIndex::build(const int32_t* tokens, const int64_t* offsets, std::size_t n_docs,
-                                   int32_t n_terms, const int32_t* doc_group, int32_t n_groups,
-                                   const Bm25Params& params) {
+                                   int32_t n_terms, const int32_t* doc_group, bool grouped,
+                                   int32_t n_groups, const Bm25Params& params) {
   params.validate();
   if (n_terms < 0) fail("n_terms must be >= 0");
   if (offsets == nullptr) fail("offsets must not be null");
@@ -78,13 +79,15 @@ InvertedIndex InvertedIndex::build(const int32_t* tokens, const int64_t* offsets
   cols.doc_ids = Column<int32_t>::owned(std::move(doc_ids));
   cols.tfs = Column<int32_t>::owned(std::move(tfs));
   cols.doc_len = Column<int32_t>::owned(std::move(doc_len));
-  if (doc_group != nullptr) {
-    cols.doc_group = Column<int32_t>::owned(std::vector<int32_t>(doc_group, doc_group + n_docs));
+  if (grouped) {
+    if (doc_group == nullptr && n_docs > 0) fail("grouped index needs doc_group");
+    cols.doc_group = Column<int32_t>::owned(n_docs ? std::vector<int32_t>(doc_group, doc_group + n_docs) : std::vector<int32_t>());
   }
-  return from_columns(std::move(cols), doc_group != nullptr ? n_groups : static_cast<int32_t>(n_docs), params);
+  return from_columns(std::move(cols), grouped, grouped ? n_groups : static_cast<int32_t>(n_docs), params);
 }
 
-InvertedIndex InvertedIndex::from_columns(IndexColumns cols, int32_t n_groups, const Bm25Params& params) {
+InvertedIndex InvertedIndex::from_columns(IndexColumns cols, bool grouped, int32_t n_groups,
+                                          const Bm25Params& params) {
   params.validate();
   const auto& ip = cols.indptr;
   if (ip.empty()) fail("indptr must have at least one element");
@@ -110,7 +113,7 @@ InvertedIndex InvertedIndex::from_columns(IndexColumns cols, int32_t n_groups, c
   for (std::size_t d = 0; d < n_docs; ++d) {
     if (cols.doc_len[d] < 0) fail("doc_len[" + std::to_string(d) + "] is negative");
   }
-  if (!cols.doc_group.empty()) {
+  if (grouped) {
     if (cols.doc_group.size() != n_docs) fail("doc_group must have one entry per document");
     if (n_groups < 0) fail("n_groups must be >= 0");
     for (std::size_t d = 0; d < n_docs; ++d) {
@@ -120,11 +123,11 @@ InvertedIndex InvertedIndex::from_columns(IndexColumns cols, int32_t n_groups, c
   } else {
     n_groups = static_cast<int32_t>(n_docs);
   }
-  return InvertedIndex(std::move(cols), n_groups, params);
+  return InvertedIndex(std::move(cols), grouped, n_groups, params);
 }
 
-InvertedIndex::InvertedIndex(IndexColumns cols, int32_t n_groups, const Bm25Params& params)
-    : cols_(std::move(cols)), n_groups_(n_groups), params_(params) {
+InvertedIndex::InvertedIndex(IndexColumns cols, bool grouped, int32_t n_groups, const Bm25Params& params)
+    : cols_(std::move(cols)), n_groups_(n_groups), grouped_(grouped), params_(params) {
   const std::size_t n_docs = cols_.doc_len.size();
   double total = 0.0;
   for (std::size_t d = 0; d < n_docs; ++d) total += cols_.doc_len[d];
@@ -186,7 +189,7 @@ void InvertedIndex::score_one(const int32_t* terms, std::size_t n, bool normaliz
   float* target = group ? acc : out;
   std::fill(target, target + nd, 0.0f);
   accumulate(terms, n, target);
-  if (group && !cols_.doc_group.empty()) {
+  if (group && grouped_) {
     std::fill(out, out + n_groups(), 0.0f);
     const int32_t* g = cols_.doc_group.data();
     for (std::size_t d = 0; d < nd; ++d) out[g[d]] = std::max(out[g[d]], acc[d]);
@@ -194,11 +197,14 @@ void InvertedIndex::score_one(const int32_t* terms, std::size_t n, bool normaliz
     std::copy(acc, acc + nd, out);
   }
   if (normalize) {
-    const double ub = upper_bound(terms, n);
+    // bounded = 1 - exp(-raw / ref), ref = sum of idf / (1 + k1): the score of an
+    // average-length document holding each query term once. Monotone (rank-preserving),
+    // in [0, 1), and a typical full match lands near 0.63 on any catalogue.
+    const double ref = upper_bound(terms, n) / (1.0 + params_.k1);
     const std::size_t w = out_width(group);
-    if (ub > 0.0) {
-      const float inv = static_cast<float>(1.0 / ub);
-      for (std::size_t i = 0; i < w; ++i) out[i] *= inv;
+    if (ref > 0.0) {
+      const double inv = 1.0 / ref;
+      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(-std::expm1(-static_cast<double>(out[i]) * inv));
     } else {
       std::fill(out, out + w, 0.0f);
     }

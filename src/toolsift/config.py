@@ -19,9 +19,10 @@ from .schema import FIELDS
 
 __all__ = ["Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS"]
 
-#: ``bounded``: each BM25 score divided by the query text's supremum (sum of its terms'
-#: idf), so field scores lie in [0, 1) on every catalogue. ``raw``: plain BM25, the scale
-#: the MFTR paper used.
+#: ``bounded``: ``1 - exp(-BM25 / ref)`` with ``ref`` the score of an average-length
+#: document holding each query term once (``sum idf / (1 + k1)``): rank-preserving, in
+#: [0, 1) on every catalogue, a typical full match near 0.63 (see docs/scoring.md).
+#: ``raw``: plain BM25, the scale the MFTR paper used.
 SCALES = ("bounded", "raw")
 
 #: Retrievers available per field in this version.
@@ -57,6 +58,9 @@ class IndexConfig:
             scored with the full MFTR model.
         name_in_description: Index the tool name, split into words
             (``send_email`` -> ``send email``), with its description.
+        split_identifiers: Split snake_case / camelCase parameter and argument names
+            into words (``start_time`` -> ``start time``); the tokenizer keeps ``_``
+            inside words, so otherwise ``start_time`` never matches ``start``.
         no_argument_params: What the parameter field sees when a query has no extracted
             arguments: ``"intent"`` uses each need's user intent (so a plain-text query
             still matches parameter documentation; the penalty stays off), ``"zero"``
@@ -71,6 +75,7 @@ class IndexConfig:
     scale: Literal["bounded", "raw"] = "bounded"
     candidates: int = 100
     name_in_description: bool = True
+    split_identifiers: bool = True
     no_argument_params: Literal["intent", "zero"] = "intent"
     retrievers: tuple[tuple[str, str], ...] = tuple((f, "bm25") for f in FIELDS)
     params: ScoringParams = DEFAULT_PARAMS
@@ -87,6 +92,9 @@ class IndexConfig:
             raise ConfigError(f"config.scale must be one of {SCALES}, got {self.scale!r}")
         if not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1:
             raise ConfigError(f"config.candidates must be an integer >= 1, got {self.candidates!r}")
+        for flag in ("name_in_description", "split_identifiers"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"config.{flag} must be a bool, got {getattr(self, flag)!r}")
         if self.no_argument_params not in ("intent", "zero"):
             raise ConfigError(
                 f"config.no_argument_params must be 'intent' or 'zero', got {self.no_argument_params!r}"
@@ -120,6 +128,7 @@ class IndexConfig:
             "scale": self.scale,
             "candidates": self.candidates,
             "name_in_description": self.name_in_description,
+            "split_identifiers": self.split_identifiers,
             "no_argument_params": self.no_argument_params,
             "retrievers": dict(self.retrievers),
             "params": self.params.to_dict(),
@@ -131,7 +140,7 @@ class IndexConfig:
         """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
-        known = {"bm25", "analyzer", "scale", "candidates", "name_in_description",
+        known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "split_identifiers",
                  "no_argument_params", "retrievers", "params", "threads"}
         unknown = set(d) - known
         if unknown:
@@ -145,7 +154,8 @@ class IndexConfig:
             kw["params"] = ScoringParams.from_dict(d["params"])
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
-        for key in ("scale", "candidates", "name_in_description", "no_argument_params", "threads"):
+        for key in ("scale", "candidates", "name_in_description", "split_identifiers",
+                    "no_argument_params", "threads"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

@@ -37,17 +37,18 @@ FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 MAX_TEXT_CHARS = 100_000
 
 
-def _text(value: Any, where: str, *, allow_empty: bool = True) -> str:
+def _text(value: Any, where: str, *, allow_empty: bool = True,
+          error: type[SchemaError] = SchemaError) -> str:
     if value is None:
         value = ""
     if not isinstance(value, str):
-        raise SchemaError(where, f"expected a string, got {type(value).__name__}")
+        raise error(where, f"expected a string, got {type(value).__name__}")
     if len(value) > MAX_TEXT_CHARS:
-        raise SchemaError(
+        raise error(
             where, f"text is {len(value):,} characters long; the limit is {MAX_TEXT_CHARS:,}"
         )
     if not allow_empty and not value.strip():
-        raise SchemaError(where, "must be a non-empty string")
+        raise error(where, "must be a non-empty string")
     return value
 
 
@@ -228,7 +229,7 @@ class ToolNeed:
 
     def __post_init__(self) -> None:
         for name in ("user_intent", "tool_description", "expected_response"):
-            _text(getattr(self, name), f"need.{name}")
+            _text(getattr(self, name), f"need.{name}", error=QueryError)
         if not any(s.strip() for s in (self.user_intent, self.tool_description,
                                        self.expected_response)):
             raise QueryError("need", "a tool need must have at least one non-empty text")
@@ -287,9 +288,9 @@ class Query:
         for k, v in self.arguments.items():
             if not isinstance(k, str) or not k.strip():
                 raise QueryError("query.arguments", f"argument names must be non-empty strings, got {k!r}")
-            args[k] = _text(v, f"query.arguments[{k!r}]")
+            args[k] = _text(v, f"query.arguments[{k!r}]", error=QueryError)
         object.__setattr__(self, "arguments", args)
-        _text(self.text, "query.text")
+        _text(self.text, "query.text", error=QueryError)
 
     @classmethod
     def from_text(cls, text: str) -> Query:
@@ -298,7 +299,7 @@ class Query:
             raise QueryError("query", f"expected a string, got {type(text).__name__}")
         if not text.strip():
             raise QueryError("query", "the query is empty")
-        _text(text, "query")
+        _text(text, "query", error=QueryError)
         return cls(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
 
     @classmethod

@@ -28,7 +28,7 @@ from .analyze import TermBatch, Vocabulary
 from .config import IndexConfig
 from .errors import IndexCorruptError, IndexFormatError, QueryError, ToolsiftError
 from .index.field_index import COLUMNS, FieldIndex
-from .index.fields import field_documents, parameter_layout
+from .index.fields import argument_text, field_documents, parameter_layout
 from .index.store import open_table, read_manifest, write_index_dir
 from .kernels import score_candidates
 from .kernels.params import ScoringParams
@@ -148,7 +148,8 @@ class ToolIndex:
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
         config = config or IndexConfig()
-        docs = field_documents(catalog, name_in_description=config.name_in_description)
+        docs = field_documents(catalog, name_in_description=config.name_in_description,
+                               split_identifiers=config.split_identifiers)
         analyzer = config.analyzer
         vocab = Vocabulary()
         tokens: dict[str, list[list[str]]] = {}
@@ -274,7 +275,9 @@ class ToolIndex:
                 texts["examples"].append(tok(need.user_intent))
             if q.arguments:
                 names: list[str | None] = list(q.arguments)
-                texts["parameters"].extend(tok(f"{a}: {d}") for a, d in q.arguments.items())
+                split = cfg.split_identifiers
+                texts["parameters"].extend(tok(argument_text(a, d, split_identifiers=split))
+                                           for a, d in q.arguments.items())
                 penalize[i] = 1
             elif cfg.no_argument_params == "intent":
                 names = [None] * len(q.needs)

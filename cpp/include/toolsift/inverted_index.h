@@ -35,16 +35,19 @@ class InvertedIndex {
  public:
   // Builds postings from analysed documents: document d has tokens[offsets[d] : offsets[d+1]].
   static InvertedIndex build(const int32_t* tokens, const int64_t* offsets, std::size_t n_docs,
-                             int32_t n_terms, const int32_t* doc_group, int32_t n_groups,
+                             int32_t n_terms, const int32_t* doc_group, bool grouped, int32_t n_groups,
                              const Bm25Params& params);
 
   // Adopts existing columns (e.g. memory-mapped). Validates every CSR invariant first and
   // throws std::invalid_argument naming the first violation.
-  static InvertedIndex from_columns(IndexColumns cols, int32_t n_groups, const Bm25Params& params);
+  // `grouped`: doc_group maps documents to n_groups groups (possibly with no documents at
+  // all, e.g. a catalogue without parameters); otherwise each document is its own group.
+  static InvertedIndex from_columns(IndexColumns cols, bool grouped, int32_t n_groups, const Bm25Params& params);
 
   std::size_t n_docs() const noexcept { return cols_.doc_len.size(); }
   std::size_t n_terms() const noexcept { return cols_.indptr.size() - 1; }
   std::size_t n_groups() const noexcept { return static_cast<std::size_t>(n_groups_); }
+  bool grouped() const noexcept { return grouped_; }
   std::size_t nnz() const noexcept { return cols_.doc_ids.size(); }
   double avgdl() const noexcept { return avgdl_; }
   const Bm25Params& params() const noexcept { return params_; }
@@ -52,10 +55,11 @@ class InvertedIndex {
   const std::vector<float>& idf() const noexcept { return idf_; }
 
   // Sum of idf over a text's in-vocabulary terms (duplicates counted): the supremum of
-  // its BM25 score against any document, used to bound scores to [0, 1).
+  // its BM25 score against any document; the bounded scale is built on it.
   double upper_bound(const int32_t* terms, std::size_t n) const noexcept;
 
-  // Dense scores. `out` has n_queries rows of n_docs() (group=false) or n_groups()
+  // Dense scores, raw BM25 or (normalize) bounded: 1 - exp(-raw (1 + k1) / upper_bound).
+  // `out` has n_queries rows of n_docs() (group=false) or n_groups()
   // (group=true, max over each group's documents) floats.
   void score_dense(const QueryBatch& q, bool normalize, bool group, float* out, int threads) const;
 
@@ -69,7 +73,7 @@ class InvertedIndex {
   void check_batch(const QueryBatch& q, std::size_t n_terms_total) const;
 
  private:
-  InvertedIndex(IndexColumns cols, int32_t n_groups, const Bm25Params& params);
+  InvertedIndex(IndexColumns cols, bool grouped, int32_t n_groups, const Bm25Params& params);
   void accumulate(const int32_t* terms, std::size_t n, float* acc) const noexcept;
   std::size_t out_width(bool group) const noexcept { return group ? n_groups() : n_docs(); }
   void score_one(const int32_t* terms, std::size_t n, bool normalize, bool group, float* acc,
@@ -77,6 +81,7 @@ class InvertedIndex {
 
   IndexColumns cols_;
   int32_t n_groups_ = 0;
+  bool grouped_ = false;
   Bm25Params params_;
   double avgdl_ = 0.0;
   std::vector<float> idf_;     // per term

@@ -2,14 +2,14 @@
 
 Supported formats (:data:`FORMATS`):
 
-========================  ==================================================================
-``"native"``              list of :meth:`Tool.to_dict` objects, or ``{"format": "toolsift", "tools": [...]}``
-``"openai"``              OpenAI function tools (Chat Completions, Responses API, legacy ``functions``)
-``"anthropic"``           Anthropic ``{"name", "description", "input_schema"}`` tools
-``"mcp"``                 MCP ``tools/list`` result, bare or in a JSON-RPC response
-``"toolret"``             ToolRet benchmark ``tools.json`` records
-``"mftr-augmented"``      MFTR LLM-standardized benchmark tools
-========================  ==================================================================
+* ``"native"``: a list of :meth:`Tool.to_dict` objects, or
+  ``{"format": "toolsift", "tools": [...]}``.
+* ``"openai"``: OpenAI function tools (Chat Completions, Responses API, legacy
+  ``functions``).
+* ``"anthropic"``: Anthropic ``{"name", "description", "input_schema"}`` tools.
+* ``"mcp"``: an MCP ``tools/list`` result, bare or in a JSON-RPC response.
+* ``"toolret"``: ToolRet benchmark ``tools.json`` records.
+* ``"mftr-augmented"``: MFTR LLM-standardized benchmark tools.
 
 Example:
     >>> from toolsift.adapters import load_catalog
@@ -135,7 +135,9 @@ def detect_format(payload: Any) -> str:
     first = next((e for e in entries if isinstance(e, Mapping)), None)
     if first is None:
         if entries:
-            raise CatalogFormatError("cannot detect the catalogue format: no tool entry is an object")
+            raise CatalogFormatError(
+                "cannot detect the catalogue format: no tool entry is an object"
+            )
         return "native"
     fmt = _entry_format(first)
     if fmt is None:
@@ -188,7 +190,11 @@ def load_catalog(
     try:
         fmt = detect_format(payload) if format == "auto" else format
         tools = _READERS[fmt](payload)
-        return Catalog(tools, name=name or "catalog")
+        # Named "tools" while checking ids so a duplicate reads "tools[5] (id='x')",
+        # like every other location; the caller's name is set afterwards.
+        catalog = Catalog(tools, name="tools")
+        catalog.name = name or "catalog"
+        return catalog
     except CatalogFormatError as exc:
         if label:
             raise CatalogFormatError(f"{label}: {exc}") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,17 +67,39 @@ def _message(exc: SchemaError) -> str:
     return text[len(prefix):] if exc.where and text.startswith(prefix) else text
 
 
+# Locations written by toolsift.schema: "tool 'x'.description", "parameter 'a'.type",
+# "parameter.name". Their tail is re-attached to the caller's path so the final message
+# reads as one path instead of repeating the tool name.
+_SCHEMA_WHERE = re.compile(
+    r"^(?:tool|parameter) (['\"]).*?\1(?P<rest>[.\[].*)$"  # tool 'x'.description
+    r"|^parameter(?P<bare>\..*)$",  # parameter.name
+    re.S,
+)
+
+
+def _relative(where: str) -> str | None:
+    if where.startswith((".", "[")):
+        return where
+    m = _SCHEMA_WHERE.match(where)
+    if m:
+        return m.group("rest") or m.group("bare")
+    return None
+
+
 def relocate(where: str, exc: SchemaError) -> SchemaError:
     """``exc`` re-labelled as happening inside ``where``.
 
     Adapters raise errors with a *relative* location that starts with ``"."`` or
-    ``"["`` (``".inputSchema.properties['to']"``); those are appended to ``where`` so the
-    result reads as one path. Errors from :mod:`toolsift.schema` carry their own wording
-    (``"tool 'x'.description"``) and are kept whole after ``where``. The error class is
-    preserved so callers can still catch e.g. :class:`~toolsift.errors.QueryError`.
+    ``"["`` (``".inputSchema.properties['to']"``); those, and the locations
+    :mod:`toolsift.schema` writes (``"tool 'x'.description"``), are appended to
+    ``where`` so the result reads as one path:
+    ``"tools[3] (name='x').inputSchema.properties['to']: ..."``. Any other location is
+    kept whole after ``where``. The error class is preserved so callers can still catch
+    e.g. :class:`~toolsift.errors.QueryError`.
     """
-    if exc.where.startswith((".", "[")):
-        return type(exc)(where + exc.where, _message(exc))
+    rel = _relative(exc.where)
+    if rel is not None:
+        return type(exc)(where + rel, _message(exc))
     return type(exc)(where, str(exc))
 
 
@@ -205,7 +228,9 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     try:
         text = raw.decode("utf-8-sig")  # tolerate a BOM written by Windows editors
     except UnicodeDecodeError as exc:
-        raise CatalogFormatError(f"{p}: not UTF-8 text (invalid byte at offset {exc.start})") from None
+        raise CatalogFormatError(
+            f"{p}: not UTF-8 text (invalid byte at offset {exc.start})"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

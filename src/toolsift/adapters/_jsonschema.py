@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from ..schema import Parameter
+from ._common import relocate
 
 __all__ = ["parameters_from_schema", "type_name", "describe_output", "describe_fields"]
 
@@ -73,7 +74,8 @@ def type_name(schema: Mapping[str, Any]) -> str:
 
 def _enum_text(values: list[Any]) -> str:
     shown = [v if isinstance(v, str) else json.dumps(v) for v in values[:_MAX_ENUM_VALUES]]
-    more = f", ... ({len(values) - _MAX_ENUM_VALUES} more)" if len(values) > _MAX_ENUM_VALUES else ""
+    hidden = len(values) - _MAX_ENUM_VALUES
+    more = f", ... ({hidden} more)" if hidden > 0 else ""
     return "One of: " + ", ".join(shown) + more + "."
 
 
@@ -156,7 +158,8 @@ def parameters_from_schema(
         return ()
     if not isinstance(props, Mapping):
         raise SchemaError(
-            where + ".properties", f"expected an object of property schemas, got {type(props).__name__}"
+            where + ".properties",
+            f"expected an object of property schemas, got {type(props).__name__}",
         )
     required = obj.get("required")
     if required is not None and not (
@@ -183,7 +186,7 @@ def parameters_from_schema(
         except SchemaError as exc:
             if exc.where.startswith(where):
                 raise
-            raise SchemaError(at, str(exc)) from None
+            raise relocate(at, exc) from None
     return tuple(params)
 
 
@@ -249,8 +252,12 @@ def describe_output(schema: Any, *, where: str) -> str:
     items = schema.get("items")
     if isinstance(props, Mapping) and props:
         parts.append(describe_fields(props))
-    elif isinstance(items, Mapping) and isinstance(items.get("properties"), Mapping) and items["properties"]:
-        parts.append(describe_fields(items["properties"], lead="Returns a list of objects, each with"))
+    elif isinstance(items, Mapping) and isinstance(items.get("properties"), Mapping) and (
+        items["properties"]
+    ):
+        parts.append(
+            describe_fields(items["properties"], lead="Returns a list of objects, each with")
+        )
     elif isinstance(items, Mapping):
         item_type = type_name(items)
         item_desc = _description(items, where + ".items").strip().rstrip(".")

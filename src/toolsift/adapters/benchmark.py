@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import CatalogFormatError, QueryError, SchemaError
 from ..schema import Parameter, Query, Tool
-from ._common import located, map_tools, read_json, text_or_empty, tool_list
+from ._common import located, map_tools, read_json, relocate, text_or_empty, tool_list
 from ._jsonschema import describe_fields, parameters_from_schema
 from ._pysig import parse_signature, prose
 
@@ -88,7 +88,7 @@ def _param(where: str, **fields: Any) -> Parameter:
     try:
         return Parameter(**fields)
     except SchemaError as exc:
-        raise SchemaError(where, str(exc)) from None
+        raise relocate(where, exc) from None
 
 
 def _params_from_list(items: list[Any], where: str) -> list[Parameter]:
@@ -538,7 +538,9 @@ def load_queries(
         label = os.fspath(source)
         payload = read_json(source)
     if not isinstance(payload, list):
-        raise CatalogFormatError(f"{label}: expected a list of query records, got {type(payload).__name__}")
+        raise CatalogFormatError(
+            f"{label}: expected a list of query records, got {type(payload).__name__}"
+        )
     counts: Counter[str] = Counter()
     out: list[BenchmarkQuery] = []
     for i, record in enumerate(payload):

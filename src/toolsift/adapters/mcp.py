@@ -100,9 +100,10 @@ def _unwrap(payload: Any) -> tuple[str, Any]:
     if isinstance(payload, Mapping) and "jsonrpc" in payload:
         if "error" in payload:
             err = payload["error"]
-            detail = (
-                f"code {err.get('code')}: {err.get('message')}" if isinstance(err, Mapping) else repr(err)
-            )
+            if isinstance(err, Mapping):
+                detail = f"code {err.get('code')}: {err.get('message')}"
+            else:
+                detail = repr(err)
             raise CatalogFormatError(f"mcp: the JSON-RPC response is an error ({detail})")
         if "result" not in payload:
             raise CatalogFormatError("mcp: the JSON-RPC response has no 'result'")

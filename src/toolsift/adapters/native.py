@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CatalogFormatError
-from ..schema import Tool
+from ..errors import CatalogFormatError, SchemaError
+from ..schema import Parameter, Tool
 from ._common import map_tools, require_name, tool_list
 
 __all__ = ["from_native", "native_tool", "NATIVE_FORMAT"]
@@ -23,11 +23,28 @@ NATIVE_FORMAT = "toolsift"
 def native_tool(entry: Mapping[str, Any]) -> Tool:
     """Convert one native tool object.
 
+    Mirrors :meth:`Tool.from_dict` but builds the tool directly, so that validation
+    errors keep their own location (``".parameters[1]"``) instead of being folded into
+    the message.
+
     Raises:
         SchemaError: With a location relative to ``entry``.
     """
-    require_name(entry)  # checked here so the error is located like every other format
-    return Tool.from_dict(entry, where="")
+    name = require_name(entry)
+    raw_params = entry.get("parameters") or []
+    if not isinstance(raw_params, list):
+        raise SchemaError(".parameters", f"expected a list, got {type(raw_params).__name__}")
+    params = [Parameter.from_dict(p, where=f".parameters[{i}]") for i, p in enumerate(raw_params)]
+    return Tool(
+        id=entry.get("id") or name,
+        name=name,
+        description=entry.get("description") or "",
+        parameters=params,
+        response=entry.get("response") or "",
+        examples=entry.get("examples") or (),
+        tags=entry.get("tags") or (),
+        source=entry.get("source"),
+    )
 
 
 def from_native(payload: Any) -> list[Tool]:

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..schema import Catalog, Tool
 
-__all__ = ["FieldDocs", "field_documents", "name_words"]
+__all__ = ["FieldDocs", "argument_text", "field_documents", "name_words", "parameter_layout",
+           "parameter_text"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./:]+")
 
@@ -43,7 +44,18 @@ def description_text(tool: Tool, *, with_name: bool) -> str:
     return tool.description
 
 
-def field_documents(catalog: Catalog, *, name_in_description: bool) -> dict[str, FieldDocs]:
+def parameter_text(name: str, type_: str, description: str, *, split_identifiers: bool) -> str:
+    """The indexed text of one parameter: ``"name (type): description"``."""
+    return f"{name_words(name) if split_identifiers else name} ({type_}): {description}"
+
+
+def argument_text(name: str, description: str, *, split_identifiers: bool) -> str:
+    """The query-side text of one extracted argument: ``"name: description"``."""
+    return f"{name_words(name) if split_identifiers else name}: {description}"
+
+
+def field_documents(catalog: Catalog, *, name_in_description: bool,
+                    split_identifiers: bool = False) -> dict[str, FieldDocs]:
     """Documents per field for ``catalog`` (see the module docstring)."""
     desc = [description_text(t, with_name=name_in_description) for t in catalog]
     resp = [t.response for t in catalog]
@@ -56,7 +68,8 @@ def field_documents(catalog: Catalog, *, name_in_description: bool) -> dict[str,
         ex_texts.extend(examples)
         ex_groups.extend([i] * len(examples))
         for p in t.parameters:
-            par_texts.append(p.document())
+            par_texts.append(parameter_text(p.name, p.type, p.description,
+                                            split_identifiers=split_identifiers))
             par_groups.append(i)
     return {
         "description": FieldDocs(desc, None),

@@ -19,14 +19,13 @@ import numba
 import numpy as np
 
 from ..errors import ConfigError
-from .mftr import BREAKDOWN_COLUMNS, PARALLEL_MIN_CANDIDATES, score_candidates
+from .mftr import BREAKDOWN_COLUMNS, score_candidates
 from .params import DEFAULT_PARAMS, WEIGHT_FIELDS, ScoringParams
 from .reference import score_candidates_reference
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
     "DEFAULT_PARAMS",
-    "PARALLEL_MIN_CANDIDATES",
     "WEIGHT_FIELDS",
     "ScoringParams",
     "get_threads",
@@ -84,6 +83,5 @@ def warmup() -> None:
         np.array([1]), np.array([2]), np.array([1]), need_sims, ap_sims,
         np.array([0, 2, 2]), np.array([1, 0]),
     )  # fmt: skip
-    for parallel in (False, True):
-        score_candidates(*args, parallel=parallel)
-        score_candidates(*args, parallel=parallel, breakdown=True)
+    score_candidates(*args)
+    score_candidates(*args, breakdown=True)

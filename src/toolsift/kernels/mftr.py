@@ -5,8 +5,8 @@ each candidate points at its own block of precomputed similarities (see
 :func:`score_candidates` for the layout). Per candidate the kernel takes the max over the
 query's tool needs per field, the max over the query's arguments per tool parameter, the
 mean of those parameter maxima, the sigmoid missing-parameter penalty and the weighted
-sum. The work per candidate is tiny (a few dozen loads and a handful of ``exp``), so the
-kernels are memory-bound loops over candidates, parallel over candidates.
+sum. The work per candidate is small (a few dozen loads and a few ``exp``); the kernel is
+one loop over candidates, parallel over candidates.
 
 The jitted functions have explicit signatures and compilation is disabled after them, so
 nothing compiles on a call with unexpected types (a call with wrong types raises
@@ -28,21 +28,10 @@ from numba import types as nt
 
 from .params import DEFAULT_PARAMS, ScoringParams
 
-__all__ = [
-    "BREAKDOWN_COLUMNS",
-    "PARALLEL_MIN_CANDIDATES",
-    "score_candidates",
-    "score_kernel",
-    "score_breakdown_kernel",
-]
+__all__ = ["BREAKDOWN_COLUMNS", "SIG_KERNEL", "score_candidates", "score_kernel"]
 
 #: Columns of the breakdown array returned with ``breakdown=True``.
 BREAKDOWN_COLUMNS: tuple[str, ...] = ("description", "parameters", "response", "examples", "penalty")
-
-#: Below this many candidates a batch runs on the calling thread, where waking the
-#: worker threads would cost more than it saves. On a 2-core machine the parallel kernel
-#: already wins at 64 candidates (3.7 µs vs 5.6 µs) and is 2.3× faster at 200.
-PARALLEL_MIN_CANDIDATES = 64
 
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 _ro_u1 = nt.Array(nt.uint8, 1, "C", readonly=True)
@@ -57,17 +46,13 @@ _INPUTS = (_ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_u1, _ro_f4_2d, _r
 # weights, bias, alpha, tau, w_req, w_opt
 _PARAMS = (_ro_f8, _f8, _f8, _f8, _f8, _f8)
 
-_SIG_TERMS = nt.UniTuple(_f8, 5)(nt.int64, *_INPUTS, _f8, _f8, _f8, _f8)
 _SIG_SIGMOID = _f8(_f8)
-#: Signature of :func:`score_kernel` (inputs, params, ``out: float32[nc]``).
-SIG_SCORES = nt.void(*_INPUTS, *_PARAMS, nt.float32[::1])
-#: Signature of :func:`score_breakdown_kernel` (adds ``breakdown: float32[nc, 5]``).
-SIG_BREAKDOWN = nt.void(*_INPUTS, *_PARAMS, nt.float32[::1], nt.float32[:, ::1])
-
-_JIT = {"cache": True, "nogil": True}
+#: Signature of :func:`score_kernel`: the inputs, the scoring parameters, then the
+#: outputs ``scores: float32[nc]`` and ``breakdown: float32[nc, 5]`` (or ``[0, 5]``).
+SIG_KERNEL = nt.void(*_INPUTS, *_PARAMS, nt.float32[::1], nt.float32[:, ::1])
 
 
-@numba.njit(_SIG_SIGMOID, **_JIT)
+@numba.njit(_SIG_SIGMOID, cache=True, nogil=True, inline="always")
 def _sigmoid(x: float) -> float:
     # Only ever exp() of a non-positive number: no overflow for any finite x.
     if x >= 0.0:
@@ -76,149 +61,122 @@ def _sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
-@numba.njit(_SIG_TERMS, **_JIT)
-def _candidate_terms(
-    i, cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-    need_sims, ap_sims, param_ptr, param_required, alpha, tau, w_req, w_opt,
-):  # fmt: skip
-    """Return ``(S_desc, S_param, S_resp, S_ex, P)`` of candidate ``i``, in float64."""
-    q = cand_query[i]
-    t = cand_tool[i]
-
-    # Fields: max over the query's needs. float() widens float32 so that plain-Python
-    # mode (NUMBA_DISABLE_JIT) computes in float64 like the compiled code.
-    row = cand_need_off[i]
-    nn = n_needs[q]
-    s_desc = 0.0
-    s_resp = 0.0
-    s_ex = 0.0
-    if nn > 0:
-        s_desc = float(need_sims[row, 0])
-        s_resp = float(need_sims[row, 1])
-        s_ex = float(need_sims[row, 2])
-        for r in range(row + 1, row + nn):
-            s_desc = max(s_desc, float(need_sims[r, 0]))
-            s_resp = max(s_resp, float(need_sims[r, 1]))
-            s_ex = max(s_ex, float(need_sims[r, 2]))
-
-    # Parameters: per parameter the max over arguments (arg-major block), then the mean.
-    p0 = param_ptr[t]
-    n_params = param_ptr[t + 1] - p0
-    na = n_args[q]
-    s_param = 0.0
-    pen = 0.0
-    if n_params > 0 and na > 0:
-        base = cand_param_off[i]
-        # No arguments means nothing to match: the model defines P = 0 then, whatever
-        # the caller's flag says (this branch is not reached).
-        apply_penalty = penalize[q] != 0 and (w_req != 0.0 or w_opt != 0.0)
-        total = 0.0
-        for p in range(n_params):
-            best = float(ap_sims[base + p])
-            for a in range(1, na):
-                best = max(best, float(ap_sims[base + a * n_params + p]))
-            total += best
-            if apply_penalty:
-                # No "skip the exp when w == 0" branch: required flags are close to
-                # random, and the mispredictions cost more than the exp they save.
-                w = w_req if param_required[p0 + p] != 0 else w_opt
-                pen += w * _sigmoid(alpha * (tau - best))
-        s_param = total / n_params
-    return s_desc, s_param, s_resp, s_ex, pen
-
-
-@numba.njit(SIG_SCORES, parallel=True, **_JIT)
+# The per-candidate work sits in the loop body rather than in a helper shared by several
+# entry points: passing 11 arrays to a helper per candidate (even one inlined by Numba)
+# made the kernel 1.6x slower. One kernel serves both outputs; the breakdown branch is
+# loop-invariant and costs nothing measurable when not taken.
+@numba.njit(SIG_KERNEL, cache=True, nogil=True, parallel=True)
 def score_kernel(
     cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
     need_sims, ap_sims, param_ptr, param_required,
-    weights, bias, alpha, tau, w_req, w_opt, out,
-):  # fmt: skip
-    """Write the MFTR score of every candidate into ``out`` (parallel over candidates).
-
-    Unchecked: arguments must already have the exact types of :data:`SIG_SCORES` and
-    valid offsets. Use :func:`score_candidates` unless the inputs are known good.
-    """
-    w_desc, w_param, w_resp, w_ex = weights[0], weights[1], weights[2], weights[3]
-    for i in numba.prange(out.shape[0]):
-        d, sp, r, e, pen = _candidate_terms(
-            i, cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args,
-            penalize, need_sims, ap_sims, param_ptr, param_required, alpha, tau, w_req, w_opt,
-        )  # fmt: skip
-        out[i] = w_desc * d + w_param * sp + w_resp * r + w_ex * e + bias - pen
-
-
-@numba.njit(SIG_BREAKDOWN, parallel=True, **_JIT)
-def score_breakdown_kernel(
-    cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-    need_sims, ap_sims, param_ptr, param_required,
     weights, bias, alpha, tau, w_req, w_opt, out, breakdown,
 ):  # fmt: skip
-    """Like :func:`score_kernel`, also writing ``(S_desc, S_param, S_resp, S_ex, P)`` rows.
+    """Write the MFTR score of every candidate into ``out``, in parallel over candidates.
 
-    Unchecked, see :func:`score_kernel`.
+    Unchecked: arguments must already have the exact types of :data:`SIG_KERNEL` and
+    valid indices and offsets. Use :func:`score_candidates` unless inputs are known good.
+
+    Args:
+        cand_query: See :func:`score_candidates` for this and the next ten inputs.
+        cand_tool: Tool of each candidate.
+        cand_need_off: First ``need_sims`` row of each candidate.
+        cand_param_off: Start of each candidate's arg-major block in ``ap_sims``.
+        n_needs: Needs per query.
+        n_args: Arguments per query.
+        penalize: Penalty flag per query.
+        need_sims: ``[m, 3]`` need similarities.
+        ap_sims: Argument-parameter similarities.
+        param_ptr: CSR row pointer of parameters per tool.
+        param_required: Required flag per parameter.
+        weights: ``float64[4]`` field weights.
+        bias: Score bias.
+        alpha: Sigmoid steepness.
+        tau: Sigmoid threshold.
+        w_req: Penalty weight of a required parameter.
+        w_opt: Penalty weight of an optional parameter.
+        out: ``float32[nc]``, receives the scores.
+        breakdown: ``float32[nc, 5]`` to receive ``(S_desc, S_param, S_resp, S_ex, P)``,
+            or ``float32[0, 5]`` to skip that work.
     """
     w_desc, w_param, w_resp, w_ex = weights[0], weights[1], weights[2], weights[3]
+    has_penalty = w_req != 0.0 or w_opt != 0.0
+    with_breakdown = breakdown.shape[0] != 0
     for i in numba.prange(out.shape[0]):
-        d, sp, r, e, pen = _candidate_terms(
-            i, cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args,
-            penalize, need_sims, ap_sims, param_ptr, param_required, alpha, tau, w_req, w_opt,
-        )  # fmt: skip
-        out[i] = w_desc * d + w_param * sp + w_resp * r + w_ex * e + bias - pen
-        breakdown[i, 0] = d
-        breakdown[i, 1] = sp
-        breakdown[i, 2] = r
-        breakdown[i, 3] = e
-        breakdown[i, 4] = pen
+        q = cand_query[i]
+        t = cand_tool[i]
 
+        # Fields: max over the query's needs. float() widens float32 so that plain-Python
+        # mode (NUMBA_DISABLE_JIT) also computes in float64.
+        row = cand_need_off[i]
+        s_desc = 0.0
+        s_resp = 0.0
+        s_ex = 0.0
+        if n_needs[q] > 0:
+            s_desc = float(need_sims[row, 0])
+            s_resp = float(need_sims[row, 1])
+            s_ex = float(need_sims[row, 2])
+            for r in range(row + 1, row + n_needs[q]):
+                s_desc = max(s_desc, float(need_sims[r, 0]))
+                s_resp = max(s_resp, float(need_sims[r, 1]))
+                s_ex = max(s_ex, float(need_sims[r, 2]))
 
-# Serial twins of the two entry points for small batches and for calls that arrive while
-# another thread runs a parallel kernel. Separate function objects rather than a second
-# njit of the same function: Numba's cache index does not key on parallel=, so two
-# dispatchers of one function would overwrite each other's cache entries.
-@numba.njit(SIG_SCORES, **_JIT)
-def _score_serial(
-    cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-    need_sims, ap_sims, param_ptr, param_required,
-    weights, bias, alpha, tau, w_req, w_opt, out,
-):  # fmt: skip
-    w_desc, w_param, w_resp, w_ex = weights[0], weights[1], weights[2], weights[3]
-    for i in range(out.shape[0]):
-        d, sp, r, e, pen = _candidate_terms(
-            i, cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args,
-            penalize, need_sims, ap_sims, param_ptr, param_required, alpha, tau, w_req, w_opt,
-        )  # fmt: skip
-        out[i] = w_desc * d + w_param * sp + w_resp * r + w_ex * e + bias - pen
+        # Parameters: per parameter the max over the arguments (arg-major block), then
+        # the mean. Without arguments s_p = 0 and, by the model's definition, P = 0
+        # whatever the caller's penalize flag says.
+        p0 = param_ptr[t]
+        n_params = param_ptr[t + 1] - p0
+        na = n_args[q]
+        s_param = 0.0
+        pen = 0.0
+        if n_params > 0 and na > 0:
+            base = cand_param_off[i]
+            apply_penalty = has_penalty and penalize[q] != 0
+            total = 0.0
+            for p in range(n_params):
+                best = float(ap_sims[base + p])
+                for a in range(1, na):
+                    best = max(best, float(ap_sims[base + a * n_params + p]))
+                total += best
+                if apply_penalty:
+                    # No "skip the exp when w == 0" branch: required flags are close to
+                    # random, and the mispredictions cost more than the exp saves.
+                    w = w_req if param_required[p0 + p] != 0 else w_opt
+                    pen += w * _sigmoid(alpha * (tau - best))
+            s_param = total / n_params
 
-
-@numba.njit(SIG_BREAKDOWN, **_JIT)
-def _score_breakdown_serial(
-    cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-    need_sims, ap_sims, param_ptr, param_required,
-    weights, bias, alpha, tau, w_req, w_opt, out, breakdown,
-):  # fmt: skip
-    w_desc, w_param, w_resp, w_ex = weights[0], weights[1], weights[2], weights[3]
-    for i in range(out.shape[0]):
-        d, sp, r, e, pen = _candidate_terms(
-            i, cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args,
-            penalize, need_sims, ap_sims, param_ptr, param_required, alpha, tau, w_req, w_opt,
-        )  # fmt: skip
-        out[i] = w_desc * d + w_param * sp + w_resp * r + w_ex * e + bias - pen
-        breakdown[i, 0] = d
-        breakdown[i, 1] = sp
-        breakdown[i, 2] = r
-        breakdown[i, 3] = e
-        breakdown[i, 4] = pen
+        out[i] = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + bias - pen
+        if with_breakdown:
+            breakdown[i, 0] = s_desc
+            breakdown[i, 1] = s_param
+            breakdown[i, 2] = s_resp
+            breakdown[i, 3] = s_ex
+            breakdown[i, 4] = pen
 
 
 # --------------------------------------------------------------------------------------
 # Checked entry point
 # --------------------------------------------------------------------------------------
 
-# Held by whichever thread runs a parallel kernel. A second thread that finds it taken
-# runs the serial kernel instead: with Numba's default "workqueue" threading layer two
-# concurrent parallel launches abort the process, and with any layer they would
-# oversubscribe the cores that the first launch already uses.
-_parallel_lock = threading.Lock()
+# Numba's "workqueue" threading layer (the fallback when neither TBB nor OpenMP is
+# available) aborts the process when two threads launch parallel kernels at once, and
+# nogil=True invites exactly that. Launches are serialised until the layer in use is
+# known to be thread-safe; each launch already uses every core, so a queue costs little.
+_THREADSAFE_LAYERS = frozenset({"tbb", "omp"})
+_launch_lock = threading.Lock()
+_launch_threadsafe = False
+
+
+def _launch(args: tuple) -> None:  # type: ignore[type-arg]
+    global _launch_threadsafe
+    if _launch_threadsafe:
+        score_kernel(*args)
+        return
+    with _launch_lock:
+        score_kernel(*args)
+        try:
+            _launch_threadsafe = numba.threading_layer() in _THREADSAFE_LAYERS
+        except ValueError:  # no parallel launch yet, e.g. under NUMBA_DISABLE_JIT
+            pass
 
 
 def _shape_1d(name: str, a: object, kinds: str, what: str) -> np.ndarray:
@@ -290,7 +248,7 @@ def score_candidates(
     penalize: np.ndarray, need_sims: np.ndarray, ap_sims: np.ndarray,
     param_ptr: np.ndarray, param_required: np.ndarray,
     params: ScoringParams = ..., *, breakdown: Literal[False] = ...,
-    parallel: bool | None = ..., check_finite: bool = ...,
+    check_finite: bool = ...,
 ) -> np.ndarray: ...  # fmt: skip
 @overload
 def score_candidates(
@@ -299,7 +257,7 @@ def score_candidates(
     penalize: np.ndarray, need_sims: np.ndarray, ap_sims: np.ndarray,
     param_ptr: np.ndarray, param_required: np.ndarray,
     params: ScoringParams = ..., *, breakdown: Literal[True],
-    parallel: bool | None = ..., check_finite: bool = ...,
+    check_finite: bool = ...,
 ) -> tuple[np.ndarray, np.ndarray]: ...  # fmt: skip
 
 
@@ -318,7 +276,6 @@ def score_candidates(
     params: ScoringParams = DEFAULT_PARAMS,
     *,
     breakdown: bool = False,
-    parallel: bool | None = None,
     check_finite: bool = True,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Score a flat batch of (query, candidate tool) pairs with the MFTR model.
@@ -351,10 +308,6 @@ def score_candidates(
         param_required: ``0/1[param_ptr[-1]]``, whether each parameter is required.
         params: Weights, bias and penalty shape.
         breakdown: Also return the per-candidate terms.
-        parallel: ``None`` runs batches of at least :data:`PARALLEL_MIN_CANDIDATES` on all
-            threads (see :func:`toolsift.kernels.set_threads`) and smaller ones on the
-            calling thread; ``True``/``False`` forces the choice. A parallel request made
-            while another thread is running a parallel kernel runs serially.
         check_finite: Reject NaN/inf similarities (one extra pass over both arrays). Turn
             off only for inputs known to be finite: the kernel's ``max`` skips NaN.
 
@@ -429,29 +382,12 @@ def score_candidates(
     _check_blocks("cand_param_off", cand_param_off, param_len, "ap_sims", k, "entries")
 
     scores = np.empty(nc, dtype=np.float32)
-    terms = np.empty((nc, 5), dtype=np.float32) if breakdown else None
-    if nc == 0:
-        return (scores, terms) if breakdown else scores
-
-    args = (
-        cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-        need_sims, ap_sims, param_ptr, param_required,
-        params.weights_array(), params.bias, params.alpha, params.tau, params.w_req,
-        params.w_opt, scores,
-    )  # fmt: skip
-    if breakdown:
-        _run(score_breakdown_kernel, _score_breakdown_serial, nc, parallel, (*args, terms))
-        return scores, terms
-    _run(score_kernel, _score_serial, nc, parallel, args)
-    return scores
-
-
-def _run(parallel_kernel, serial_kernel, nc: int, parallel: bool | None, args: tuple) -> None:  # type: ignore[no-untyped-def]
-    want = nc >= PARALLEL_MIN_CANDIDATES if parallel is None else parallel
-    if want and _parallel_lock.acquire(blocking=False):
-        try:
-            parallel_kernel(*args)
-        finally:
-            _parallel_lock.release()
-    else:
-        serial_kernel(*args)
+    terms = np.empty((nc if breakdown else 0, 5), dtype=np.float32)
+    if nc:
+        _launch((
+            cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
+            need_sims, ap_sims, param_ptr, param_required,
+            params.weights_array(), params.bias, params.alpha, params.tau, params.w_req,
+            params.w_opt, scores, terms,
+        ))  # fmt: skip
+    return (scores, terms) if breakdown else scores

@@ -1,0 +1,213 @@
+"""The ``toolsift`` command line: ``index``, ``search``, ``demo``.
+
+Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) are printed
+as one line naming the problem, with exit status 2; anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import ToolsiftError
+
+__all__ = ["main"]
+
+DEMO_QUERIES: tuple[Any, ...] = (
+    "email the quarterly report to my manager",
+    "will it rain in Lisbon tomorrow?",
+    "refund the last payment from customer 4411",
+    "open a bug about the login page crashing",
+    {
+        "tool_needs": [
+            {
+                "user_intent": "Book a meeting with the design team next Tuesday at 10am",
+                "tool_description": "Create a calendar event with attendees at a given date and time",
+                "expected_response": "The created event with its id and start time",
+            }
+        ],
+        "extracted_arguments": {
+            "title": "short name of the meeting",
+            "start_time": "date and time the meeting starts",
+            "attendees": "email addresses of the people invited",
+        },
+    },
+)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="toolsift",
+        description="Find the few right tools for an LLM request (multi-field tool retrieval).",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ix = sub.add_parser("index", help="build an index directory from a catalogue file")
+    ix.add_argument("catalog", help="catalogue JSON (OpenAI, Anthropic, MCP tools/list, ToolRet, MFTR, native)")
+    ix.add_argument("out", help="index directory to write (replaced atomically if it exists)")
+    ix.add_argument("--format", default="auto", help="catalogue format (default: detect)")
+    _add_config_options(ix)
+    ix.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    se = sub.add_parser("search", help="rank tools for a query against an index directory")
+    se.add_argument("index", help="index directory written by 'toolsift index'")
+    se.add_argument("query", help="query text, or with --structured a JSON query / path to one")
+    se.add_argument("-k", type=int, default=5, help="number of tools to return (default 5)")
+    se.add_argument("--structured", action="store_true",
+                    help='QUERY is {"tool_needs": [...], "extracted_arguments": {...}} JSON or a file holding it')
+    se.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    se.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
+
+    de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
+    de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
+    de.add_argument("-k", type=int, default=3, help="tools per query (default 3)")
+    de.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    return p
+
+
+def _add_config_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scale", choices=("bounded", "raw"), default="bounded",
+                   help="field score scale (default bounded: BM25 / query idf sum, in [0, 1))")
+    p.add_argument("--k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
+    p.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
+    p.add_argument("--stem", action="store_true", help="English Snowball stemming (needs PyStemmer)")
+    p.add_argument("--candidates", type=int, default=100, help="top-N per field scored with MFTR (default 100)")
+    p.add_argument("--threads", type=int, default=1, help="threads for batch scoring (0 = all cores)")
+
+
+def _config(args: argparse.Namespace):
+    from .analyze import Analyzer
+    from .config import Bm25Config, IndexConfig
+
+    return IndexConfig(
+        bm25=Bm25Config(k1=args.k1, b=args.b),
+        analyzer=Analyzer(stemmer="english" if args.stem else None),
+        scale=args.scale,
+        candidates=args.candidates,
+        threads=args.threads,
+    )
+
+
+def _cmd_index(args: argparse.Namespace, out: TextIO) -> int:
+    from .adapters import load_catalog
+    from .toolindex import ToolIndex
+
+    t0 = time.perf_counter()
+    catalog = load_catalog(args.catalog, format=args.format)
+    t1 = time.perf_counter()
+    index = ToolIndex.build(catalog, config=_config(args), progress=not args.quiet)
+    t2 = time.perf_counter()
+    path = index.save(args.out)
+    t3 = time.perf_counter()
+    n_params = sum(len(t.parameters) for t in catalog)
+    n_examples = sum(len(t.examples) for t in catalog)
+    print(
+        f"indexed {len(catalog)} tools ({n_params} parameters, {n_examples} examples, "
+        f"{len(index.vocabulary)} terms) -> {path}\n"
+        f"load {t1 - t0:.3f}s, build {t2 - t1:.3f}s, save {t3 - t2:.3f}s",
+        file=out,
+    )
+    return 0
+
+
+def _parse_structured(text: str):
+    path = Path(text)
+    try:
+        if len(text) < 4096 and path.is_file():
+            text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolsiftError(f"--structured query is not valid JSON: {exc}") from None
+    return data
+
+
+def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
+    from .toolindex import ToolIndex
+
+    index = ToolIndex.load(args.index, mmap=not args.no_mmap)
+    query = _parse_structured(args.query) if args.structured else args.query
+    t0 = time.perf_counter()
+    hits = index.search(query, k=args.k, explain=True)
+    ms = (time.perf_counter() - t0) * 1e3
+    if args.json:
+        json.dump({"query": query, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}, out, indent=2)
+        out.write("\n")
+    else:
+        _print_hits(query, hits, ms, out)
+    return 0
+
+
+def _print_hits(query: Any, hits, ms: float, out: TextIO) -> None:
+    label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
+    print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
+    if not hits:
+        print("  no tool matches any word of this query", file=out)
+        return
+    name_w = max(12, max(len(h.name) for h in hits))
+    print(f"  {'#':>2}  {'tool':<{name_w}}  {'score':>7}  {'desc':>5} {'param':>5} {'resp':>5} {'exmp':>5} {'pen':>5}  why",
+          file=out)
+    for h in hits:
+        f = h.fields or {}
+        print(
+            f"  {h.rank:>2}  {h.name:<{name_w}}  {h.score:>7.4f}  {f.get('description', 0):>5.2f} "
+            f"{f.get('parameters', 0):>5.2f} {f.get('response', 0):>5.2f} {f.get('examples', 0):>5.2f} "
+            f"{h.penalty or 0:>5.2f}  {h.why}",
+            file=out,
+        )
+
+
+def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from .adapters import demo_catalog_path, load_catalog
+    from .toolindex import ToolIndex
+
+    catalog = load_catalog(demo_catalog_path())
+    t0 = time.perf_counter()
+    built = ToolIndex.build(catalog)
+    t1 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="toolsift-demo-") as tmp:
+        built.save(Path(tmp) / "index")
+        index = ToolIndex.load(Path(tmp) / "index")
+        queries = args.query or list(DEMO_QUERIES)
+        results = []
+        for q in queries:
+            s = time.perf_counter()
+            hits = index.search(q, k=args.k, explain=True)
+            results.append((q, hits, (time.perf_counter() - s) * 1e3))
+    if args.json:
+        json.dump([{"query": q, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}
+                   for q, hits, ms in results], out, indent=2)
+        out.write("\n")
+        return 0
+    print(f"toolsift demo: {len(catalog)} tools from {demo_catalog_path().name}, "
+          f"indexed in {(t1 - t0) * 1e3:.1f} ms, saved and reloaded (memory-mapped)", file=out)
+    for q, hits, ms in results:
+        _print_hits(q, hits, ms, out)
+    print("\nfields: desc=description param=parameters resp=response exmp=examples pen=missing-parameter penalty",
+          file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    out = out or sys.stdout
+    args = _build_parser().parse_args(argv)
+    commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo}
+    try:
+        return commands[args.command](args, out)
+    except ToolsiftError as exc:
+        print(f"toolsift: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("toolsift: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""Benchmark fixtures on the real benchmark corpora, and a summary of measured ratios.
+
+Run: ``python -m pytest benchmarks`` (numbers are reported, never asserted). Each
+benchmark that compares against a baseline measures both in the same run and records
+the ratio with :func:`report`, printed at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SETS = {"apibank": "mftr-apibank", "apigen": "mftr-apigen",
+        "gorilla-huggingface": "mftr-gorilla-huggingface", "toolink": "mftr-toolink"}
+_REPORT: list[str] = []
+
+
+def report(line: str) -> None:
+    """Record one summary line for the end-of-session report."""
+    _REPORT.append(line)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _REPORT:
+        terminalreporter.section("toolsift benchmark summary")
+        for line in _REPORT:
+            terminalreporter.write_line(line)
+
+
+def _load(ds: str):
+    from toolsift.adapters import load_catalog
+    from toolsift.adapters.benchmark import load_queries
+
+    root = DATA / SETS[ds] / "dataset"
+    assert root.is_dir(), f"benchmark data missing: {root}"
+    tools = load_catalog(root / f"from_toolret/{ds}/tools.json")
+    queries = [q for k in range(5) for q in load_queries(root / f"train_and_test/{ds}/fold_{k}/test_queries.json")]
+    return tools, queries
+
+
+@pytest.fixture(scope="session")
+def apigen():
+    return _load("apigen")
+
+
+@pytest.fixture(scope="session")
+def combined():
+    """All four mftr-* tool sets in one ~6,400-tool catalogue, and all their queries."""
+    from toolsift import Catalog
+
+    tools, queries = [], []
+    for ds in SETS:
+        t, q = _load(ds)
+        tools.extend(t)
+        queries.extend(q)
+    return Catalog(tools, name="mftr-all"), queries
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pin_threads():
+    # One thread unless a benchmark says otherwise: numbers comparable across machines.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from toolsift.kernels import set_threads, warmup
+
+    set_threads(1)
+    warmup()

@@ -102,7 +102,8 @@ def _record(benchmark, pairs: int) -> None:  # type: ignore[no-untyped-def]
     rate = pairs / stats.stats.mean
     benchmark.extra_info["pairs_per_s"] = rate
     benchmark.extra_info["threads"] = get_threads()
-    print(f"\n{benchmark.name}: {rate / 1e6:,.2f} M pairs/s ({pairs:,} pairs, {get_threads()} threads)")
+    threads = get_threads()
+    print(f"\n{benchmark.name}: {rate / 1e6:,.2f} M pairs/s ({pairs:,} pairs, {threads} threads)")
 
 
 def test_kernel_checked(benchmark, big: Batch) -> None:

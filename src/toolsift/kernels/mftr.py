@@ -31,7 +31,9 @@ from .params import DEFAULT_PARAMS, ScoringParams
 __all__ = ["BREAKDOWN_COLUMNS", "SIG_KERNEL", "score_candidates", "score_kernel"]
 
 #: Columns of the breakdown array returned with ``breakdown=True``.
-BREAKDOWN_COLUMNS: tuple[str, ...] = ("description", "parameters", "response", "examples", "penalty")
+BREAKDOWN_COLUMNS: tuple[str, ...] = (
+    "description", "parameters", "response", "examples", "penalty",
+)  # fmt: skip
 
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 _ro_u1 = nt.Array(nt.uint8, 1, "C", readonly=True)
@@ -42,7 +44,9 @@ _f8 = nt.float64
 
 # cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
 # need_sims, ap_sims, param_ptr, param_required
-_INPUTS = (_ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_u1, _ro_f4_2d, _ro_f4, _ro_i8, _ro_u1)
+_INPUTS = (
+    _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_u1, _ro_f4_2d, _ro_f4, _ro_i8, _ro_u1,
+)  # fmt: skip
 # weights, bias, alpha, tau, w_req, w_opt
 _PARAMS = (_ro_f8, _f8, _f8, _f8, _f8, _f8)
 
@@ -309,7 +313,8 @@ def score_candidates(
         params: Weights, bias and penalty shape.
         breakdown: Also return the per-candidate terms.
         check_finite: Reject NaN/inf similarities (one extra pass over both arrays). Turn
-            off only for inputs known to be finite: the kernel's ``max`` skips NaN.
+            off only for inputs known to be finite: scores of candidates whose blocks
+            hold NaN are unspecified.
 
     Returns:
         ``scores: float32[nc]``; with ``breakdown=True`` the tuple ``(scores,
@@ -342,7 +347,9 @@ def score_candidates(
     for name, arr in (("cand_tool", cand_tool), ("cand_need_off", cand_need_off),
                       ("cand_param_off", cand_param_off)):  # fmt: skip
         if arr.shape[0] != nc:
-            raise ValueError(f"{name} has length {arr.shape[0]}, cand_query has {nc} (one per candidate)")
+            raise ValueError(
+                f"{name} has length {arr.shape[0]}, cand_query has {nc} (one per candidate)"
+            )
     nq = n_needs.shape[0]
     for name, arr in (("n_args", n_args), ("penalize", penalize)):
         if arr.shape[0] != nq:
@@ -355,7 +362,9 @@ def score_candidates(
     steps = np.diff(param_ptr)
     if (steps < 0).any():
         i = int(np.flatnonzero(steps < 0)[0]) + 1
-        raise ValueError(f"param_ptr[{i}]={param_ptr[i]} is less than param_ptr[{i - 1}]={param_ptr[i - 1]}")
+        raise ValueError(
+            f"param_ptr[{i}]={param_ptr[i]} is less than param_ptr[{i - 1}]={param_ptr[i - 1]}"
+        )
     if param_ptr[-1] != param_required.shape[0]:
         raise ValueError(
             f"param_ptr[-1]={param_ptr[-1]} must equal the length of param_required "

@@ -122,7 +122,9 @@ class ScoringParams:
         known = ("weights", *_SCALARS)
         unknown = sorted(str(k) for k in d if k not in known)
         if unknown:
-            raise ConfigError(f"scoring params: unknown key(s) {unknown}; expected some of {list(known)}")
+            raise ConfigError(
+                f"scoring params: unknown key(s) {unknown}; expected some of {list(known)}"
+            )
         return cls(**{k: d[k] for k in known if k in d})
 
     @classmethod
@@ -187,13 +189,14 @@ def _unwrap(value: Any, key: str, n: int) -> list[Any]:
         arr = np.asarray(value, dtype=object)
     except ValueError as exc:  # ragged nesting
         raise ConfigError(f"MFTR params: {key}: ragged nesting ({exc})") from exc
+    shape = arr.shape
     if arr.ndim == 2 and arr.shape[0] == 1:
         arr = arr[0]
     elif arr.ndim == 0 and n == 1:
         arr = arr.reshape(1)
     if arr.ndim != 1 or arr.shape[0] != n:
         want = f"[[{n} numbers]]" if n > 1 else "[number]"
-        raise ConfigError(f"MFTR params: {key}: expected {want}, got shape {arr.shape}")
+        raise ConfigError(f"MFTR params: {key}: expected {want}, got shape {shape}")
     return [_finite(v, f"MFTR params: {key}[{i}]") for i, v in enumerate(arr)]
 
 

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from .conftest import dataset
 

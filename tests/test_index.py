@@ -3,7 +3,6 @@ persistence and corruption detection, and typed errors for bad input."""
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np

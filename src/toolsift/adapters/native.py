@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CatalogFormatError, SchemaError
-from ..schema import Parameter, Tool
+from ..errors import CatalogFormatError
+from ..schema import Tool
 from ._common import map_tools, require_name, tool_list
 
 __all__ = ["from_native", "native_tool", "NATIVE_FORMAT"]
@@ -30,21 +30,9 @@ def native_tool(entry: Mapping[str, Any]) -> Tool:
     Raises:
         SchemaError: With a location relative to ``entry``.
     """
-    name = require_name(entry)
-    raw_params = entry.get("parameters") or []
-    if not isinstance(raw_params, list):
-        raise SchemaError(".parameters", f"expected a list, got {type(raw_params).__name__}")
-    params = [Parameter.from_dict(p, where=f".parameters[{i}]") for i, p in enumerate(raw_params)]
-    return Tool(
-        id=entry.get("id") or name,
-        name=name,
-        description=entry.get("description") or "",
-        parameters=params,
-        response=entry.get("response") or "",
-        examples=entry.get("examples") or (),
-        tags=entry.get("tags") or (),
-        source=entry.get("source"),
-    )
+    require_name(entry)
+    # Tool.from_dict is the inverse of Tool.to_dict; locations stay relative to `entry`.
+    return Tool.from_dict(entry, where="")
 
 
 def from_native(payload: Any) -> list[Tool]:

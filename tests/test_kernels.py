@@ -297,13 +297,20 @@ def test_tool_without_parameters_has_zero_param_score_and_penalty() -> None:
     assert scores[0] == pytest.approx(0.35 * 0.4 + 0.15 * 0.3 + 0.25 * 0.2, abs=1e-6)
 
 
-@pytest.mark.parametrize("penalize", [0, 1])
-def test_query_without_arguments_has_zero_param_score_and_penalty(penalize: int) -> None:
-    # penalize=1 without arguments: P = 0 by the model's definition, not sigmoid(α·τ)·w.
-    batch = one_query_batch([[0.4, 0.3, 0.2]], [], required=[1, 1, 0], penalize=penalize)
+def test_query_without_arguments_has_zero_param_score_and_no_penalty_by_default() -> None:
+    batch = one_query_batch([[0.4, 0.3, 0.2]], [], required=[1, 1, 0], penalize=0)
     scores, terms = score_both(batch)
     assert terms[0, 1] == 0.0 and terms[0, 4] == 0.0
     assert scores[0] == pytest.approx(0.35 * 0.4 + 0.15 * 0.3 + 0.25 * 0.2, abs=1e-6)
+
+
+def test_query_without_arguments_penalized_on_request_counts_every_parameter_unmatched() -> None:
+    # The MFTR reference penalises queries without arguments: s_p = 0 for every parameter.
+    batch = one_query_batch([[0.4, 0.3, 0.2]], [], required=[1, 1, 0], penalize=1)
+    scores, terms = score_both(batch)
+    expected = (0.1 + 0.1 + 0.0) * sigmoid(15 * 0.5)
+    assert terms[0, 1] == 0.0 and terms[0, 4] == pytest.approx(expected, abs=1e-6)
+    assert scores[0] == pytest.approx(0.35 * 0.4 + 0.15 * 0.3 + 0.25 * 0.2 - expected, abs=1e-6)
 
 
 def test_penalize_off_with_arguments_keeps_param_score_and_drops_penalty() -> None:

@@ -61,10 +61,15 @@ class IndexConfig:
         split_identifiers: Split snake_case / camelCase parameter and argument names
             into words (``start_time`` -> ``start time``); the tokenizer keeps ``_``
             inside words, so otherwise ``start_time`` never matches ``start``.
+        parameter_format: ``"text"`` indexes each parameter as ``"name (type):
+            description"``; ``"json"`` as its JSON object (the MFTR reference's format).
         no_argument_params: What the parameter field sees when a query has no extracted
             arguments: ``"intent"`` uses each need's user intent (so a plain-text query
             still matches parameter documentation; the penalty stays off), ``"zero"``
             scores it 0 (as the MFTR reference implementation does).
+        penalize_without_arguments: Apply the missing-parameter penalty to structured
+            queries that extracted no arguments (every parameter unmatched), as the MFTR
+            reference implementation does. Off by default: no arguments, no penalty.
         retrievers: Retriever per field; only ``"bm25"`` in this version.
         params: Field weights, bias and penalty parameters.
         threads: Worker threads for batch scoring (0 = all cores).
@@ -76,7 +81,9 @@ class IndexConfig:
     candidates: int = 100
     name_in_description: bool = True
     split_identifiers: bool = True
+    parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
+    penalize_without_arguments: bool = False
     retrievers: tuple[tuple[str, str], ...] = tuple((f, "bm25") for f in FIELDS)
     params: ScoringParams = DEFAULT_PARAMS
     threads: int = 1
@@ -92,9 +99,11 @@ class IndexConfig:
             raise ConfigError(f"config.scale must be one of {SCALES}, got {self.scale!r}")
         if not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1:
             raise ConfigError(f"config.candidates must be an integer >= 1, got {self.candidates!r}")
-        for flag in ("name_in_description", "split_identifiers"):
+        for flag in ("name_in_description", "split_identifiers", "penalize_without_arguments"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"config.{flag} must be a bool, got {getattr(self, flag)!r}")
+        if self.parameter_format not in ("text", "json"):
+            raise ConfigError(f"config.parameter_format must be 'text' or 'json', got {self.parameter_format!r}")
         if self.no_argument_params not in ("intent", "zero"):
             raise ConfigError(
                 f"config.no_argument_params must be 'intent' or 'zero', got {self.no_argument_params!r}"
@@ -116,6 +125,17 @@ class IndexConfig:
         if missing:
             raise ConfigError(f"config.retrievers: no retriever for field(s) {', '.join(missing)}")
 
+    @classmethod
+    def reference(cls, **overrides: Any) -> IndexConfig:
+        """The MFTR reference implementation's setup: raw BM25 scale, description without
+        the tool name, parameters as JSON, no identifier splitting, parameter field 0 for
+        queries without arguments, and those queries still penalised. Used to reproduce the
+        paper's numbers."""
+        base = dict(scale="raw", name_in_description=False, split_identifiers=False,
+                    parameter_format="json", no_argument_params="zero", penalize_without_arguments=True)
+        base.update(overrides)
+        return cls(**base)
+
     def with_params(self, params: ScoringParams) -> IndexConfig:
         """A copy with other scoring parameters (e.g. learned ones)."""
         return replace(self, params=params)
@@ -129,7 +149,9 @@ class IndexConfig:
             "candidates": self.candidates,
             "name_in_description": self.name_in_description,
             "split_identifiers": self.split_identifiers,
+            "parameter_format": self.parameter_format,
             "no_argument_params": self.no_argument_params,
+            "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
             "params": self.params.to_dict(),
             "threads": self.threads,
@@ -141,7 +163,7 @@ class IndexConfig:
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "split_identifiers",
-                 "no_argument_params", "retrievers", "params", "threads"}
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -155,7 +177,7 @@ class IndexConfig:
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "split_identifiers",
-                    "no_argument_params", "threads"):
+                    "parameter_format", "no_argument_params", "penalize_without_arguments", "threads"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

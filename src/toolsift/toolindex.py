@@ -33,6 +33,7 @@ from .index.store import open_table, read_manifest, write_index_dir
 from .kernels import score_candidates
 from .kernels.params import ScoringParams
 from .schema import FIELDS, Catalog, Query, Tool
+from .scores import FieldScores
 
 __all__ = ["Hit", "ToolIndex", "QueryLike"]
 
@@ -149,7 +150,8 @@ class ToolIndex:
             raise ToolsiftError("cannot index an empty catalogue")
         config = config or IndexConfig()
         docs = field_documents(catalog, name_in_description=config.name_in_description,
-                               split_identifiers=config.split_identifiers)
+                               split_identifiers=config.split_identifiers,
+                               parameter_format=config.parameter_format)
         analyzer = config.analyzer
         vocab = Vocabulary()
         tokens: dict[str, list[list[str]]] = {}
@@ -251,6 +253,48 @@ class ToolIndex:
         scores, _ = self._score(prep, dense, [tools], breakdown=False)
         return scores
 
+    def field_scores(self, queries: Sequence[QueryLike], *, query_ids: Sequence[str] | None = None,
+                     progress: bool = False) -> FieldScores:
+        """Field scores of every query against every tool (no candidate cut-off).
+
+        The input of evaluation and training: score the result under any parameters
+        with :meth:`FieldScores.score`, which follows the search kernel's formula.
+
+        Args:
+            queries: Queries as accepted by :meth:`search`.
+            query_ids: Ids to carry along (default ``"0"``, ``"1"``, ...).
+            progress: Show a progress bar.
+        """
+        parsed = [_as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
+        ids = list(query_ids) if query_ids is not None else [str(i) for i in range(len(parsed))]
+        if len(ids) != len(parsed):
+            raise QueryError("query_ids", f"{len(ids)} ids for {len(parsed)} queries")
+        nt = len(self._catalog)
+        n_params = int(self._param_ptr[-1])
+        groups = self._param_groups()
+        counts = np.maximum(np.diff(self._param_ptr), 1)
+        base = np.zeros((len(parsed), nt, 4), dtype=np.float32)
+        psims = np.zeros((len(parsed), n_params), dtype=np.float32)
+        penalized = np.zeros(len(parsed), dtype=bool)
+        chunks = range(0, len(parsed), _CHUNK)
+        for start in _progress(chunks, progress, "field scores", total=len(chunks)):
+            prep = self._prepare(parsed[start:start + _CHUNK])
+            dense = self._dense(prep)
+            for i in range(len(prep.queries)):
+                r0, r1 = prep.need_ptr[i], prep.need_ptr[i + 1]
+                a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
+                row = start + i
+                base[row, :, 0] = dense["description"][r0:r1].max(axis=0)
+                base[row, :, 2] = dense["response"][r0:r1].max(axis=0)
+                base[row, :, 3] = dense["examples"][r0:r1].max(axis=0)
+                if a1 > a0 and n_params:
+                    sp = dense["parameter_docs"][a0:a1].max(axis=0)
+                    psims[row] = sp
+                    base[row, :, 1] = np.bincount(groups, weights=sp, minlength=nt) / counts
+                penalized[row] = bool(prep.penalize[i])
+        return FieldScores(ids, [t.id for t in self._catalog], base, psims, penalized,
+                           groups.astype(np.int64), self._param_required.astype(bool))
+
     # --------------------------------------------------------------- internals
     def _prepare(self, queries: list[Query]) -> _Prepared:
         cfg = self._config
@@ -278,6 +322,9 @@ class ToolIndex:
                 split = cfg.split_identifiers
                 texts["parameters"].extend(tok(argument_text(a, d, split_identifiers=split))
                                            for a, d in q.arguments.items())
+                penalize[i] = 1
+            elif cfg.penalize_without_arguments and not _is_raw(q):
+                names = []
                 penalize[i] = 1
             elif cfg.no_argument_params == "intent":
                 names = [None] * len(q.needs)
@@ -515,6 +562,12 @@ def _call_kernel(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims
                                 ptr, req, params, breakdown=True, check_finite=False)
     return score_candidates(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims,
                             ptr, req, params, check_finite=False), None
+
+
+def _is_raw(q: Query) -> bool:
+    """Whether ``q`` came from plain text (one need, all three texts the text)."""
+    return bool(q.text) and len(q.needs) == 1 and \
+        q.needs[0].user_intent == q.needs[0].tool_description == q.needs[0].expected_response == q.text
 
 
 def _check_k(k: int) -> None:

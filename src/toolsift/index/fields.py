@@ -5,12 +5,14 @@
 * examples: one document per example intent, grouped back to its tool (a tool's
   examples score is the max over its examples); a tool without examples gets one empty
   document, as in the MFTR reference, so document counts do not depend on coverage;
-* parameters: one document per parameter, ``"name (type): description"``, grouped back to
-  its tool; ``param_ptr`` locates each tool's parameters.
+* parameters: one document per parameter, ``"name (type): description"`` (or the
+  parameter's JSON, as the MFTR reference indexes it), grouped back to its tool;
+  ``param_ptr`` locates each tool's parameters.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -49,13 +51,35 @@ def parameter_text(name: str, type_: str, description: str, *, split_identifiers
     return f"{name_words(name) if split_identifiers else name} ({type_}): {description}"
 
 
+def original_parameter(tool: Tool, name: str) -> dict | None:
+    """The parameter object as the source wrote it, if the source kept one."""
+    src = tool.source or {}
+    for path in (("augmented", "parameters"), ("inputSchema", "properties"), ("input_schema", "properties"),
+                 ("parameters", "properties"), ("function", "parameters", "properties")):
+        node: object = src
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(name), dict):
+            return node[name]
+    return None
+
+
+def parameter_json(tool: Tool, p) -> str:
+    """A parameter as JSON (the MFTR reference's parameter document format): the source's
+    own parameter object plus its name, or the toolsift fields when the source has none."""
+    orig = original_parameter(tool, p.name)
+    if orig is None:
+        orig = {"type": p.type, "description": p.description, "required": p.required, "example": p.example}
+    return json.dumps(dict(orig, name=p.name), default=str)
+
+
 def argument_text(name: str, description: str, *, split_identifiers: bool) -> str:
     """The query-side text of one extracted argument: ``"name: description"``."""
     return f"{name_words(name) if split_identifiers else name}: {description}"
 
 
 def field_documents(catalog: Catalog, *, name_in_description: bool,
-                    split_identifiers: bool = False) -> dict[str, FieldDocs]:
+                    split_identifiers: bool = False, parameter_format: str = "text") -> dict[str, FieldDocs]:
     """Documents per field for ``catalog`` (see the module docstring)."""
     desc = [description_text(t, with_name=name_in_description) for t in catalog]
     resp = [t.response for t in catalog]
@@ -68,8 +92,11 @@ def field_documents(catalog: Catalog, *, name_in_description: bool,
         ex_texts.extend(examples)
         ex_groups.extend([i] * len(examples))
         for p in t.parameters:
-            par_texts.append(parameter_text(p.name, p.type, p.description,
-                                            split_identifiers=split_identifiers))
+            if parameter_format == "json":
+                par_texts.append(parameter_json(t, p))
+            else:
+                par_texts.append(parameter_text(p.name, p.type, p.description,
+                                                split_identifiers=split_identifiers))
             par_groups.append(i)
     return {
         "description": FieldDocs(desc, None),

@@ -125,8 +125,8 @@ def score_kernel(
                 s_ex = max(s_ex, float(need_sims[r, 2]))
 
         # Parameters: per parameter the max over the arguments (arg-major block), then
-        # the mean. Without arguments s_p = 0 and, by the model's definition, P = 0
-        # whatever the caller's penalize flag says.
+        # the mean. Without arguments every s_p is 0; the penalty then applies only if
+        # the caller asked for it (toolsift does not, the MFTR reference does).
         p0 = param_ptr[t]
         n_params = param_ptr[t + 1] - p0
         na = n_args[q]
@@ -147,6 +147,10 @@ def score_kernel(
                     w = w_req if param_required[p0 + p] != 0 else w_opt
                     pen += w * _sigmoid(alpha * (tau - best))
             s_param = total / n_params
+        elif n_params > 0 and has_penalty and penalize[q] != 0:
+            for p in range(n_params):
+                w = w_req if param_required[p0 + p] != 0 else w_opt
+                pen += w * _sigmoid(alpha * tau)
 
         out[i] = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + bias - pen
         if with_breakdown:
@@ -301,9 +305,11 @@ def score_candidates(
             (``[a * n_params(t) + p]``). Not checked, and not read, for empty blocks.
         n_needs: ``int[nq]``, tool needs per query (at least 1).
         n_args: ``int[nq]``, extracted arguments per query (0 allowed: then
-            ``S_param = 0`` and ``P = 0``).
+            ``S_param = 0``).
         penalize: ``0/1[nq]``, whether the missing-parameter penalty applies to a query.
-            Ignored for queries without arguments, whose penalty is 0 by definition.
+            A penalized query without arguments counts every parameter as unmatched
+            (``s_p = 0``), as the MFTR reference does; toolsift itself sets the flag
+            only for queries with arguments, so their penalty is 0 (DESIGN.md).
         need_sims: ``float[m, 3]``, per candidate and need the (description, response,
             examples) similarities.
         ap_sims: ``float[k]``, argument-parameter similarities.

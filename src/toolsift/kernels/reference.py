@@ -80,6 +80,12 @@ def score_candidates_reference(
                 required = np.asarray(param_required[first:last]).astype(bool)
                 per_param = np.where(required, params.w_req, params.w_opt)
                 penalty = float(np.sum(sig * per_param))
+        elif n_params > 0 and penalize[q]:
+            # No arguments: every parameter is unmatched (s_p = 0).
+            required = np.asarray(param_required[first:last]).astype(bool)
+            per_param = np.where(required, params.w_req, params.w_opt)
+            sig0 = 1.0 / (1.0 + np.exp(-params.alpha * params.tau))
+            penalty = float(np.sum(sig0 * per_param))
 
         terms[i] = (s_desc, s_param, s_resp, s_ex, penalty)
 

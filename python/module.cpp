@@ -41,6 +41,13 @@ Bm25Params make_params(double k1, double b, const std::string& method) {
   return p;
 }
 
+toolsift::Scale parse_scale(const std::string& s) {
+  if (s == "raw") return toolsift::Scale::kRaw;
+  if (s == "bounded") return toolsift::Scale::kBounded;
+  if (s == "linear") return toolsift::Scale::kLinear;
+  throw std::invalid_argument("unknown scale '" + s + "' (expected 'raw', 'bounded' or 'linear')");
+}
+
 std::string method_name(Bm25Method m) { return m == Bm25Method::kAtire ? "atire" : "lucene"; }
 
 void require_1d(const py::array& a, const char* what) {
@@ -98,20 +105,22 @@ std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::o
 }
 
 py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
-                               bool normalize, bool group, int threads) {
+                               const std::string& scale, bool group, int threads) {
+  const toolsift::Scale sc = parse_scale(scale);
   const QueryBatch q = make_batch(idx, terms, offsets);
   const std::size_t width = group ? idx.n_groups() : idx.n_docs();
   py::array_t<float> out({static_cast<py::ssize_t>(q.n_queries), static_cast<py::ssize_t>(width)});
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-    idx.score_dense(q, normalize, group, dst, threads);
+    idx.score_dense(q, sc, group, dst, threads);
   }
   return out;
 }
 
-py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k, bool normalize,
-               bool group, int threads) {
+py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k,
+               const std::string& scale, bool group, int threads) {
+  const toolsift::Scale sc = parse_scale(scale);
   if (k < 0) throw std::invalid_argument("k must be >= 0");
   const QueryBatch q = make_batch(idx, terms, offsets);
   const auto nq = static_cast<py::ssize_t>(q.n_queries);
@@ -121,7 +130,7 @@ py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& 
   float* sc_ptr = scores.mutable_data();
   {
     py::gil_scoped_release release;
-    idx.topk(q, static_cast<std::size_t>(k), normalize, group, id_ptr, sc_ptr, threads);
+    idx.topk(q, static_cast<std::size_t>(k), sc, group, id_ptr, sc_ptr, threads);
   }
   return py::make_tuple(ids, scores);
 }
@@ -160,9 +169,9 @@ PYBIND11_MODULE(_core, m) {
                   py::arg("doc_len"), py::kw_only(), py::arg("groups") = py::none(), py::arg("n_groups") = 0,
                   py::arg("k1") = 1.5, py::arg("b") = 0.75, py::arg("method") = "lucene")
       .def("score_dense", &score_dense, py::arg("terms"), py::arg("offsets"), py::kw_only(),
-           py::arg("normalize") = false, py::arg("group") = false, py::arg("threads") = 1)
+           py::arg("scale") = "raw", py::arg("group") = false, py::arg("threads") = 1)
       .def("topk", &topk, py::arg("terms"), py::arg("offsets"), py::arg("k"), py::kw_only(),
-           py::arg("normalize") = false, py::arg("group") = false, py::arg("threads") = 1)
+           py::arg("scale") = "raw", py::arg("group") = false, py::arg("threads") = 1)
       .def("upper_bounds", &upper_bounds, py::arg("terms"), py::arg("offsets"))
       .def("column", &column, py::arg("name"))
       .def("idf", [](const InvertedIndex& idx) {

@@ -23,13 +23,13 @@ def _bm25s_scores(docs: list[str], queries: list[list[str]], *, k1: float, b: fl
     return np.stack([retriever.get_scores(q) for q in queries])
 
 
-def _ours(docs: list[str], queries: list[list[str]], *, k1: float, b: float, normalize=False):
+def _ours(docs: list[str], queries: list[list[str]], *, k1: float, b: float, scale="raw"):
     an = Analyzer()
     vocab = Vocabulary()
     batch = vocab.encode_batch([an.tokenize(d) for d in docs], grow=True)
     idx = _core.InvertedIndex.build(batch.terms, batch.offsets, len(vocab), k1=k1, b=b)
     qb = vocab.encode_batch(queries, grow=False)
-    return idx, qb, idx.score_dense(qb.terms, qb.offsets, normalize=normalize, threads=2)
+    return idx, qb, idx.score_dense(qb.terms, qb.offsets, scale=scale, threads=2)
 
 
 def _corpus(name: str, ds: str):
@@ -82,14 +82,18 @@ def test_bounded_scale_is_a_monotone_map_of_raw_into_unit_interval():
     docs = field_documents(cat, name_in_description=False)["description"].texts
     toks = [Analyzer().tokenize(q) for q in queries[:300]]
     idx, qb, raw = _ours(docs, toks, k1=1.5, b=0.75)
-    bounded = idx.score_dense(qb.terms, qb.offsets, normalize=True)
+    bounded = idx.score_dense(qb.terms, qb.offsets, scale="bounded")
+    linear = idx.score_dense(qb.terms, qb.offsets, scale="linear")
     idf = idx.idf().astype(np.float64)
     for i in range(len(toks)):
         ids = qb.terms[qb.offsets[i]:qb.offsets[i + 1]]
         ref = idf[ids[ids >= 0]].sum() / (1 + 1.5)
         expect = -np.expm1(-raw[i].astype(np.float64) / ref) if ref > 0 else np.zeros_like(raw[i])
         np.testing.assert_allclose(bounded[i], expect, rtol=1e-5, atol=1e-6)
+        lin = raw[i] / (ref * 2.5) if ref > 0 else np.zeros_like(raw[i])
+        np.testing.assert_allclose(linear[i], lin, rtol=1e-5, atol=1e-6)
     assert bounded.max() < 1.0 and bounded.min() >= 0.0
+    assert linear.max() < 1.0 and linear.min() >= 0.0
     # The bound is rank-preserving within a query.
     i = int(np.argmax(raw.max(axis=1)))
     assert np.argmax(raw[i]) == np.argmax(bounded[i])

@@ -45,14 +45,14 @@ def apibank_queries():
 def _reference_all_tools(index: ToolIndex, query: Query) -> np.ndarray:
     """MFTR scores of every tool, computed from per-document BM25 with the NumPy twin."""
     cfg = index.config
-    norm = cfg.scale == "bounded"
+    norm = cfg.scale
     an = cfg.analyzer
     vocab = index.vocabulary
 
     def dense(field, texts, group):
         b = vocab.encode_batch([an.tokenize(t) for t in texts], grow=False)
         f = index.field(field)
-        return f.score_tools(b, normalize=norm, threads=1) if group else f.score_docs(b, normalize=norm, threads=1)
+        return f.score_tools(b, scale=norm, threads=1) if group else f.score_docs(b, scale=norm, threads=1)
 
     d = dense("description", [n.tool_description for n in query.needs], True)
     r = dense("response", [n.expected_response for n in query.needs], True)
@@ -89,7 +89,7 @@ def _reference_all_tools(index: ToolIndex, query: Query) -> np.ndarray:
     return np.where(matched, scores, -np.inf)
 
 
-@pytest.mark.parametrize("scale", ["bounded", "raw"])
+@pytest.mark.parametrize("scale", ["bounded", "linear", "raw"])
 def test_search_equals_reference_over_all_tools(apibank_tools, apibank_queries, scale):
     index = ToolIndex.build(apibank_tools, config=IndexConfig(scale=scale, candidates=1000))
     for bq in apibank_queries[:40]:

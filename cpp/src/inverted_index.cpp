@@ -183,7 +183,7 @@ void InvertedIndex::accumulate(const int32_t* terms, std::size_t n, float* acc) 
   }
 }
 
-void InvertedIndex::score_one(const int32_t* terms, std::size_t n, bool normalize, bool group, float* acc,
+void InvertedIndex::score_one(const int32_t* terms, std::size_t n, Scale scale, bool group, float* acc,
                               float* out) const noexcept {
   const std::size_t nd = n_docs();
   float* target = group ? acc : out;
@@ -196,33 +196,35 @@ void InvertedIndex::score_one(const int32_t* terms, std::size_t n, bool normaliz
   } else if (group) {
     std::copy(acc, acc + nd, out);
   }
-  if (normalize) {
-    // bounded = 1 - exp(-raw / ref), ref = sum of idf / (1 + k1): the score of an
-    // average-length document holding each query term once. Monotone (rank-preserving),
-    // in [0, 1), and a typical full match lands near 0.63 on any catalogue.
-    const double ref = upper_bound(terms, n) / (1.0 + params_.k1);
+  if (scale != Scale::kRaw) {
+    const double ub = upper_bound(terms, n);
     const std::size_t w = out_width(group);
-    if (ref > 0.0) {
-      const double inv = 1.0 / ref;
-      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(-std::expm1(-static_cast<double>(out[i]) * inv));
-    } else {
+    if (ub <= 0.0) {
       std::fill(out, out + w, 0.0f);
+    } else if (scale == Scale::kLinear) {
+      const double inv = 1.0 / ub;
+      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(out[i] * inv);
+    } else {
+      // ref = ub / (1 + k1): the score of an average-length document holding each query
+      // term once, so a typical full match lands near 1 - 1/e on any catalogue.
+      const double inv = (1.0 + params_.k1) / ub;
+      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(-std::expm1(-static_cast<double>(out[i]) * inv));
     }
   }
 }
 
-void InvertedIndex::score_dense(const QueryBatch& q, bool normalize, bool group, float* out, int threads) const {
+void InvertedIndex::score_dense(const QueryBatch& q, Scale scale, bool group, float* out, int threads) const {
   const std::size_t width = out_width(group);
   parallel_chunks(q.n_queries, threads, kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
     std::vector<float> acc(group ? n_docs() : 0);
     for (std::size_t i = lo; i < hi; ++i) {
       const int64_t a = q.offsets[i], b = q.offsets[i + 1];
-      score_one(q.terms + a, static_cast<std::size_t>(b - a), normalize, group, acc.data(), out + i * width);
+      score_one(q.terms + a, static_cast<std::size_t>(b - a), scale, group, acc.data(), out + i * width);
     }
   });
 }
 
-void InvertedIndex::topk(const QueryBatch& q, std::size_t k, bool normalize, bool group, int64_t* ids,
+void InvertedIndex::topk(const QueryBatch& q, std::size_t k, Scale scale, bool group, int64_t* ids,
                          float* scores, int threads) const {
   const std::size_t width = out_width(group);
   parallel_chunks(q.n_queries, threads, kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
@@ -234,7 +236,7 @@ void InvertedIndex::topk(const QueryBatch& q, std::size_t k, bool normalize, boo
     };
     for (std::size_t i = lo; i < hi; ++i) {
       const int64_t a = q.offsets[i], b = q.offsets[i + 1];
-      score_one(q.terms + a, static_cast<std::size_t>(b - a), normalize, group, acc.data(), row.data());
+      score_one(q.terms + a, static_cast<std::size_t>(b - a), scale, group, acc.data(), row.data());
       hits.clear();
       for (std::size_t d = 0; d < width; ++d) {
         if (row[d] > 0.0f) hits.emplace_back(row[d], static_cast<int64_t>(d));

@@ -22,8 +22,9 @@ __all__ = ["Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS"]
 #: ``bounded``: ``1 - exp(-BM25 / ref)`` with ``ref`` the score of an average-length
 #: document holding each query term once (``sum idf / (1 + k1)``): rank-preserving, in
 #: [0, 1) on every catalogue, a typical full match near 0.63 (see docs/scoring.md).
+#: ``linear``: ``BM25 / sum idf`` (the supremum), in [0, 1) and linear.
 #: ``raw``: plain BM25, the scale the MFTR paper used.
-SCALES = ("bounded", "raw")
+SCALES = ("bounded", "linear", "raw")
 
 #: Retrievers available per field in this version.
 RETRIEVERS = ("bm25",)
@@ -53,7 +54,7 @@ class IndexConfig:
     Attributes:
         bm25: BM25 parameters shared by the four fields.
         analyzer: The text analyzer used for documents and queries alike.
-        scale: ``"bounded"`` (default) or ``"raw"``; see :data:`SCALES`.
+        scale: ``"bounded"`` (default), ``"linear"`` or ``"raw"``; see :data:`SCALES`.
         candidates: Top-N tools taken from each field's BM25 ranking; their union is
             scored with the full MFTR model.
         name_in_description: Index the tool name, split into words
@@ -77,7 +78,7 @@ class IndexConfig:
 
     bm25: Bm25Config = field(default_factory=Bm25Config)
     analyzer: Analyzer = field(default_factory=Analyzer)
-    scale: Literal["bounded", "raw"] = "bounded"
+    scale: Literal["bounded", "linear", "raw"] = "bounded"
     candidates: int = 100
     name_in_description: bool = True
     split_identifiers: bool = True

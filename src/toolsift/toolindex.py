@@ -338,14 +338,14 @@ class ToolIndex:
         return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches)
 
     def _dense(self, prep: _Prepared) -> dict[str, np.ndarray]:
-        norm = self._config.scale == "bounded"
+        norm = self._config.scale
         threads = self._config.threads
         out = {
-            f: self._fields[f].score_tools(prep.batches[f], normalize=norm, threads=threads)
+            f: self._fields[f].score_tools(prep.batches[f], scale=norm, threads=threads)
             for f in ("description", "response", "examples")
         }
         params = self._fields["parameters"]
-        out["parameter_docs"] = params.score_docs(prep.batches["parameters"], normalize=norm, threads=threads)
+        out["parameter_docs"] = params.score_docs(prep.batches["parameters"], scale=norm, threads=threads)
         return out
 
     def _candidates(self, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:

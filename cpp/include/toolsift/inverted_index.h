@@ -17,6 +17,13 @@ namespace toolsift {
 
 // A batch of analysed query texts as CSR: text i has terms[offsets[i] : offsets[i+1]].
 // Negative term ids stand for out-of-vocabulary tokens and are skipped.
+// How a text's BM25 scores are put on a scale.
+enum class Scale : int32_t {
+  kRaw = 0,      // plain BM25
+  kBounded = 1,  // 1 - exp(-raw / ref), ref = sum idf / (1 + k1): in [0, 1), saturating
+  kLinear = 2,   // raw / sum idf: in [0, 1), linear
+};
+
 struct QueryBatch {
   const int32_t* terms = nullptr;
   const int64_t* offsets = nullptr;
@@ -58,14 +65,13 @@ class InvertedIndex {
   // its BM25 score against any document; the bounded scale is built on it.
   double upper_bound(const int32_t* terms, std::size_t n) const noexcept;
 
-  // Dense scores, raw BM25 or (normalize) bounded: 1 - exp(-raw (1 + k1) / upper_bound).
-  // `out` has n_queries rows of n_docs() (group=false) or n_groups()
+  // Dense scores on `scale`. `out` has n_queries rows of n_docs() (group=false) or n_groups()
   // (group=true, max over each group's documents) floats.
-  void score_dense(const QueryBatch& q, bool normalize, bool group, float* out, int threads) const;
+  void score_dense(const QueryBatch& q, Scale scale, bool group, float* out, int threads) const;
 
   // Top-k per query, ties broken by lower id. Rows with fewer than k positive scores are
   // padded with id -1 and score 0.
-  void topk(const QueryBatch& q, std::size_t k, bool normalize, bool group, int64_t* ids,
+  void topk(const QueryBatch& q, std::size_t k, Scale scale, bool group, int64_t* ids,
             float* scores, int threads) const;
 
   // Validates a query batch against this index; throws std::invalid_argument on a bad
@@ -76,7 +82,7 @@ class InvertedIndex {
   InvertedIndex(IndexColumns cols, bool grouped, int32_t n_groups, const Bm25Params& params);
   void accumulate(const int32_t* terms, std::size_t n, float* acc) const noexcept;
   std::size_t out_width(bool group) const noexcept { return group ? n_groups() : n_docs(); }
-  void score_one(const int32_t* terms, std::size_t n, bool normalize, bool group, float* acc,
+  void score_one(const int32_t* terms, std::size_t n, Scale scale, bool group, float* acc,
                  float* out) const noexcept;
 
   IndexColumns cols_;

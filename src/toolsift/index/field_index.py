@@ -62,14 +62,14 @@ class FieldIndex:
         names = COLUMNS if self.grouped else COLUMNS[:-1]
         return {n: self.core.column(n) for n in names}
 
-    def score_tools(self, batch: TermBatch, *, normalize: bool, threads: int) -> np.ndarray:
+    def score_tools(self, batch: TermBatch, *, scale: str, threads: int) -> np.ndarray:
         """``float32[n_texts, n_tools]``: per-tool score (max over a tool's documents)."""
-        return self.core.score_dense(batch.terms, batch.offsets, normalize=normalize, group=True, threads=threads)
+        return self.core.score_dense(batch.terms, batch.offsets, scale=scale, group=True, threads=threads)
 
-    def score_docs(self, batch: TermBatch, *, normalize: bool, threads: int) -> np.ndarray:
+    def score_docs(self, batch: TermBatch, *, scale: str, threads: int) -> np.ndarray:
         """``float32[n_texts, n_docs]``: per-document score."""
-        return self.core.score_dense(batch.terms, batch.offsets, normalize=normalize, group=False, threads=threads)
+        return self.core.score_dense(batch.terms, batch.offsets, scale=scale, group=False, threads=threads)
 
-    def topk(self, batch: TermBatch, k: int, *, normalize: bool, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    def topk(self, batch: TermBatch, k: int, *, scale: str, threads: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` tools per text: ``(ids int64[n, k], scores float32[n, k])``, padded with -1."""
-        return self.core.topk(batch.terms, batch.offsets, k, normalize=normalize, group=True, threads=threads)
+        return self.core.topk(batch.terms, batch.offsets, k, scale=scale, group=True, threads=threads)

@@ -1,0 +1,291 @@
+"""Retrieval methods evaluated on the MFTR benchmarks, all 5-fold cross-validated.
+
+=================  =====================================================================
+``fulldoc``        the raw documentation JSON as one BM25 document, the raw query
+                   (the paper's Full-Doc baseline)
+``reproduce``      MFTR on the raw BM25 scale with the authors' per-fold learned weights,
+                   the authors' standardized docs and rewritten queries (the reference
+                   implementation's setup: :meth:`IndexConfig.reference`)
+``mftr``           MFTR trained by toolsift: per outer fold, the index setup (scale,
+                   stemming) is chosen by inner cross-validation on the training queries
+                   only, then weights are trained on all training queries
+``mftr-nopenalty`` ablation: ``mftr`` without the missing-parameter penalty
+``mftr-mean``      ablation: the mean of the four field scores, no training
+``llm-free``       rule-based docs from the raw documentation, the raw query for every
+                   field, no arguments, no LLM anywhere; weights trained as ``mftr``
+=================  =====================================================================
+
+Documents: ``docs="authors"`` uses the authors' LLM-standardized tools (APIBank only);
+``docs="rules"`` standardizes the raw documentation with :mod:`toolsift.standardize`,
+with example intents taken from *training-fold* queries of labelled tools
+(``feedback=True``; never a test-fold query, checked by :func:`fold_examples`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import _core
+from ..analyze import Analyzer, Vocabulary
+from ..config import IndexConfig
+from ..errors import ToolsiftError
+from ..kernels.params import ScoringParams
+from ..schema import Catalog, Query
+from ..scores import FieldScores, scores_to_run
+from ..standardize import standardize_catalog
+from ..toolindex import ToolIndex
+from ..train import TrainConfig, make_pairs, train
+from .datasets import MftrDataset
+from .metrics import evaluate
+
+__all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples",
+           "mine_negatives", "MFTR_GRID"]
+
+METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free")
+
+#: Index setups the ``mftr`` method selects from by inner cross-validation.
+MFTR_GRID: tuple[dict, ...] = tuple(
+    {"scale": scale, "analyzer": Analyzer(stemmer=stem)}
+    for scale in ("bounded", "linear", "raw") for stem in (None, "english")
+)
+
+_DEPTH = 100
+
+
+class MethodUnavailable(ToolsiftError):
+    """The method needs data the dataset does not have (e.g. standardized docs)."""
+
+
+@dataclass
+class MethodOutput:
+    """A method's pooled run over all test folds, and what it cost.
+
+    Attributes:
+        run: ``{query_id: {tool_id: score}}``, top 100 per query.
+        seconds: Wall time of the whole method (index builds, scoring, training).
+        pairs: Query-tool pairs scored.
+        notes: Per-fold choices (selected setup, learned parameters).
+    """
+
+    run: dict[str, dict[str, float]]
+    seconds: float
+    pairs: int
+    notes: list[dict] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------- helpers
+def fulldoc_scores(ds: MftrDataset, texts: Sequence[str]) -> np.ndarray:
+    """Raw BM25 of ``texts`` against each tool's documentation JSON as one document."""
+    docs = [json.dumps(ds.raw_documentation(t.id)) for t in ds.raw_tools]
+    an = Analyzer()
+    vocab = Vocabulary()
+    batch = vocab.encode_batch([an.tokenize(d) for d in docs], grow=True)
+    core = _core.InvertedIndex.build(batch.terms, batch.offsets, len(vocab))
+    qb = vocab.encode_batch([an.tokenize(t) for t in texts], grow=False)
+    return core.score_dense(qb.terms, qb.offsets, scale="raw", threads=0)
+
+
+def mine_negatives(ds: MftrDataset, *, depth: int = 100) -> dict[str, tuple[str, ...]]:
+    """BM25 hard negatives as the authors made them: Full-Doc BM25 top 150, positives
+    removed, first ``depth`` kept. Uses the dataset's own file when it has one."""
+    if ds.hard_negatives is not None:
+        return ds.hard_negatives
+    scores = fulldoc_scores(ds, [q.text for q in ds.queries])
+    ids = [t.id for t in ds.raw_tools]
+    out = {}
+    for i, q in enumerate(ds.queries):
+        top = np.lexsort((np.arange(len(ids)), -scores[i]))[:150]
+        rel = set(q.labels)
+        out[q.id] = tuple(ids[j] for j in top if ids[j] not in rel)[:depth]
+    return out
+
+
+def fold_examples(ds: MftrDataset, fold: int) -> dict[str, list[str]]:
+    """Example intents per tool from the *training* queries of ``fold``: each training
+    query's text becomes an example of every tool it is labelled with.
+
+    Raises:
+        ToolsiftError: If a test-fold query would leak (a guard against misuse).
+    """
+    train_ids = set(ds.train_ids(fold))
+    test_ids = set(ds.test_ids(fold))
+    if train_ids & test_ids:
+        raise ToolsiftError(f"fold {fold}: train and test queries overlap")
+    test_texts = {q.text for q in ds.queries if q.id in test_ids}
+    out: dict[str, list[str]] = {}
+    for q in ds.queries:
+        if q.id not in train_ids:
+            continue
+        if q.text in test_texts:
+            # Same text as a test query: using it would leak the test query.
+            continue
+        for t in q.labels:
+            out.setdefault(t, []).append(q.text)
+    return out
+
+
+def _catalog(ds: MftrDataset, docs: str, fold: int | None, feedback: bool) -> Catalog:
+    examples = fold_examples(ds, fold) if (feedback and fold is not None) else None
+    if docs == "authors":
+        if ds.standardized_tools is None:
+            raise MethodUnavailable(f"{ds.name} has no standardized tools (only apibank does); use docs='rules'")
+        if not examples:
+            return ds.standardized_tools
+        # Feedback examples join the authors' own example intents.
+        return Catalog([replace(t, examples=t.examples + tuple(examples.get(t.id, ())))
+                        for t in ds.standardized_tools], name=ds.standardized_tools.name)
+    return standardize_catalog(ds.raw_tools, examples=examples)
+
+
+def _queries(ds: MftrDataset, form: str) -> list[Query | str]:
+    if form == "raw":
+        return [q.text for q in ds.queries]
+    missing = [q.id for q in ds.queries if q.rewritten is None]
+    if missing:
+        raise MethodUnavailable(f"{ds.name}: {len(missing)} queries have no rewrite (e.g. {missing[0]})")
+    return [q.rewritten for q in ds.queries]
+
+
+def _rows(ds: MftrDataset, ids: Sequence[str]) -> np.ndarray:
+    pos = {q.id: i for i, q in enumerate(ds.queries)}
+    return np.asarray([pos[i] for i in ids], dtype=np.int64)
+
+
+def _labels(ds: MftrDataset) -> dict[str, tuple[str, ...]]:
+    return {q.id: q.labels for q in ds.queries}
+
+
+def _train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: MftrDataset,
+                  negatives: Mapping, tc: TrainConfig, *, inner: int = 3) -> tuple[int, ScoringParams]:
+    """Pick the setup with the best inner-CV NDCG@10 on ``rows``; train it on all rows."""
+    labels = _labels(ds)
+    qrels = ds.qrels()
+    best, best_score = 0, -1.0
+    if len(fs_by_setup) > 1:
+        splits = np.array_split(rows, inner)
+        for s, fs in enumerate(fs_by_setup):
+            run: dict = {}
+            for k in range(inner):
+                val = splits[k]
+                tr = np.concatenate([splits[j] for j in range(inner) if j != k])
+                res = train(make_pairs(fs, tr, labels, negatives), tc)
+                run.update(fs.run(res.params, val, depth=_DEPTH))
+            val_qrels = {fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}
+            score = evaluate(val_qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]
+            if score > best_score + 1e-12:
+                best, best_score = s, score
+    res = train(make_pairs(fs_by_setup[best], rows, labels, negatives), tc)
+    return best, res.params
+
+
+# ------------------------------------------------------------------- methods
+def _fulldoc(ds: MftrDataset, **_) -> MethodOutput:
+    t0 = time.perf_counter()
+    scores = fulldoc_scores(ds, [q.text for q in ds.queries])
+    run = scores_to_run(scores, [q.id for q in ds.queries], [t.id for t in ds.raw_tools], depth=_DEPTH)
+    return MethodOutput(run, time.perf_counter() - t0, scores.size)
+
+
+def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
+    t0 = time.perf_counter()
+    cat = _catalog(ds, "authors", None, False)
+    index = ToolIndex.build(cat, config=IndexConfig.reference())
+    fs = index.field_scores(_queries(ds, "rewritten"), query_ids=[q.id for q in ds.queries])
+    run: dict = {}
+    for k, params in enumerate(ds.learned_params(retriever)):
+        run.update(fs.run(params, _rows(ds, ds.test_ids(k)), depth=_DEPTH))
+    return MethodOutput(run, time.perf_counter() - t0, fs.base.shape[0] * fs.base.shape[1])
+
+
+def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
+          feedback: bool = True, train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
+          progress: bool = False, **_) -> MethodOutput:
+    t0 = time.perf_counter()
+    if docs == "auto":
+        docs = "authors" if ds.standardized_tools is not None else "rules"
+    tc = train_config or TrainConfig()
+    if not penalty:
+        tc = replace(tc, penalty=False)
+    qs = _queries(ds, queries)
+    negatives = mine_negatives(ds)
+    run: dict = {}
+    notes = []
+    pairs = 0
+    # Doc sets depend on the fold only through feedback examples.
+    per_fold_docs = feedback
+    shared: list[FieldScores] | None = None
+    for k in range(len(ds.folds)):
+        if shared is None or per_fold_docs:
+            cat = _catalog(ds, docs, k, feedback)
+            setups = []
+            for g in grid:
+                cfg = IndexConfig(penalize_without_arguments=(queries != "raw"), **g)
+                index = ToolIndex.build(cat, config=cfg)
+                setups.append(index.field_scores(qs, query_ids=[q.id for q in ds.queries]))
+            shared = setups
+        train_rows = _rows(ds, ds.train_ids(k))
+        test_rows = _rows(ds, ds.test_ids(k))
+        best, params = _train_select(shared, train_rows, ds, negatives, tc)
+        run.update(shared[best].run(params, test_rows, depth=_DEPTH))
+        pairs += shared[best].base.shape[0] * shared[best].base.shape[1] * len(grid)
+        g = grid[best]
+        notes.append({"fold": k, "scale": g["scale"], "stemmer": g["analyzer"].stemmer,
+                      "docs": docs, "params": params.to_dict()})
+    return MethodOutput(run, time.perf_counter() - t0, pairs, notes)
+
+
+def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, **_) -> MethodOutput:
+    t0 = time.perf_counter()
+    if docs == "auto":
+        docs = "authors" if ds.standardized_tools is not None else "rules"
+    qs = _queries(ds, "rewritten")
+    mean = ScoringParams(weights=(0.25, 0.25, 0.25, 0.25), w_req=0.0, w_opt=0.0)
+    run: dict = {}
+    fs = None
+    for k in range(len(ds.folds)):
+        if fs is None or feedback:
+            index = ToolIndex.build(_catalog(ds, docs, k, feedback), config=IndexConfig())
+            fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
+        run.update(fs.run(mean, _rows(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
+    return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
+
+
+def _llm_free(ds: MftrDataset, **kw) -> MethodOutput:
+    return _mftr(ds, **{**kw, "docs": "rules", "queries": "raw"})
+
+
+def _nopenalty(ds: MftrDataset, **kw) -> MethodOutput:
+    return _mftr(ds, **{**kw, "penalty": False})
+
+
+_RUNNERS: dict[str, Callable[..., MethodOutput]] = {
+    "fulldoc": _fulldoc,
+    "reproduce": _reproduce,
+    "mftr": _mftr,
+    "mftr-nopenalty": _nopenalty,
+    "mftr-mean": _mftr_mean,
+    "llm-free": _llm_free,
+}
+
+
+def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
+    """Run one method over all five folds of ``ds``.
+
+    Args:
+        ds: The dataset.
+        method: One of :data:`METHODS`.
+        **options: ``retriever`` (reproduce), ``docs`` ("auto", "authors", "rules"),
+            ``feedback`` (examples from training queries), ``train_config``.
+
+    Raises:
+        ValueError: Unknown method.
+        MethodUnavailable: The dataset lacks what the method needs.
+    """
+    if method not in _RUNNERS:
+        raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS)})")
+    return _RUNNERS[method](ds, **options)

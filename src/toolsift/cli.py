@@ -1,4 +1,4 @@
-"""The ``toolsift`` command line: ``index``, ``search``, ``demo``.
+"""The ``toolsift`` command line: ``index``, ``search``, ``demo``, ``eval``, ``train``.
 
 Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) are printed
 as one line naming the problem, with exit status 2; anything else is a bug and keeps its
@@ -64,6 +64,30 @@ def _build_parser() -> argparse.ArgumentParser:
                     help='QUERY is {"tool_needs": [...], "extracted_arguments": {...}} JSON or a file holding it')
     se.add_argument("--json", action="store_true", help="print JSON instead of a table")
     se.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
+
+    ev = sub.add_parser("eval", help="evaluate methods on a benchmark folder (mftr-* or ultratool)")
+    ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool")
+    ev.add_argument("--method", default=None,
+                    help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,"
+                         "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed)")
+    ev.add_argument("--retriever", default="bm25", help="field retriever (only bm25 in this version)")
+    ev.add_argument("--docs", choices=("auto", "authors", "rules"), default="auto",
+                    help="tool docs for mftr: the authors' LLM-standardized ones (apibank) or rule-based")
+    ev.add_argument("--no-feedback", action="store_true",
+                    help="no example intents from training-fold queries (document expansion off)")
+    ev.add_argument("--json", action="store_true", help='print {method: {"ndcg@10": x, ...}} as JSON')
+    ev.add_argument("--plot", metavar="FILE.png", help="write Recall@K curves per method")
+    ev.add_argument("--runs", metavar="DIR", help="write one TREC run file per method into DIR")
+    ev.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    tr = sub.add_parser("train", help="learn MFTR weights on a benchmark folder and save a ready index")
+    tr.add_argument("dataset", help="mftr-* benchmark folder")
+    tr.add_argument("out", help="index directory to write, with the learned parameters in its manifest")
+    tr.add_argument("--docs", choices=("auto", "authors", "rules"), default="auto")
+    tr.add_argument("--queries", choices=("rewritten", "raw"), default="rewritten",
+                    help="train for structured (LLM-rewritten) queries or plain text")
+    tr.add_argument("--no-feedback", action="store_true", help="no example intents from the queries")
+    tr.add_argument("--quiet", action="store_true", help="no progress bars")
 
     de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
@@ -194,11 +218,93 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from .evaluate import MftrDataset, UltraToolDataset, evaluate, write_trec_run
+    from .evaluate.methods import METHODS, MethodUnavailable, run_method
+    from .evaluate.report import format_table, plot_recall, summary_json
+    from .evaluate.ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
+
+    if args.retriever != "bm25":
+        raise ToolsiftError(f"retriever {args.retriever!r} is not available in this version (available: bm25)")
+    root = Path(args.dataset)
+    ultra = (root / "data" / "English-dataset").is_dir()
+    if ultra:
+        ds = UltraToolDataset.load(root)
+        methods = _split(args.method) or list(ULTRATOOL_METHODS)
+        metrics = ULTRATOOL_METRICS
+    else:
+        ds = MftrDataset.load(root)
+        methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free"]
+        metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
+                   "recall@10", "recall@20", "mrr")
+    known = ULTRATOOL_METHODS if ultra else METHODS
+    bad = [m for m in methods if m not in known]
+    if bad:
+        raise ToolsiftError(f"unknown method(s) {', '.join(bad)} for {ds.name} (methods: {', '.join(known)})")
+    results, seconds, curves, skipped = {}, {}, {}, {}
+    bar = methods if args.quiet else _tqdm(methods, "methods")
+    qrels = ds.qrels()
+    for m in bar:
+        try:
+            if ultra:
+                res = run_ultratool(ds, m)
+            else:
+                res = run_method(ds, m, docs=args.docs, feedback=not args.no_feedback,
+                                 retriever=args.retriever, progress=not args.quiet)
+        except MethodUnavailable as exc:
+            skipped[m] = str(exc)
+            continue
+        all_metrics = tuple(dict.fromkeys(metrics + tuple(f"recall@{k}" for k in range(1, 21))))
+        results[m] = evaluate(qrels, res.run, metrics=all_metrics)
+        seconds[m] = res.seconds
+        curves[m] = [results[m].mean[f"recall@{k}"] for k in range(1, 21)]
+        if args.runs:
+            Path(args.runs).mkdir(parents=True, exist_ok=True)
+            write_trec_run(res.run, Path(args.runs) / f"{ds.name}.{m}.run", tag=f"toolsift-{m}")
+    if args.json:
+        json.dump({m: {k: r.mean[k] for k in metrics} for m, r in results.items()}, out, indent=2)
+        out.write("\n")
+    else:
+        print(format_table(results, metrics, seconds=seconds,
+                           title=f"{ds.name}: {len(qrels)} queries, BM25, pooled over all test queries"), file=out)
+        for m, why in skipped.items():
+            print(f"{m}: skipped: {why}", file=out)
+    if args.plot:
+        plot_recall(curves, args.plot, title=f"{ds.name} (BM25)")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
+    from .evaluate import MftrDataset
+    from .evaluate.methods import train_index
+
+    ds = MftrDataset.load(args.dataset)
+    t0 = time.perf_counter()
+    index, note = train_index(ds, docs=args.docs, queries=args.queries, feedback=not args.no_feedback,
+                              progress=not args.quiet)
+    path = index.save(args.out)
+    print(f"trained on {len(ds.queries)} {ds.name} queries in {time.perf_counter() - t0:.1f}s: "
+          f"scale={note['scale']} stemmer={note['stemmer']}\n"
+          f"params {json.dumps(note['params'])}\nsaved -> {path}", file=out)
+    return 0
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else []
+
+
+def _tqdm(items, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, leave=False)
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
-    commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo}
+    commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
+                "train": _cmd_train}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

@@ -44,7 +44,7 @@ from .datasets import MftrDataset
 from .metrics import evaluate
 
 __all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples",
-           "mine_negatives", "MFTR_GRID"]
+           "mine_negatives", "MFTR_GRID", "train_index"]
 
 METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free")
 
@@ -289,3 +289,35 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
     if method not in _RUNNERS:
         raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS)})")
     return _RUNNERS[method](ds, **options)
+
+
+def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", feedback: bool = True,
+                train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
+                progress: bool = False) -> tuple[ToolIndex, dict]:
+    """Train on *all* queries of ``ds`` and return a ready index carrying the learned
+    parameters (its setup chosen by cross-validation, as in ``mftr``)."""
+    if docs == "auto":
+        docs = "authors" if ds.standardized_tools is not None else "rules"
+    tc = train_config or TrainConfig()
+    qs = _queries(ds, queries)
+    examples = None
+    if feedback:
+        examples = {}
+        for q in ds.queries:
+            for t in q.labels:
+                examples.setdefault(t, []).append(q.text)
+    if docs == "authors":
+        cat = _catalog(ds, "authors", None, False)
+        if examples:
+            cat = Catalog([replace(t, examples=t.examples + tuple(examples.get(t.id, ()))) for t in cat],
+                          name=cat.name)
+    else:
+        cat = standardize_catalog(ds.raw_tools, examples=examples)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), **g) for g in grid]
+    indexes = [ToolIndex.build(cat, config=c) for c in configs]
+    setups = [ix.field_scores(qs, query_ids=[q.id for q in ds.queries], progress=progress) for ix in indexes]
+    rows = np.arange(len(ds.queries))
+    best, params = _train_select(setups, rows, ds, mine_negatives(ds), tc)
+    g = grid[best]
+    note = {"scale": g["scale"], "stemmer": g["analyzer"].stemmer, "docs": docs, "params": params.to_dict()}
+    return indexes[best].with_params(params), note

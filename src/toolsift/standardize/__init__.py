@@ -27,7 +27,7 @@ from dataclasses import replace
 from ..schema import Catalog, Parameter, Tool
 from .rules import Fields, clean_text, derive_fields, schema_of
 
-__all__ = ["standardize_tool", "standardize_catalog", "derive_fields", "schema_of", "Fields"]
+__all__ = ["Fields", "derive_fields", "schema_of", "standardize_catalog", "standardize_tool"]
 
 
 def _examples(values: Iterable[str], limit: int | None) -> tuple[str, ...]:

@@ -29,10 +29,13 @@ from ..adapters._pysig import parse_signature, prose
 from ..schema import Parameter, Tool
 
 __all__ = [
-    "Fields",
     "TASK_OUTPUTS",
+    "Fields",
     "clean_text",
     "derive_fields",
+    "mentioned_parameters",
+    "name_words",
+    "raw_documentation",
     "result_phrases",
     "schema_of",
     "sentences",
@@ -66,7 +69,7 @@ _MD_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # Only "**bold**": "__" also wraps Python dunders (__init__), which must survive.
 _MD_EMPHASIS = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _MD_INLINE_CODE = re.compile(r"`+([^`]*)`+")
-_MD_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+)", re.M)
+_MD_LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+)", re.MULTILINE)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*\s*/?>")
 _SPACE = re.compile(r"\s+")
 _HAS_WORD = re.compile(r"[^\W\d_]{2}")
@@ -200,7 +203,7 @@ _LEAD = re.compile(
     r"^(?:(?:this|the)\s+(?:\w+\s+)?(?:function|method|tool|api|endpoint|service|operation)\s+"
     r"|it\s+(?:also\s+)?|to\s+)?"
     rf"(?:{_RESULT_VERB})\s+(?P<obj>.+)$",
-    re.I,
+    re.IGNORECASE,
 )
 # Inside a sentence only lowercase verbs count, so "makes a GET request" is no result.
 _MID = re.compile(
@@ -215,25 +218,30 @@ _MID_PURPOSE = re.compile(
 _CHECK = re.compile(
     r"^(?:(?:this|the)\s+(?:\w+\s+)?(?:function|method|tool|api|endpoint)\s+)?"
     r"(?:checks?|validates?|verif(?:y|ies)|determines?|tests?)\s+(?:if|whether)\s+(?P<obj>.+)$",
-    re.I,
+    re.IGNORECASE,
 )
 # "Given the ratio of butter to sugar, this function calculates the total cups ...".
 _MID_SUBJECT = re.compile(
     rf"\b(?:this|the)\s+(?:function|method|tool)\s+(?:{_RESULT_VERB})\s+(?P<obj>.+)$"
 )
 # A sentence about the output itself: "The results include a `result_type` field ...".
-_OUTPUT_SUBJECT = re.compile(r"^(?:the|its|each)\s+(?:results?|response|output|return value)s?\b", re.I)
+_OUTPUT_SUBJECT = re.compile(
+    r"^(?:the|its|each)\s+(?:results?|response|output|return value)s?\b", re.IGNORECASE
+)
 # Where the data comes from is not what it is: "... using the Amazon Data Scraper API".
 # The tempered middle stops at the *last* connective, so "quotes from a specified page
 # using the Toolbench RapidAPI" keeps "from a specified page".
 _CONNECTIVE = r"(?:using|via|through|from|with|by (?:calling|querying|using))"
 _SOURCE_TAIL = re.compile(
     rf"\s*,?\s+{_CONNECTIVE}\s+(?:the\s+|an?\s+)?"
-    rf"(?:(?!\b{_CONNECTIVE}\b)[^,.;])*?\b(?:APIs?|RapidAPI|service|endpoint|database|library)\b[^.;]*$",
-    re.I,
+    rf"(?:(?!\b{_CONNECTIVE}\b)[^,.;])*?"
+    r"\b(?:APIs?|RapidAPI|service|endpoint|database|library)\b[^.;]*$",
+    re.IGNORECASE,
 )
 # Objects that are not data: "Returns nothing", "gets started".
-_NOT_DATA = re.compile(r"^(?:nothing|none|started|access to|an? interface|functionality)\b", re.I)
+_NOT_DATA = re.compile(
+    r"^(?:nothing|none|started|access to|an? interface|functionality)\b", re.IGNORECASE
+)
 _MAX_OBJECT_CHARS = 300
 
 
@@ -298,9 +306,15 @@ _RESPECTIVELY = re.compile(
     rf"(?P<names>(?:{_Q}\w+{_Q}(?:,\s*(?:and\s+)?|\s+and\s+))+{_Q}\w+{_Q}),?\s+"
     r"(?:which|that)?\s*(?:are|represent|representing|refer to|specify)\s+"
     r"(?P<what>[^.;]+?),?\s+respectively",
-    re.I,
+    re.IGNORECASE,
 )
-_USELESS_WHAT = re.compile(r"^(?:one|two|three|\w+)?\s*(?:arguments?|parameters?|inputs?)\b", re.I)
+# Not a description: "one argument", or a fragment such as "of 'whole'" (from
+# "'part' represents of 'whole'").
+_USELESS_WHAT = re.compile(
+    r"^(?:(?:one|two|three|\w+)?\s*(?:arguments?|parameters?|inputs?)"
+    r"|of|to|in|for|by|with|from|on|at|and|or)\b",
+    re.IGNORECASE,
+)
 
 
 # 'x', which is the semester grade / 'x' (the semester grade) / The 'x' parameter refers to ...
@@ -310,15 +324,16 @@ _NOUN_START = (r"(?=(?:an?|the|one|two|three|lists?|tuples?|strings?|integers?|f
                r"|dictionar\w+|used\s+(?:to|for))\b)")
 _MENTION = re.compile(
     rf"{_Q}(?P<name>\w+){_Q}\s*(?:parameter\s+|argument\s+)?"
-    rf"(?:\((?P<paren>(?:an?|the|in|as)\s[^)]{{2,}})\)|,?\s*(?:which\s+|that\s+)?"
+    rf"(?:\((?P<paren>(?:an?|the|as)\s[^)]{{2,}})\)|,?\s*(?:which\s+|that\s+)?"
     rf"(?:(?:is|are)\s+{_NOUN_START}|(?:represents|representing|refers to|specifies|denotes|"
     r"indicates|contains)\s+)"
     rf"(?P<what>[^,.;:]{{3,}}?){_WHAT_END})",
-    re.I,
+    re.IGNORECASE,
 )
 # an integer `n`, a float number `y`: a short type phrase right before the name.
 _TYPED_MENTION = re.compile(
-    rf"\b(?P<what>an?\s+(?!(?:\w+\s+)?(?:with|between|of|by|to|for|in|on|from|the|whether|if|that|which)\b)"
+    r"\b(?P<what>an?\s+"
+    r"(?!(?:\w+\s+)?(?:with|between|of|by|to|for|in|on|from|the|whether|if|that|which)\b)"
     rf"[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?)\s+{_Q}(?P<name>\w+){_Q}"
 )
 
@@ -327,8 +342,10 @@ def _respectively(text: str, names: set[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for m in _RESPECTIVELY.finditer(text):
         listed = re.findall(rf"{_Q}(\w+){_Q}", m.group("names"))
-        items = [i.strip() for i in _LIST_SEP.split(m.group("what")) if i.strip()]
-        if len(listed) == len(items):
+        items = [clean_text(i) for i in _LIST_SEP.split(m.group("what"))]
+        # "lists of divisors of 'a' and 'b', respectively" splits into a bogus "'b'": a
+        # list with any item that is not a phrase is misaligned, so none of it is used.
+        if len(listed) == len(items) and all(items):
             for n, what in zip(listed, items):
                 if n in names and n not in out:
                     out[n] = what
@@ -336,9 +353,10 @@ def _respectively(text: str, names: set[str]) -> dict[str, str]:
 
 
 _TAKES_ONE = re.compile(
-    r"\btakes\s+(?:in\s+)?(?P<what>an?\s+[^,.;]+?)(?:\s+as\s+(?:an?\s+)?(?:input|argument|parameter))?"
+    r"\btakes\s+(?:in\s+)?(?P<what>an?\s+[^,.;]+?)"
+    r"(?:\s+as\s+(?:an?\s+)?(?:input|argument|parameter))?"
     r"(?=,|\.|;|\s+and\s+|\s+which\b|$)",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -375,7 +393,8 @@ def mentioned_parameters(text: str, params: Sequence[Parameter]) -> dict[str, st
         m = _TAKES_ONE.search(text)
         if m and not _USELESS_WHAT.match(m.group("what").split(" ", 1)[1]):
             found[params[0].name] = m.group("what")
-    return {k: _sentence(v) for k, v in found.items() if v}
+    cleaned = {k: clean_text(v) for k, v in found.items()}
+    return {k: _sentence(v) for k, v in cleaned.items() if v}
 
 
 # ------------------------------------------------------------------- schemas
@@ -443,7 +462,7 @@ TASK_OUTPUTS: Mapping[str, str] = {
     "text classification": "predicted labels with confidence scores for the input text",
     "sentiment analysis": "the predicted sentiment label with a confidence score",
     "zero shot classification": "scores of the candidate labels for the input text",
-    "natural language inference": "entailment, neutral or contradiction scores for the sentence pair",
+    "natural language inference": "entailment, neutral or contradiction scores for the pair",
     "token classification": "labelled tokens (entities or tags) with positions and scores",
     "named entity recognition": "the named entities found in the text with their types and scores",
     "part of speech tagging": "the part-of-speech tag of each token",
@@ -498,7 +517,7 @@ _OUTPUT_CUE = re.compile(
     r"|predicts?|predicting|classif(?:y|ies|ying)|detects?|detecting|transcribes?|transcribing"
     r"|translates?|translating|summari[sz]es?|summari[sz]ing|recogni[sz]es?|recogni[sz]ing"
     r"|segmenting|estimating|answers?\s+(?:questions|the))\b",
-    re.I,
+    re.IGNORECASE,
 )
 _MAX_OUTPUT_SENTENCES = 2
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-bm25s = pytest.importorskip("bm25s", reason="bm25s is a test dependency: pip install '.[test]'")
+import bm25s  # noqa: E402  (a test dependency: pip install ".[test]")
 
 from toolsift import _core  # noqa: E402
 from toolsift.adapters import load_catalog  # noqa: E402

@@ -296,7 +296,7 @@ def test_build_errors():
 
 
 def test_stemming_analyzer_matches_inflections():
-    pytest.importorskip("Stemmer")
+    import Stemmer  # noqa: F401  (PyStemmer, a test dependency)
     cat = Catalog([_tool(0, description="schedules meetings"), _tool(1, description="sends invoices")])
     index = ToolIndex.build(cat, config=IndexConfig(analyzer=Analyzer(stemmer="english")))
     assert index.search("schedule a meeting", k=1)[0].id == "t0"

@@ -666,7 +666,6 @@ def test_bad_param_types_and_keys() -> None:
         ScoringParams.from_dict([("tau", 0.5)])  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(not MFTR_PARAMS_FILE.exists(), reason=f"{MFTR_PARAMS_FILE} not present")
 def test_from_mftr_json_reads_the_authors_file() -> None:
     raw = json.loads(MFTR_PARAMS_FILE.read_text())
     p = ScoringParams.from_mftr_json(raw)

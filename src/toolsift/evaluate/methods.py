@@ -43,16 +43,19 @@ from ..train import TrainConfig, make_pairs, train
 from .datasets import MftrDataset
 from .metrics import evaluate
 
-__all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples",
+__all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples", "examples_from",
            "mine_negatives", "MFTR_GRID", "train_index"]
 
 METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free")
 
-#: Index setups the ``mftr`` method selects from by inner cross-validation.
+#: Index setups the ``mftr`` method selects from by inner cross-validation: the three
+#: field score scales, with English stemming.
 MFTR_GRID: tuple[dict, ...] = tuple(
-    {"scale": scale, "analyzer": Analyzer(stemmer=stem)}
-    for scale in ("bounded", "linear", "raw") for stem in (None, "english")
+    {"scale": scale, "analyzer": Analyzer(stemmer="english")} for scale in ("bounded", "linear", "raw")
 )
+
+#: Cross-fitting splits for feedback examples (see :func:`_fold_field_scores`).
+_CROSSFIT = 3
 
 _DEPTH = 100
 
@@ -105,32 +108,35 @@ def mine_negatives(ds: MftrDataset, *, depth: int = 100) -> dict[str, tuple[str,
     return out
 
 
+def examples_from(ds: MftrDataset, query_ids: Sequence[str], *, exclude_texts: set[str] = frozenset()
+                  ) -> dict[str, list[str]]:
+    """Example intents per tool: each given query's text becomes an example of every tool
+    it is labelled with (document expansion from feedback), skipping ``exclude_texts``."""
+    ids = set(query_ids)
+    out: dict[str, list[str]] = {}
+    for q in ds.queries:
+        if q.id in ids and q.text not in exclude_texts:
+            for t in q.labels:
+                out.setdefault(t, []).append(q.text)
+    return out
+
+
 def fold_examples(ds: MftrDataset, fold: int) -> dict[str, list[str]]:
-    """Example intents per tool from the *training* queries of ``fold``: each training
-    query's text becomes an example of every tool it is labelled with.
+    """Example intents per tool from the *training* queries of ``fold`` only; a training
+    query whose text equals a test query's is skipped too.
 
     Raises:
-        ToolsiftError: If a test-fold query would leak (a guard against misuse).
+        ToolsiftError: If the fold's train and test queries overlap (a guard).
     """
     train_ids = set(ds.train_ids(fold))
     test_ids = set(ds.test_ids(fold))
     if train_ids & test_ids:
         raise ToolsiftError(f"fold {fold}: train and test queries overlap")
     test_texts = {q.text for q in ds.queries if q.id in test_ids}
-    out: dict[str, list[str]] = {}
-    for q in ds.queries:
-        if q.id not in train_ids:
-            continue
-        if q.text in test_texts:
-            # Same text as a test query: using it would leak the test query.
-            continue
-        for t in q.labels:
-            out.setdefault(t, []).append(q.text)
-    return out
+    return examples_from(ds, ds.train_ids(fold), exclude_texts=test_texts)
 
 
-def _catalog(ds: MftrDataset, docs: str, fold: int | None, feedback: bool) -> Catalog:
-    examples = fold_examples(ds, fold) if (feedback and fold is not None) else None
+def _catalog(ds: MftrDataset, docs: str, examples: Mapping[str, Sequence[str]] | None) -> Catalog:
     if docs == "authors":
         if ds.standardized_tools is None:
             raise MethodUnavailable(f"{ds.name} has no standardized tools (only apibank does); use docs='rules'")
@@ -193,13 +199,60 @@ def _fulldoc(ds: MftrDataset, **_) -> MethodOutput:
 
 def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
     t0 = time.perf_counter()
-    cat = _catalog(ds, "authors", None, False)
+    cat = _catalog(ds, "authors", None)
     index = ToolIndex.build(cat, config=IndexConfig.reference())
     fs = index.field_scores(_queries(ds, "rewritten"), query_ids=[q.id for q in ds.queries])
     run: dict = {}
     for k, params in enumerate(ds.learned_params(retriever)):
         run.update(fs.run(params, _rows(ds, ds.test_ids(k)), depth=_DEPTH))
     return MethodOutput(run, time.perf_counter() - t0, fs.base.shape[0] * fs.base.shape[1])
+
+
+def _scores(ds: MftrDataset, cat: Catalog, configs: Sequence[IndexConfig], qs: Sequence, rows: np.ndarray,
+            into: list[FieldScores]) -> None:
+    """Field scores of the queries at ``rows`` on ``cat``, written into ``into`` per config."""
+    if rows.size == 0:
+        return
+    ids = [ds.queries[r].id for r in rows]
+    for cfg, full in zip(configs, into):
+        part = ToolIndex.build(cat, config=cfg).field_scores([qs[r] for r in rows], query_ids=ids)
+        full.base[rows] = part.base
+        full.param_sims[rows] = part.param_sims
+        full.penalized[rows] = part.penalized
+
+
+def _fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.ndarray, docs: str,
+                       feedback: bool, configs: Sequence[IndexConfig], qs: Sequence) -> list[FieldScores]:
+    """Field scores of the training and test queries, one per config.
+
+    With feedback, a query must never meet its own text among a tool's examples: that
+    never happens at test time, and a model trained on it learns to trust the examples
+    field far too much. So training queries are cross-fitted: the queries of each of
+    :data:`_CROSSFIT` splits are scored on a catalogue whose examples come from the other
+    splits only; test queries on a catalogue with examples from all training queries.
+    """
+    n = len(ds.queries)
+    template = ToolIndex.build(_catalog(ds, docs, None), config=configs[0]).field_scores(qs[:1], query_ids=["_"])
+    n_tools, n_params = template.base.shape[1], template.param_sims.shape[1]
+    out = [FieldScores([q.id for q in ds.queries], template.tool_ids, np.zeros((n, n_tools, 4), np.float32),
+                       np.zeros((n, n_params), np.float32), np.zeros(n, bool), template.param_tool,
+                       template.required) for _ in configs]
+    if not feedback:
+        _scores(ds, _catalog(ds, docs, None), configs, qs, np.concatenate([train_rows, test_rows]), out)
+        return out
+    if set(train_rows.tolist()) & set(test_rows.tolist()):
+        raise ToolsiftError("train and test queries overlap")
+    test_texts = {ds.queries[r].text for r in test_rows}
+    train_ids = [ds.queries[r].id for r in train_rows]
+    _scores(ds, _catalog(ds, docs, examples_from(ds, train_ids, exclude_texts=test_texts)), configs, qs,
+            test_rows, out)
+    for part in np.array_split(train_rows, _CROSSFIT):
+        in_part = set(part.tolist())
+        others = [ds.queries[r].id for r in train_rows if r not in in_part]
+        own_texts = {ds.queries[r].text for r in part}
+        ex = examples_from(ds, others, exclude_texts=test_texts | own_texts)
+        _scores(ds, _catalog(ds, docs, ex), configs, qs, part, out)
+    return out
 
 
 def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
@@ -213,26 +266,22 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
         tc = replace(tc, penalty=False)
     qs = _queries(ds, queries)
     negatives = mine_negatives(ds)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), **g) for g in grid]
     run: dict = {}
     notes = []
     pairs = 0
-    # Doc sets depend on the fold only through feedback examples.
-    per_fold_docs = feedback
-    shared: list[FieldScores] | None = None
-    for k in range(len(ds.folds)):
-        if shared is None or per_fold_docs:
-            cat = _catalog(ds, docs, k, feedback)
-            setups = []
-            for g in grid:
-                cfg = IndexConfig(penalize_without_arguments=(queries != "raw"), **g)
-                index = ToolIndex.build(cat, config=cfg)
-                setups.append(index.field_scores(qs, query_ids=[q.id for q in ds.queries]))
-            shared = setups
+    folds = range(len(ds.folds))
+    if progress:
+        from tqdm.auto import tqdm
+
+        folds = tqdm(folds, desc=f"{ds.name} folds", leave=False)
+    for k in folds:
         train_rows = _rows(ds, ds.train_ids(k))
         test_rows = _rows(ds, ds.test_ids(k))
-        best, params = _train_select(shared, train_rows, ds, negatives, tc)
-        run.update(shared[best].run(params, test_rows, depth=_DEPTH))
-        pairs += shared[best].base.shape[0] * shared[best].base.shape[1] * len(grid)
+        setups = _fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs)
+        best, params = _train_select(setups, train_rows, ds, negatives, tc)
+        run.update(setups[best].run(params, test_rows, depth=_DEPTH))
+        pairs += len(ds.queries) * len(setups[0].tool_ids) * len(grid)
         g = grid[best]
         notes.append({"fold": k, "scale": g["scale"], "stemmer": g["analyzer"].stemmer,
                       "docs": docs, "params": params.to_dict()})
@@ -249,7 +298,8 @@ def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, **
     fs = None
     for k in range(len(ds.folds)):
         if fs is None or feedback:
-            index = ToolIndex.build(_catalog(ds, docs, k, feedback), config=IndexConfig())
+            index = ToolIndex.build(_catalog(ds, docs, fold_examples(ds, k) if feedback else None),
+                                    config=IndexConfig())
             fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
         run.update(fs.run(mean, _rows(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
     return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
@@ -295,29 +345,18 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
                 train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
                 progress: bool = False) -> tuple[ToolIndex, dict]:
     """Train on *all* queries of ``ds`` and return a ready index carrying the learned
-    parameters (its setup chosen by cross-validation, as in ``mftr``)."""
+    parameters (setup chosen by cross-validation and features cross-fitted, as in
+    ``mftr``); with feedback, every query's text becomes an example of its tools."""
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
     tc = train_config or TrainConfig()
     qs = _queries(ds, queries)
-    examples = None
-    if feedback:
-        examples = {}
-        for q in ds.queries:
-            for t in q.labels:
-                examples.setdefault(t, []).append(q.text)
-    if docs == "authors":
-        cat = _catalog(ds, "authors", None, False)
-        if examples:
-            cat = Catalog([replace(t, examples=t.examples + tuple(examples.get(t.id, ()))) for t in cat],
-                          name=cat.name)
-    else:
-        cat = standardize_catalog(ds.raw_tools, examples=examples)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), **g) for g in grid]
-    indexes = [ToolIndex.build(cat, config=c) for c in configs]
-    setups = [ix.field_scores(qs, query_ids=[q.id for q in ds.queries], progress=progress) for ix in indexes]
     rows = np.arange(len(ds.queries))
+    setups = _fold_field_scores(ds, rows, np.zeros(0, np.int64), docs, feedback, configs, qs)
     best, params = _train_select(setups, rows, ds, mine_negatives(ds), tc)
+    examples = examples_from(ds, [q.id for q in ds.queries]) if feedback else None
+    index = ToolIndex.build(_catalog(ds, docs, examples), config=configs[best].with_params(params))
     g = grid[best]
     note = {"scale": g["scale"], "stemmer": g["analyzer"].stemmer, "docs": docs, "params": params.to_dict()}
-    return indexes[best].with_params(params), note
+    return index, note

@@ -135,7 +135,7 @@ class Vocabulary:
         return len(self._terms)
 
     def add(self, term: str) -> int:
-        """Id of ``term``, assigning the next id if it is new."""
+        """Id of ``term``, assigning the next id if it is new (or was forgotten)."""
         i = self._ids.get(term)
         if i is None:
             i = len(self._terms)
@@ -146,6 +146,33 @@ class Vocabulary:
     def get(self, term: str) -> int:
         """Id of ``term`` or ``-1``."""
         return self._ids.get(term, -1)
+
+    def forget(self, term_id: int) -> None:
+        """Make the term with ``term_id`` unknown; its id is never reused."""
+        term = self._terms[term_id]
+        if self._ids.get(term) == term_id:
+            del self._ids[term]
+
+    def to_list(self) -> list[str | None]:
+        """Terms in id order, ``None`` for forgotten ids (the stored form)."""
+        return [t if self._ids.get(t) == i else None for i, t in enumerate(self._terms)]
+
+    @classmethod
+    def from_list(cls, terms: Sequence[str | None]) -> Vocabulary:
+        """Inverse of :meth:`to_list`."""
+        out = cls()
+        for i, t in enumerate(terms):
+            out._terms.append(t if t is not None else "")
+            if t is not None:
+                out._ids[t] = i
+        return out
+
+    def copy(self) -> Vocabulary:
+        """An independent copy (updates grow a copy, never a vocabulary in use)."""
+        out = Vocabulary()
+        out._ids = dict(self._ids)
+        out._terms = list(self._terms)
+        return out
 
     @property
     def terms(self) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,7 +27,7 @@ import pyarrow as pa
 from . import __version__
 from .analyze import TermBatch, Vocabulary
 from .config import IndexConfig
-from .errors import IndexCorruptError, IndexFormatError, QueryError, ToolsiftError
+from .errors import IndexCorruptError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.field_index import COLUMNS, FieldIndex
 from .index.fields import argument_text, field_documents, parameter_layout
 from .index.store import open_table, read_manifest, write_index_dir
@@ -103,6 +104,157 @@ class _Prepared:
     batches: dict[str, TermBatch]  # description/response/examples: per need; parameters: per arg
 
 
+class _State:
+    """One immutable version of an index: what a search reads, swapped whole on update."""
+
+    def __init__(self, catalog: Catalog, vocab: Vocabulary, fields: dict[str, FieldIndex],
+                 tokens: _Tokens | None) -> None:
+        self.catalog = catalog
+        self.vocab = vocab
+        self.fields = fields
+        self.tokens = tokens
+        self.param_ptr, self.param_required = parameter_layout(catalog)
+        self.param_names = [p.name for t in catalog for p in t.parameters]
+        n_params = int(self.param_ptr[-1])
+        if fields["parameters"].core.n_docs != n_params:
+            raise IndexCorruptError(
+                f"parameters field has {fields['parameters'].core.n_docs} documents, "
+                f"the catalogue has {n_params} parameters"
+            )
+        counts = np.diff(self.param_ptr)
+        self._groups = np.repeat(np.arange(len(catalog), dtype=np.int64), counts)
+
+    def param_groups(self) -> np.ndarray:
+        """The tool of each parameter document."""
+        return self._groups
+
+
+class _Tokens:
+    """Analysed documents per tool and field, as term ids, kept so that updates re-derive
+    the postings without re-analysing unchanged tools.
+
+    ``docs[field][tool]`` is the list of that tool's documents in the field (one for
+    description and response; one per example, at least one; one per parameter).
+    ``counts[term]`` counts a term's occurrences over all fields, so terms no tool uses
+    any more can leave the vocabulary (a query word unknown to a fresh build must be
+    unknown to an updated one too, or the bounded scale's denominator would differ).
+    """
+
+    def __init__(self, vocab: Vocabulary, counts: np.ndarray, docs: dict[str, list[list[np.ndarray]]]):
+        self.vocab = vocab
+        self.counts = counts
+        self.docs = docs
+
+    @classmethod
+    def analyse(cls, catalog: Catalog, config: IndexConfig, *, progress: bool = False,
+                vocab: Vocabulary | None = None, counts: np.ndarray | None = None) -> _Tokens:
+        """Analyse ``catalog``'s field documents, growing ``vocab`` and ``counts`` in place."""
+        vocab = vocab if vocab is not None else Vocabulary()
+        fd = field_documents(catalog, name_in_description=config.name_in_description,
+                             split_identifiers=config.split_identifiers,
+                             parameter_format=config.parameter_format)
+        analyzer = config.analyzer
+        docs: dict[str, list[list[np.ndarray]]] = {}
+        added: list[np.ndarray] = []
+        for name in FIELDS:
+            texts, groups = fd[name].texts, fd[name].groups
+            owner = groups if groups is not None else np.arange(len(catalog))
+            per_tool: list[list[np.ndarray]] = [[] for _ in range(len(catalog))]
+            for text, t in zip(_progress(texts, progress, f"analyse {name}"), owner):
+                ids = np.fromiter((vocab.add(w) for w in analyzer.tokenize(text)), dtype=np.int32)
+                per_tool[int(t)].append(ids)
+                added.append(ids)
+            docs[name] = per_tool
+        n = len(vocab)
+        base = np.zeros(n, np.int64) if counts is None else np.concatenate(
+            [counts, np.zeros(n - counts.size, np.int64)])
+        if added:
+            base += np.bincount(np.concatenate(added), minlength=n)
+        return cls(vocab, base, docs)
+
+    @classmethod
+    def from_fields(cls, st: _State, config: IndexConfig) -> _Tokens:
+        """Recover term ids per document from the postings of a loaded index (term order
+        inside a document is lost; BM25 does not use it)."""
+        n_tools = len(st.catalog)
+        docs: dict[str, list[list[np.ndarray]]] = {}
+        counts = np.zeros(len(st.vocab), np.int64)
+        for name in FIELDS:
+            core = st.fields[name].core
+            indptr = np.frombuffer(memoryview(core.column("indptr")), np.int64)
+            doc_ids = np.frombuffer(memoryview(core.column("doc_ids")), np.int32)
+            tfs = np.frombuffer(memoryview(core.column("tfs")), np.int32)
+            term = np.repeat(np.arange(indptr.size - 1, dtype=np.int32), np.diff(indptr))
+            tok_doc = np.repeat(doc_ids, tfs)
+            tok_term = np.repeat(term, tfs)
+            order = np.argsort(tok_doc, kind="stable")
+            tok_doc, tok_term = tok_doc[order], tok_term[order]
+            counts += np.bincount(tok_term, minlength=counts.size)
+            bounds = np.searchsorted(tok_doc, np.arange(core.n_docs + 1))
+            per_doc = [tok_term[bounds[d]:bounds[d + 1]] for d in range(core.n_docs)]
+            if core.has_groups:
+                owner = np.frombuffer(memoryview(core.column("doc_group")), np.int32)
+            else:
+                owner = np.arange(core.n_docs)
+            per_tool: list[list[np.ndarray]] = [[] for _ in range(n_tools)]
+            for d, t in enumerate(owner):
+                per_tool[int(t)].append(per_doc[d])
+            docs[name] = per_tool
+        return cls(st.vocab.copy(), counts, docs)
+
+    def _drop(self, tool_positions: Iterable[int]) -> None:
+        dropped = [a for t in tool_positions for f in FIELDS for a in self.docs[f][t]]
+        if dropped:
+            self.counts -= np.bincount(np.concatenate(dropped), minlength=self.counts.size)
+
+    def select(self, keep: Sequence[int]) -> _Tokens:
+        """A copy holding only the tools at ``keep`` (vocabulary copied, counts updated)."""
+        keep_set = set(keep)
+        out = _Tokens(self.vocab.copy(), self.counts.copy(),
+                      {f: [self.docs[f][i] for i in keep] for f in FIELDS})
+        n = len(next(iter(self.docs.values())))
+        out_drop = _Tokens(out.vocab, out.counts, self.docs)
+        out_drop._drop(i for i in range(n) if i not in keep_set)
+        return out
+
+    def overwrite(self, positions: Sequence[int], fresh: _Tokens) -> _Tokens:
+        """Replace the tools at ``positions`` by ``fresh``'s (analysed with this vocabulary)."""
+        self.counts = fresh.counts
+        old = _Tokens(self.vocab, self.counts, self.docs)
+        old._drop(positions)
+        for j, i in enumerate(positions):
+            for f in FIELDS:
+                self.docs[f][i] = fresh.docs[f][j]
+        return self
+
+    def extend(self, fresh: _Tokens) -> _Tokens:
+        """Append ``fresh``'s tools (analysed with this vocabulary)."""
+        self.counts = fresh.counts
+        for f in FIELDS:
+            self.docs[f].extend(fresh.docs[f])
+        return self
+
+    def prune_dead_terms(self) -> None:
+        """Forget terms that no document uses any more."""
+        for t in np.flatnonzero(self.counts[: len(self.vocab)] == 0):
+            self.vocab.forget(int(t))
+
+    def field_batch(self, name: str) -> tuple[TermBatch, np.ndarray | None]:
+        """All documents of a field as one batch, with the owning tool of each document
+        for multi-document fields."""
+        per_tool = self.docs[name]
+        flat = [a for docs in per_tool for a in docs]
+        lengths = np.fromiter((a.size for a in flat), dtype=np.int64, count=len(flat))
+        offsets = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        terms = np.concatenate(flat).astype(np.int32, copy=False) if flat else np.zeros(0, np.int32)
+        if name in ("description", "response"):
+            return TermBatch(terms, offsets), None
+        groups = np.repeat(np.arange(len(per_tool), dtype=np.int32),
+                           [len(docs) for docs in per_tool]).astype(np.int32)
+        return TermBatch(terms, offsets), groups
+
+
 class ToolIndex:
     """A searchable multi-field index over a tool catalogue.
 
@@ -115,19 +267,12 @@ class ToolIndex:
     """
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
-                 fields: dict[str, FieldIndex]) -> None:
-        self._catalog = catalog
+                 fields: dict[str, FieldIndex], *, tokens: _Tokens | None = None) -> None:
         self._config = config
-        self._vocab = vocab
-        self._fields = fields
-        self._param_ptr, self._param_required = parameter_layout(catalog)
-        self._param_names = [p.name for t in catalog for p in t.parameters]
-        n_params = int(self._param_ptr[-1])
-        if fields["parameters"].core.n_docs != n_params:
-            raise IndexCorruptError(
-                f"parameters field has {fields['parameters'].core.n_docs} documents, "
-                f"the catalogue has {n_params} parameters"
-            )
+        self._state = _State(catalog, vocab, fields, tokens)
+        # Writers (add/remove/replace) are serialised; readers never lock: each search
+        # takes one reference to the current immutable state and uses only that.
+        self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -152,31 +297,93 @@ class ToolIndex:
         docs = field_documents(catalog, name_in_description=config.name_in_description,
                                split_identifiers=config.split_identifiers,
                                parameter_format=config.parameter_format)
-        analyzer = config.analyzer
-        vocab = Vocabulary()
-        tokens: dict[str, list[list[str]]] = {}
-        for name in FIELDS:
-            texts = docs[name].texts
-            it = _progress(texts, progress, f"analyse {name}")
-            toks = [analyzer.tokenize(t) for t in it]
-            for ts in toks:
-                for t in ts:
-                    vocab.add(t)
-            tokens[name] = toks
-        n_terms = len(vocab)
-        fields = {}
-        for name in FIELDS:
-            batch = vocab.encode_batch(tokens[name], grow=False)
-            core = FieldIndex.from_batch(batch, docs[name].groups, n_tools=len(catalog),
-                                         n_terms=n_terms, bm25=config.bm25)
-            fields[name] = core
-        return cls(catalog, config, vocab, fields)
+        tokens = _Tokens.analyse(catalog, config, progress=progress)
+        return cls._from_tokens(catalog, config, tokens)
+
+    @classmethod
+    def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: _Tokens) -> ToolIndex:
+        fields = {
+            name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
+                                        n_terms=len(tokens.vocab), bm25=config.bm25)
+            for name in FIELDS
+        }
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens)
+
+    # ---------------------------------------------------------------- updates
+    def add_tools(self, tools: Iterable[Tool]) -> None:
+        """Add tools (appended at the end of the catalogue) without re-analysing the rest.
+
+        BM25 statistics (document frequencies, average lengths) stay exact: the result
+        scores exactly like an index built from scratch over the new catalogue. Safe
+        while other threads search; they see the old or the new index, never a mix.
+
+        Raises:
+            SchemaError: A tool is invalid or its id is already indexed.
+        """
+        self._update(add=list(tools))
+
+    def remove_tools(self, tool_ids: Iterable[str]) -> None:
+        """Remove tools by id.
+
+        Raises:
+            KeyError: An id is not indexed (nothing is removed then).
+            ToolsiftError: The catalogue would become empty.
+        """
+        self._update(remove=list(tool_ids))
+
+    def replace_tools(self, tools: Iterable[Tool]) -> None:
+        """Replace indexed tools by new versions with the same ids, keeping their positions.
+
+        Raises:
+            KeyError: A tool's id is not indexed.
+        """
+        self._update(replace=list(tools))
+
+    def _update(self, *, add: Sequence[Tool] = (), remove: Sequence[str] = (),
+                replace: Sequence[Tool] = ()) -> None:
+        with self._write_lock:
+            st = self._state
+            tokens = st.tokens if st.tokens is not None else _Tokens.from_fields(st, self._config)
+            tools = list(st.catalog)
+            pos = {t.id: i for i, t in enumerate(tools)}
+            for tid in remove:
+                if tid not in pos:
+                    raise KeyError(f"cannot remove {tid!r}: no such tool in the index")
+            for t in replace:
+                if not isinstance(t, Tool):
+                    raise SchemaError("replace", f"expected Tool, got {type(t).__name__}")
+                if t.id not in pos:
+                    raise KeyError(f"cannot replace {t.id!r}: no such tool in the index (use add_tools)")
+            for i, t in enumerate(add):
+                if not isinstance(t, Tool):
+                    raise SchemaError(f"add[{i}]", f"expected Tool, got {type(t).__name__}")
+            gone = set(remove)
+            keep = [i for i, t in enumerate(tools) if t.id not in gone]
+            if not keep and not add:
+                raise ToolsiftError("cannot remove every tool: an index needs at least one")
+            new_tools = [tools[i] for i in keep]
+            new_tok = tokens.select(keep)
+            replaced = {t.id: t for t in replace}
+            idx = [i for i, t in enumerate(new_tools) if t.id in replaced]
+            if idx:
+                fresh = _Tokens.analyse(Catalog([replaced[new_tools[i].id] for i in idx]), self._config,
+                                        vocab=new_tok.vocab, counts=new_tok.counts)
+                new_tok = new_tok.overwrite(idx, fresh)
+                for i in idx:
+                    new_tools[i] = replaced[new_tools[i].id]
+            catalog = Catalog(new_tools + list(add), name=st.catalog.name)  # validates ids
+            if add:
+                fresh = _Tokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab, counts=new_tok.counts)
+                new_tok = new_tok.extend(fresh)
+            new_tok.prune_dead_terms()
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok)
+            self._state = built._state
 
     # ---------------------------------------------------------------- queries
     @property
     def catalog(self) -> Catalog:
         """The indexed tools."""
-        return self._catalog
+        return self._state.catalog
 
     @property
     def config(self) -> IndexConfig:
@@ -186,23 +393,25 @@ class ToolIndex:
     @property
     def vocabulary(self) -> Vocabulary:
         """The shared term vocabulary."""
-        return self._vocab
+        return self._state.vocab
 
     def field(self, name: str) -> FieldIndex:
         """The BM25 index of field ``name``."""
-        if name not in self._fields:
+        st = self._state
+        if name not in st.fields:
             raise KeyError(f"unknown field {name!r} (fields: {', '.join(FIELDS)})")
-        return self._fields[name]
+        return st.fields[name]
 
     def __len__(self) -> int:
-        return len(self._catalog)
+        return len(self._state.catalog)
 
     def __repr__(self) -> str:
-        return f"ToolIndex(tools={len(self)}, terms={len(self._vocab)}, scale={self._config.scale!r})"
+        return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
     def with_params(self, params: ScoringParams) -> ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
-        return ToolIndex(self._catalog, self._config.with_params(params), self._vocab, self._fields)
+        st = self._state
+        return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens)
 
     def search(self, query: QueryLike, *, k: int = 5, explain: bool = False) -> list[Hit]:
         """Rank tools for one query.
@@ -231,10 +440,11 @@ class ToolIndex:
         _check_k(k)
         parsed = [_as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
         out: list[list[Hit]] = []
+        st = self._state
         chunks = range(0, len(parsed), _CHUNK)
         bar = _progress(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks))
         for start in bar:
-            out.extend(self._search_chunk(parsed[start:start + _CHUNK], k, explain))
+            out.extend(self._search_chunk(st, parsed[start:start + _CHUNK], k, explain))
         return out
 
     def score_pairs(self, query: QueryLike, tool_ids: Sequence[str]) -> np.ndarray:
@@ -244,13 +454,14 @@ class ToolIndex:
         must be scored even if no field ranks it in its top-N.
         """
         q = _as_query(query, "query")
+        st = self._state
         try:
-            tools = np.asarray([self._catalog.position(t) for t in tool_ids], dtype=np.int64)
+            tools = np.asarray([st.catalog.position(t) for t in tool_ids], dtype=np.int64)
         except KeyError as exc:
             raise KeyError(f"unknown tool id {exc.args[0]!r}") from None
-        prep = self._prepare([q])
-        dense = self._dense(prep)
-        scores, _ = self._score(prep, dense, [tools], breakdown=False)
+        prep = self._prepare(st, [q])
+        dense = self._dense(st, prep)
+        scores, _ = self._score(st, prep, dense, [tools], breakdown=False)
         return scores
 
     def field_scores(self, queries: Sequence[QueryLike], *, query_ids: Sequence[str] | None = None,
@@ -269,17 +480,18 @@ class ToolIndex:
         ids = list(query_ids) if query_ids is not None else [str(i) for i in range(len(parsed))]
         if len(ids) != len(parsed):
             raise QueryError("query_ids", f"{len(ids)} ids for {len(parsed)} queries")
-        nt = len(self._catalog)
-        n_params = int(self._param_ptr[-1])
-        groups = self._param_groups()
-        counts = np.maximum(np.diff(self._param_ptr), 1)
+        st = self._state
+        nt = len(st.catalog)
+        n_params = int(st.param_ptr[-1])
+        groups = st.param_groups()
+        counts = np.maximum(np.diff(st.param_ptr), 1)
         base = np.zeros((len(parsed), nt, 4), dtype=np.float32)
         psims = np.zeros((len(parsed), n_params), dtype=np.float32)
         penalized = np.zeros(len(parsed), dtype=bool)
         chunks = range(0, len(parsed), _CHUNK)
         for start in _progress(chunks, progress, "field scores", total=len(chunks)):
-            prep = self._prepare(parsed[start:start + _CHUNK])
-            dense = self._dense(prep)
+            prep = self._prepare(st, parsed[start:start + _CHUNK])
+            dense = self._dense(st, prep)
             for i in range(len(prep.queries)):
                 r0, r1 = prep.need_ptr[i], prep.need_ptr[i + 1]
                 a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
@@ -292,11 +504,11 @@ class ToolIndex:
                     psims[row] = sp
                     base[row, :, 1] = np.bincount(groups, weights=sp, minlength=nt) / counts
                 penalized[row] = bool(prep.penalize[i])
-        return FieldScores(ids, [t.id for t in self._catalog], base, psims, penalized,
-                           groups.astype(np.int64), self._param_required.astype(bool))
+        return FieldScores(ids, [t.id for t in st.catalog], base, psims, penalized,
+                           groups.astype(np.int64), st.param_required.astype(bool))
 
     # --------------------------------------------------------------- internals
-    def _prepare(self, queries: list[Query]) -> _Prepared:
+    def _prepare(self, st: _State, queries: list[Query]) -> _Prepared:
         cfg = self._config
         analyzer = cfg.analyzer
         cache: dict[str, list[str]] = {}
@@ -334,22 +546,22 @@ class ToolIndex:
             arg_names.append(names)
             need_ptr[i + 1] = len(texts["description"])
             arg_ptr[i + 1] = len(texts["parameters"])
-        batches = {f: self._vocab.encode_batch(texts[f], grow=False) for f in FIELDS}
+        batches = {f: st.vocab.encode_batch(texts[f], grow=False) for f in FIELDS}
         return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches)
 
-    def _dense(self, prep: _Prepared) -> dict[str, np.ndarray]:
+    def _dense(self, st: _State, prep: _Prepared) -> dict[str, np.ndarray]:
         norm = self._config.scale
         threads = self._config.threads
         out = {
-            f: self._fields[f].score_tools(prep.batches[f], scale=norm, threads=threads)
+            f: st.fields[f].score_tools(prep.batches[f], scale=norm, threads=threads)
             for f in ("description", "response", "examples")
         }
-        params = self._fields["parameters"]
+        params = st.fields["parameters"]
         out["parameter_docs"] = params.score_docs(prep.batches["parameters"], scale=norm, threads=threads)
         return out
 
-    def _candidates(self, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:
-        n_tools = len(self._catalog)
+    def _candidates(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:
+        n_tools = len(st.catalog)
         n = self._config.candidates
         rows = slice(prep.need_ptr[i], prep.need_ptr[i + 1])
         per_field = [dense[f][rows].max(axis=0) for f in ("description", "response", "examples")]
@@ -358,7 +570,7 @@ class ToolIndex:
             doc_best = dense["parameter_docs"][a0:a1].max(axis=0)
             tool_best = np.zeros(n_tools, dtype=np.float32)
             if doc_best.size:
-                groups = self._param_groups()
+                groups = st.param_groups()
                 np.maximum.at(tool_best, groups, doc_best)
             per_field.append(tool_best)
         picks = []
@@ -370,16 +582,9 @@ class ToolIndex:
                 picks.append(top[s[top] > 0])
         return np.unique(np.concatenate(picks)).astype(np.int64) if picks else np.zeros(0, np.int64)
 
-    def _param_groups(self) -> np.ndarray:
-        g = getattr(self, "_pgroups", None)
-        if g is None:
-            counts = np.diff(self._param_ptr)
-            g = self._pgroups = np.repeat(np.arange(len(self._catalog), dtype=np.int64), counts)
-        return g
-
-    def _score(self, prep: _Prepared, dense: dict[str, np.ndarray], cands: list[np.ndarray], *,
+    def _score(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], cands: list[np.ndarray], *,
                breakdown: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        ptr = self._param_ptr
+        ptr = st.param_ptr
         cq, ct, need_off, par_off, need_blocks, ap_blocks = [], [], [], [], [], []
         need_base = 0
         ap_base = 0
@@ -419,14 +624,14 @@ class ToolIndex:
             n_needs, n_args, prep.penalize,
             cat(need_blocks) if need_blocks else np.zeros((0, 3), np.float32),
             cat(ap_blocks) if ap_blocks else np.zeros(0, np.float32),
-            ptr, self._param_required, self._config.params, breakdown,
+            ptr, st.param_required, self._config.params, breakdown,
         )
 
-    def _search_chunk(self, queries: list[Query], k: int, explain: bool) -> list[list[Hit]]:
-        prep = self._prepare(queries)
-        dense = self._dense(prep)
-        cands = [self._candidates(prep, dense, i) for i in range(len(queries))]
-        scores, terms = self._score(prep, dense, cands, breakdown=explain)
+    def _search_chunk(self, st: _State, queries: list[Query], k: int, explain: bool) -> list[list[Hit]]:
+        prep = self._prepare(st, queries)
+        dense = self._dense(st, prep)
+        cands = [self._candidates(st, prep, dense, i) for i in range(len(queries))]
+        scores, terms = self._score(st, prep, dense, cands, breakdown=explain)
         results: list[list[Hit]] = []
         start = 0
         for i, c in enumerate(cands):
@@ -434,26 +639,26 @@ class ToolIndex:
             order = np.lexsort((c, -s))[:k]  # score descending, then catalogue order
             hits = []
             for rank, j in enumerate(order, 1):
-                tool = self._catalog[int(c[j])]
+                tool = st.catalog[int(c[j])]
                 if explain:
-                    hits.append(self._explain(prep, dense, i, int(c[j]), float(s[j]), rank, terms[start + j]))
+                    hits.append(self._explain(st, prep, dense, i, int(c[j]), float(s[j]), rank, terms[start + j]))
                 else:
                     hits.append(Hit(tool=tool, score=float(s[j]), rank=rank))
             results.append(hits)
             start += c.size
         return results
 
-    def _explain(self, prep: _Prepared, dense: dict[str, np.ndarray], i: int, t: int, score: float,
+    def _explain(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], i: int, t: int, score: float,
                  rank: int, terms: np.ndarray) -> Hit:
-        tool = self._catalog[t]
+        tool = st.catalog[t]
         fields = {f: float(terms[j]) for j, f in enumerate(FIELDS)}
         penalty = float(terms[4])
         a0, a1 = prep.arg_ptr[i], prep.arg_ptr[i + 1]
-        p0, p1 = int(self._param_ptr[t]), int(self._param_ptr[t + 1])
+        p0, p1 = int(st.param_ptr[t]), int(st.param_ptr[t + 1])
         matches: dict[str, tuple[str | None, float]] = {}
         names = prep.arg_names[i]
         for j in range(p0, p1):
-            pname = self._param_names[j]
+            pname = st.param_names[j]
             if a1 > a0:
                 col = dense["parameter_docs"][a0:a1, j]
                 best = int(np.argmax(col))
@@ -481,17 +686,18 @@ class ToolIndex:
         Returns:
             The absolute path written.
         """
+        st = self._state
         tools = pa.table({
-            "id": pa.array([t.id for t in self._catalog], pa.string()),
+            "id": pa.array([t.id for t in st.catalog], pa.string()),
             "payload": pa.array([json.dumps(t.to_dict(), ensure_ascii=False, default=str)
-                                 for t in self._catalog], pa.large_string()),
+                                 for t in st.catalog], pa.large_string()),
         })
         tables: dict[str, pa.Table] = {
             "tools.arrow": tools,
-            "vocab.arrow": pa.table({"term": pa.array(self._vocab.terms, pa.string())}),
+            "vocab.arrow": pa.table({"term": pa.array(st.vocab.to_list(), pa.string())}),
         }
         stats = {}
-        for name, fi in self._fields.items():
+        for name, fi in st.fields.items():
             cols = {}
             for cname, view in fi.columns().items():
                 arr = pa.array(view)  # zero-copy over the engine's buffer
@@ -502,9 +708,9 @@ class ToolIndex:
         manifest = {
             "toolsift_version": __version__,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "n_tools": len(self._catalog),
-            "n_terms": len(self._vocab),
-            "catalog_name": self._catalog.name,
+            "n_tools": len(st.catalog),
+            "n_terms": len(st.vocab),
+            "catalog_name": st.catalog.name,
             "config": self._config.to_dict(),
             "fields": stats,
         }
@@ -532,7 +738,7 @@ class ToolIndex:
             tools = [Tool.from_dict(json.loads(p), where=f"tools.arrow[{i}]")
                      for i, p in enumerate(tools_t.column("payload").to_pylist())]
             catalog = Catalog(tools, name=manifest.get("catalog_name", "catalog"))
-            vocab = Vocabulary(open_table(path, "vocab.arrow", mmap=False).column("term").to_pylist())
+            vocab = Vocabulary.from_list(open_table(path, "vocab.arrow", mmap=False).column("term").to_pylist())
             fields = {}
             for name in FIELDS:
                 table = open_table(path, f"field.{name}.arrow", mmap=mmap)

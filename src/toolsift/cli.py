@@ -1,4 +1,4 @@
-"""The ``toolsift`` command line: ``index``, ``search``, ``demo``, ``eval``, ``train``.
+"""The ``toolsift`` command line: ``index``, ``search``, ``demo``, ``eval``, ``train``, ``serve``.
 
 Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) are printed
 as one line naming the problem, with exit status 2; anything else is a bug and keeps its
@@ -88,6 +88,18 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="train for structured (LLM-rewritten) queries or plain text")
     tr.add_argument("--no-feedback", action="store_true", help="no example intents from the queries")
     tr.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    sv = sub.add_parser("serve", help="run the find_tools gateway as an MCP server (stdio or streamable HTTP)")
+    sv.add_argument("--config", help="serve config JSON: upstream MCP servers, gateway settings, auth_token, "
+                                     "max_request_bytes")
+    sv.add_argument("--catalog", help="also serve this local catalogue file (its tools are found, but calling "
+                                      "them fails: no executor)")
+    sv.add_argument("--catalog-format", default="auto", help="format of --catalog (default: detect)")
+    sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
+    sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
+                    help="log level on stderr (default warning)")
 
     de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
@@ -289,6 +301,49 @@ def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    import logging
+
+    try:
+        import anyio
+        import mcp  # noqa: F401
+    except ImportError:
+        raise ToolsiftError("serve needs the MCP SDK: pip install 'toolsift[gateway]'") from None
+
+    from .gateway.upstream import ServeConfig
+
+    if not args.config and not args.catalog:
+        raise ToolsiftError("serve needs --config (upstream MCP servers) and/or --catalog (a local catalogue)")
+    config = ServeConfig.load(args.config) if args.config else ServeConfig()
+    local_tools = []
+    if args.catalog:
+        from .adapters import load_catalog
+
+        local_tools = list(load_catalog(args.catalog, format=args.catalog_format))
+    # stdout may be the MCP stdio channel: every log line goes to stderr.
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.transport == "http":
+            from .gateway.http import serve_http
+
+            serve_http(config, host=args.host, port=args.port, local_tools=local_tools)
+        else:
+            from .gateway.server import serve_stdio
+
+            anyio.run(lambda: serve_stdio(config, local_tools=local_tools))
+    except BaseException as exc:
+        # anyio task groups wrap errors in exception groups; report toolsift's own error
+        # as the plain one-line error it is. (Duck-typed: no BaseExceptionGroup on 3.10.)
+        leaf: BaseException = exc
+        while len(getattr(leaf, "exceptions", ())) == 1:
+            leaf = leaf.exceptions[0]  # type: ignore[attr-defined]
+        if leaf is not exc and isinstance(leaf, (ToolsiftError, KeyboardInterrupt)):
+            raise leaf from None
+        raise
+    return 0
+
+
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
@@ -304,7 +359,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
-                "train": _cmd_train}
+                "train": _cmd_train, "serve": _cmd_serve}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

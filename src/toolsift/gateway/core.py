@@ -1,0 +1,740 @@
+"""The transport-independent ``find_tools`` gateway of RFC 0001 "Selective Tool Retrieval".
+
+The LLM sees two meta-tools instead of the whole catalogue: ``find_tools(query, limit,
+tags)`` returns the few matching tool schemas in the host's native format, and
+``use_tool(query, params, confirm)`` finds and runs the best tool in one step. Tools
+returned by ``find_tools`` are then called directly by name (:meth:`Gateway.call_tool`).
+
+Every request is checked before any work is done, and every failure is a
+:class:`~toolsift.gateway.errors.GatewayError` with a stable code. Arguments are
+validated against the tool's JSON Schema before the executor runs, and high-risk tools
+run only with ``confirm=True``.
+
+A transport (the MCP server, HTTP) wraps a :class:`Gateway`; an *executor* supplied by
+the caller actually runs tools (a local function table, an upstream MCP session...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import difflib
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError as JsonSchemaError
+from jsonschema.validators import validator_for
+
+from ..errors import QueryError
+from ..schema import Query, Tool, ToolNeed
+from .config import FORMATS, GatewayConfig
+from .errors import GatewayError
+from .formats import input_schema, to_format, to_mcp
+
+if TYPE_CHECKING:  # importing ToolIndex loads the compiled core
+    from ..toolindex import Hit, ToolIndex
+
+__all__ = [
+    "BACKENDS",
+    "MAX_SESSIONS",
+    "META_TOOLS",
+    "WHEN_NOT_TO_USE_KEY",
+    "Executor",
+    "Gateway",
+    "risk_level",
+    "when_not_to_use",
+]
+
+#: Executes one tool call: ``await executor(tool, arguments)``; may raise.
+Executor = Callable[[Tool, dict[str, Any]], Awaitable[Any]]
+
+#: Retrieval backends available without any model files.
+BACKENDS: tuple[str, ...] = ("bm25",)
+#: Names of the meta-tools a host lists instead of the catalogue.
+META_TOOLS: tuple[str, ...] = ("find_tools", "use_tool")
+#: Sessions whose schema cache is kept; the least recently used one is dropped beyond.
+MAX_SESSIONS = 10_000
+#: ``_meta`` key of an MCP tool holding its "when not to use" text.
+WHEN_NOT_TO_USE_KEY = "toolsift/when_not_to_use"
+
+_WHEN_NOT_TAG = "when-not-to-use:"
+_RISK_TAGS = {"risk:high": "high", "risk:medium": "medium", "risk:low": "low"}
+_SUGGESTIONS = 3
+_REPORTED_ERRORS = 10
+_ETAG_HEX = 16  # 64 bits: ample to tell versions of one tool apart, cheap in tokens
+# Filters and routing look past the first `limit` hits so they do not starve results.
+_MIN_FETCH = 50
+_ARG_TEXT_CHARS = 200
+_CAMEL = re.compile(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+# ------------------------------------------------------------------ discovery metadata
+def risk_level(tool: Tool, high_risk_tags: Sequence[str] = ("risk:high",)) -> str:
+    """The tool's risk: ``"high"``, ``"medium"`` or ``"low"``.
+
+    High when it carries ``risk:high``, any of ``high_risk_tags``, or ``destructive``
+    (MCP ``destructiveHint: true``): the conservative reading wins over a lower label.
+    Otherwise an explicit ``risk:medium``/``risk:low`` tag; otherwise ``low`` for
+    ``read-only`` tools and ``medium`` for tools that may change state.
+    """
+    tags = set(tool.tags)
+    if "risk:high" in tags or "destructive" in tags or tags.intersection(high_risk_tags):
+        return "high"
+    for tag in ("risk:medium", "risk:low"):
+        if tag in tags:
+            return _RISK_TAGS[tag]
+    return "low" if "read-only" in tags else "medium"
+
+
+def when_not_to_use(tool: Tool) -> str | None:
+    """Text saying when *not* to pick the tool, or ``None``.
+
+    Read from an MCP source's ``_meta["toolsift/when_not_to_use"]``, else from a tag
+    ``when-not-to-use:<text>``.
+    """
+    src = tool.source
+    meta = src.get("_meta") if isinstance(src, Mapping) else None
+    if isinstance(meta, Mapping):
+        text = meta.get(WHEN_NOT_TO_USE_KEY)
+        if isinstance(text, str) and text.strip():
+            return text.strip()
+    for tag in tool.tags:
+        if tag.startswith(_WHEN_NOT_TAG) and tag[len(_WHEN_NOT_TAG):].strip():
+            return tag[len(_WHEN_NOT_TAG):].strip()
+    return None
+
+
+def _etag(tool: Tool) -> str:
+    canonical = json.dumps(to_mcp(tool), sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:_ETAG_HEX]
+
+
+# ------------------------------------------------------------------------ internals
+class _State:
+    """One index and what is derived from it; replaced as a whole when the index is
+    swapped, so a request that started on the old index finishes on it consistently."""
+
+    __slots__ = ("by_name", "etags", "index", "validators")
+
+    def __init__(self, index: ToolIndex) -> None:
+        self.index = index
+        by_name: dict[str, Tool] = {}
+        for tool in index.catalog:
+            by_name.setdefault(tool.name, tool)
+        self.by_name = by_name
+        # Filled lazily; concurrent fills compute the same value, so no lock is needed.
+        self.etags: dict[str, str] = {}
+        self.validators: dict[str, Any] = {}
+
+    def etag(self, tool: Tool) -> str:
+        got = self.etags.get(tool.id)
+        if got is None:
+            got = self.etags[tool.id] = _etag(tool)
+        return got
+
+
+class _Sessions:
+    """Per session, the ETag of every schema already sent, per format (LRU-bounded)."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._data: OrderedDict[str, dict[tuple[str, str], str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def sent(self, session: str) -> dict[tuple[str, str], str]:
+        """The session's record (created if new); the caller holds :attr:`lock`."""
+        rec = self._data.get(session)
+        if rec is None:
+            rec = self._data[session] = {}
+            while len(self._data) > self._capacity:
+                self._data.popitem(last=False)
+        else:
+            self._data.move_to_end(session)
+        return rec
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    def forget(self, session: str) -> bool:
+        with self._lock:
+            return self._data.pop(session, None) is not None
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """``(need texts, argument names and descriptions)`` of a structured query.
+
+    Only the parts :meth:`Query.from_dict` reads count, so the wrapper's own keys
+    (``tool_needs``...) neither use up the length limit nor trigger routing rules.
+    """
+    needs = query.get("tool_needs", query.get("needs"))
+    need_texts = [query["text"]] if isinstance(query.get("text"), str) else []
+    if isinstance(needs, str):
+        need_texts.append(needs)  # malformed, but not empty: let the parser say why
+    elif isinstance(needs, Sequence):
+        for need in needs:
+            if isinstance(need, Mapping):
+                need_texts += [v for v in need.values() if isinstance(v, str)]
+    args = query.get("extracted_arguments", query.get("arguments"))
+    arg_texts: list[str] = []
+    if isinstance(args, Mapping):
+        for k, v in args.items():
+            arg_texts += [t for t in (k, v) if isinstance(t, str)]
+    return need_texts, arg_texts
+
+
+def _json_path(parts: Sequence[Any]) -> str:
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and p.isidentifier():
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p)}]"
+    return out
+
+
+def _argument_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text[:_ARG_TEXT_CHARS]
+
+
+# --------------------------------------------------------------------------- gateway
+class Gateway:
+    """The ``find_tools`` / ``use_tool`` gateway over one :class:`ToolIndex`.
+
+    Safe to share between concurrent requests: searches run in worker threads, and
+    swapping :attr:`index` never disturbs a request already running.
+
+    Args:
+        index: The tools to serve.
+        config: Formats, limits, routing rules and risk tags; defaults to
+            :class:`GatewayConfig()`.
+        executor: Runs tool calls for :meth:`call_tool` and :meth:`use_tool`. Without
+            one, executing anything fails with ``upstream_error``.
+
+    Example:
+        >>> gw = Gateway(ToolIndex.build(catalog), executor=run_tool)   # doctest: +SKIP
+        >>> found = await gw.find_tools("convert 100 USD to EUR", limit=3)  # doctest: +SKIP
+        >>> await gw.call_tool(found["tools"][0]["name"], {...})        # doctest: +SKIP
+    """
+
+    def __init__(self, index: ToolIndex, *, config: GatewayConfig | None = None,
+                 executor: Executor | None = None) -> None:
+        if config is not None and not isinstance(config, GatewayConfig):
+            raise TypeError(f"config must be a GatewayConfig, got {type(config).__name__}")
+        self._config = config or GatewayConfig()
+        self._executor = executor
+        self._state = self._make_state(index)
+        self._sessions = _Sessions(MAX_SESSIONS)
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def index(self) -> ToolIndex:
+        """The served index. Assigning a new one swaps it atomically: requests already
+        running finish on the old index, later ones see the new one."""
+        return self._state.index
+
+    @index.setter
+    def index(self, index: ToolIndex) -> None:
+        # One attribute store: readers see either the old state or the new, never a mix.
+        self._state = self._make_state(index)
+
+    @property
+    def config(self) -> GatewayConfig:
+        """The gateway configuration."""
+        return self._config
+
+    @property
+    def executor(self) -> Executor | None:
+        """The tool executor, if any."""
+        return self._executor
+
+    @staticmethod
+    def _make_state(index: ToolIndex) -> _State:
+        if not (hasattr(index, "search") and hasattr(index, "catalog")):
+            raise TypeError(f"index must be a ToolIndex, got {type(index).__name__}")
+        return _State(index)
+
+    # ------------------------------------------------------------- public helpers
+    def schema(self, tool: Tool, format: str) -> dict[str, Any]:
+        """The native schema of one tool in host ``format``.
+
+        Raises:
+            GatewayError: ``bad_request`` for an unknown format.
+        """
+        return to_format(tool, self._format(format))
+
+    def etag(self, tool: Tool) -> str:
+        """A stable hash of the tool's MCP-format schema (16 hex digits).
+
+        It changes whenever anything a client sees changes: name, description, input or
+        output schema, annotations, tags.
+        """
+        if self._state.by_name.get(tool.name) is tool:
+            return self._state.etag(tool)
+        return _etag(tool)
+
+    def risk(self, tool: Tool) -> str:
+        """The tool's risk level under this gateway's ``high_risk_tags`` (:func:`risk_level`)."""
+        return risk_level(tool, self._config.high_risk_tags)
+
+    def forget_session(self, session: str) -> bool:
+        """Drop a session's schema cache (e.g. when the client's context was reset), so
+        the next ``find_tools`` sends full schemas again. Returns whether it existed."""
+        return self._sessions.forget(session)
+
+    def capabilities(self) -> dict[str, Any]:
+        """What this gateway offers: backends, formats, limits, tool count, meta-tools."""
+        cfg = self._config
+        return {
+            "protocol": "RFC 0001 Selective Tool Retrieval",
+            "backends": list(BACKENDS),
+            "default_backend": BACKENDS[0],
+            "formats": list(FORMATS),
+            "default_format": cfg.format,
+            "query_forms": ["text", "structured"],
+            "limits": {
+                "default_limit": cfg.default_limit,
+                "max_limit": cfg.max_limit,
+                "max_query_chars": cfg.max_query_chars,
+                "call_timeout": cfg.call_timeout,
+            },
+            "tools": len(self._state.index.catalog),
+            "meta_tools": list(META_TOOLS),
+            "features": {
+                "session_schema_cache": True,
+                "etag": True,
+                "tag_filters": True,
+                "routing_rules": len(cfg.routing),
+                "confirmation": True,
+                "execution": self._executor is not None,
+            },
+            "high_risk_tags": list(cfg.high_risk_tags),
+        }
+
+    def meta_tools(self, format: str = "mcp") -> list[dict[str, Any]]:
+        """Definitions of the ``find_tools`` and ``use_tool`` meta-tools in host ``format``.
+
+        Raises:
+            GatewayError: ``bad_request`` for an unknown format.
+        """
+        fmt = self._format(format)
+        return [to_format(t, fmt) for t in self._meta_tool_defs()]
+
+    # ----------------------------------------------------------------- find_tools
+    async def find_tools(self, query: str | Mapping[str, Any], *, limit: int | None = None,
+                         format: str | None = None, tags: Sequence[str] = (),
+                         session: str | None = None) -> dict[str, Any]:
+        """The tools that best fit ``query``, with schemas in the host's format.
+
+        Args:
+            query: The task in plain text, or the structured form
+                ``{"tool_needs": [{"user_intent", "tool_description",
+                "expected_response"}, ...], "extracted_arguments": {role: description}}``
+                filled by the calling LLM itself (no extra LLM call). A string holding
+                that JSON object is accepted too.
+            limit: Number of tools, ``1..max_limit``; default ``default_limit``.
+            format: ``"mcp"``, ``"openai"`` or ``"anthropic"``; default from config.
+            tags: Keep only tools that carry all of these tags.
+            session: A client session id enabling the schema cache: a tool whose ETag
+                this session already received in this format comes back as
+                ``{"name", "etag", "unchanged": true}`` instead of in full.
+
+        Returns:
+            ``{"tools": [...], "format": ..., "backend": "bm25"}``, best first. A full
+            entry is ``{"schema", "name", "score", "why", "etag", "risk",
+            "requires_confirmation"}`` plus ``"when_not_to_use"`` when the tool has it.
+
+        Raises:
+            GatewayError: ``empty_query`` (never the full list), ``query_too_long``,
+                ``limit_out_of_range``, ``bad_request`` (unknown format, malformed
+                structured query, bad tags or session).
+        """
+        fmt = self._format(format)
+        k = self._limit(limit)
+        want = self._tags(tags)
+        self._session_id(session)
+        q, text = self._parse_query(query)
+        state = self._state
+        hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
+        tools: list[dict[str, Any]] = []
+        if session is None:
+            tools = [self._entry(state, h, fmt) for h in hits]
+        else:
+            with self._sessions.lock:
+                sent = self._sessions.sent(session)
+                for h in hits:
+                    etag = state.etag(h.tool)
+                    key = (fmt, h.tool.name)
+                    if sent.get(key) == etag:
+                        tools.append({"name": h.tool.name, "etag": etag, "unchanged": True})
+                    else:
+                        tools.append(self._entry(state, h, fmt))
+                        sent[key] = etag
+        return {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
+
+    def _entry(self, state: _State, hit: Hit, fmt: str) -> dict[str, Any]:
+        tool = hit.tool
+        risk = self.risk(tool)
+        entry: dict[str, Any] = {
+            "schema": to_format(tool, fmt),
+            "name": tool.name,
+            "score": round(float(hit.score), 4),
+            "why": hit.why or "",
+            "etag": state.etag(tool),
+            "risk": risk,
+            "requires_confirmation": risk == "high",
+        }
+        note = when_not_to_use(tool)
+        if note:
+            entry["when_not_to_use"] = note
+        return entry
+
+    def _rank(self, state: _State, query: str | Query, text: str, limit: int,
+              tags: tuple[str, ...]) -> list[Hit]:
+        """Search, filter by tags, then move routed tools first; runs in a worker thread."""
+        rules = [r for r in self._config.routing if r.matches(text)]
+        n_tools = len(state.index.catalog)
+        fetch = limit if not (tags or rules) else min(n_tools, max(4 * limit, _MIN_FETCH))
+        while True:
+            try:
+                hits = state.index.search(query, k=fetch, explain=True)
+            except QueryError as exc:
+                raise GatewayError("bad_request", f"malformed query: {exc}") from None
+            kept = [h for h in hits if all(t in h.tool.tags for t in tags)]
+            # Stop once enough survive, or the index has no further candidates.
+            if len(kept) >= limit or fetch >= n_tools or len(hits) < fetch or not tags:
+                break
+            fetch = min(n_tools, fetch * 4)
+        if rules:
+            def group(hit: Hit) -> int:
+                for i, rule in enumerate(rules):
+                    if any(t in hit.tool.tags for t in rule.tags):
+                        return i
+                return len(rules)
+
+            kept.sort(key=group)  # stable: score order kept inside each group
+        return kept[:limit]
+
+    # ------------------------------------------------------------------- use_tool
+    async def use_tool(self, query: str | Mapping[str, Any], params: Mapping[str, Any] | None, *,
+                       confirm: bool = False, session: str | None = None) -> dict[str, Any]:
+        """Find the best tool for ``query`` and run it with ``params``.
+
+        The parameter names take part in ranking (as extracted arguments), so a tool
+        that takes the given parameters wins over a similar one that does not.
+
+        Args:
+            query: As for :meth:`find_tools`.
+            params: The tool's arguments.
+            confirm: Set to ``True`` only after the user approved a high-risk call.
+            session: Accepted for symmetry with :meth:`find_tools`; unused.
+
+        Returns:
+            ``{"tool": name, "result": <executor result>}``.
+
+        Raises:
+            GatewayError: The :meth:`find_tools` query errors, ``no_match``, and the
+                :meth:`call_tool` errors.
+        """
+        self._session_id(session)
+        args = self._arguments(params)
+        q, text = self._parse_query(query)
+        q = self._with_arguments(q, args)
+        state = self._state
+        hits = await asyncio.to_thread(self._rank, state, q, text, 1, ())
+        if not hits:
+            raise GatewayError("no_match", "no tool matches the query; rephrase it or call find_tools")
+        result = await self._execute(state, hits[0].tool, args, confirm)
+        return {"tool": hits[0].tool.name, "result": result}
+
+    @staticmethod
+    def _with_arguments(q: str | Query, args: Mapping[str, Any]) -> str | Query:
+        named = {k: _argument_text(v) for k, v in args.items() if isinstance(k, str) and k.strip()}
+        if not named:
+            return q
+        if isinstance(q, str):
+            return Query(needs=(ToolNeed(q, q, q),), arguments=named, text=q)
+        if q.arguments:
+            return q  # the caller's own argument roles describe intent better than values
+        return Query(needs=q.needs, arguments=named, text=q.text)
+
+    # ------------------------------------------------------------------ call_tool
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
+                        confirm: bool = False) -> dict[str, Any]:
+        """Run a tool by name (typically one returned by :meth:`find_tools`).
+
+        Args:
+            name: The tool name.
+            arguments: Its arguments (``None`` means none).
+            confirm: Set to ``True`` only after the user approved a high-risk call.
+
+        Returns:
+            ``{"tool": name, "result": <executor result>}``.
+
+        Raises:
+            GatewayError: ``unknown_tool`` (with ``did_you_mean``), ``invalid_params``
+                (naming the path; nothing has run), ``confirmation_required``,
+                ``upstream_error`` (the executor's message kept), ``upstream_timeout``.
+        """
+        if not isinstance(name, str):
+            raise GatewayError("bad_request", f"the tool name must be a string, got {type(name).__name__}")
+        state = self._state
+        tool = state.by_name.get(name)
+        if tool is None:
+            suggestions = await asyncio.to_thread(self._suggest, state, name)
+            hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+            raise GatewayError("unknown_tool", f"no tool named {name!r}{hint}", tool=name,
+                               did_you_mean=suggestions)
+        result = await self._execute(state, tool, self._arguments(arguments), confirm)
+        return {"tool": name, "result": result}
+
+    def _suggest(self, state: _State, name: str) -> list[str]:
+        """Close spellings first, then what the index finds for the name's words."""
+        names = list(state.by_name)
+        lowered = {n.lower(): n for n in names}
+        out: list[str] = []
+        if name.lower() in lowered:
+            out.append(lowered[name.lower()])
+        out += difflib.get_close_matches(name, names, n=_SUGGESTIONS, cutoff=0.6)
+        words = " ".join(p for p in _CAMEL.split(name) if p)
+        if words.strip():
+            try:
+                out += [h.name for h in state.index.search(words, k=_SUGGESTIONS)]
+            except QueryError:
+                pass
+        return list(dict.fromkeys(out))[:_SUGGESTIONS]
+
+    async def _execute(self, state: _State, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
+        # Validation comes first so a user is never asked to approve a call that
+        # would be rejected anyway.
+        self._validate(state, tool, args)
+        if self.risk(tool) == "high" and confirm is not True:
+            raise GatewayError(
+                "confirmation_required",
+                f"{tool.name!r} is high-risk; ask the user to approve this call, then repeat "
+                "it with confirm=true",
+                tool=tool.name, risk="high",
+            )
+        if self._executor is None:
+            raise GatewayError("upstream_error", "this gateway has no executor configured", tool=tool.name)
+        timeout = self._config.call_timeout
+        try:
+            call = self._executor(tool, args)
+            return await (asyncio.wait_for(call, timeout) if timeout is not None else call)
+        except GatewayError:
+            raise
+        except TimeoutError:  # asyncio.TimeoutError is TimeoutError on Python >= 3.11
+            limit = f" within {timeout:g} s" if timeout is not None else ""
+            raise GatewayError("upstream_timeout", f"{tool.name!r} did not answer{limit}",
+                               tool=tool.name) from None
+        except Exception as exc:  # any executor failure becomes a structured error
+            raise GatewayError("upstream_error", str(exc) or type(exc).__name__, tool=tool.name,
+                               type=type(exc).__name__) from exc
+
+    def _validate(self, state: _State, tool: Tool, args: dict[str, Any]) -> None:
+        validator = state.validators.get(tool.id)
+        if validator is None:
+            schema = input_schema(tool)
+            cls = validator_for(schema, default=Draft202012Validator)
+            try:
+                cls.check_schema(schema)
+            except JsonSchemaError as exc:
+                raise GatewayError("upstream_error", f"the input schema of {tool.name!r} is not valid "
+                                   f"JSON Schema: {exc.message}", tool=tool.name) from None
+            validator = state.validators[tool.id] = cls(schema)
+        try:
+            raw = list(validator.iter_errors(args))
+        except Exception as exc:  # e.g. an unresolvable remote $ref in the tool's schema  # noqa: BLE001
+            raise GatewayError("upstream_error", f"cannot validate arguments for {tool.name!r}: {exc}",
+                               tool=tool.name) from None
+        if not raw:
+            return
+        errors: dict[str, str] = {}
+        for err in raw:
+            parts = list(err.absolute_path)
+            if err.validator == "required" and isinstance(err.instance, Mapping):
+                # Point at the missing property itself, not at its parent object.
+                for prop in err.validator_value:
+                    if prop not in err.instance:
+                        errors.setdefault(_json_path([*parts, prop]), "required property is missing")
+            else:
+                errors.setdefault(_json_path(parts), err.message)
+        listed = [{"path": p, "message": m} for p, m in sorted(errors.items())[:_REPORTED_ERRORS]]
+        first = listed[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise GatewayError(
+            "invalid_params",
+            f"invalid arguments for {tool.name!r}: {first['path']}: {first['message']}{more}",
+            tool=tool.name, path=first["path"], errors=listed, input_schema=input_schema(tool),
+        )
+
+    # ------------------------------------------------------------ request checks
+    def _format(self, format: str | None) -> str:
+        fmt = self._config.format if format is None else format
+        if fmt not in FORMATS:
+            raise GatewayError("bad_request", f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}",
+                               formats=list(FORMATS))
+        return fmt
+
+    def _limit(self, limit: Any) -> int:
+        cfg = self._config
+        if limit is None:
+            return cfg.default_limit
+        # JSON clients may send 5.0 for 5.
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise GatewayError("bad_request", f"limit must be an integer, got {limit!r}")
+        if not 1 <= limit <= cfg.max_limit:
+            raise GatewayError("limit_out_of_range", f"limit must be between 1 and {cfg.max_limit}, got {limit}",
+                               min=1, max=cfg.max_limit)
+        return limit
+
+    @staticmethod
+    def _tags(tags: Any) -> tuple[str, ...]:
+        if tags is None:
+            return ()
+        if isinstance(tags, str):
+            tags = [tags]  # LLMs often pass one tag as a bare string
+        if not isinstance(tags, Sequence) or not all(isinstance(t, str) for t in tags):
+            raise GatewayError("bad_request", "tags must be a list of strings")
+        return tuple(t for t in tags if t.strip())
+
+    @staticmethod
+    def _session_id(session: Any) -> None:
+        if session is not None and (not isinstance(session, str) or not session):
+            raise GatewayError("bad_request", "session must be a non-empty string")
+
+    @staticmethod
+    def _arguments(params: Any) -> dict[str, Any]:
+        if params is None:
+            return {}
+        if not isinstance(params, Mapping):
+            raise GatewayError("invalid_params", f"arguments must be an object, got {type(params).__name__}",
+                               path="$")
+        return dict(params)
+
+    def _parse_query(self, query: Any) -> tuple[str | Query, str]:
+        """``(query for the index, text routing rules see)``, or a GatewayError."""
+        limit = self._config.max_query_chars
+        if isinstance(query, str):
+            stripped = query.strip()
+            if stripped.startswith("{"):
+                try:
+                    parsed = json.loads(stripped)
+                except ValueError:
+                    parsed = None
+                if isinstance(parsed, dict) and ("tool_needs" in parsed or "needs" in parsed):
+                    return self._parse_query(parsed)
+            if not stripped:
+                raise GatewayError("empty_query")
+            if len(query) > limit:
+                raise GatewayError("query_too_long", f"the query has {len(query)} characters; the limit is {limit}",
+                                   max_query_chars=limit)
+            return query, query
+        if isinstance(query, Mapping):
+            need_texts, arg_texts = _structured_texts(query)
+            texts = need_texts + arg_texts
+            total = sum(len(t) for t in texts)
+            if total > limit:
+                raise GatewayError("query_too_long", f"the query has {total} characters of text; the limit is "
+                                   f"{limit}", max_query_chars=limit)
+            if not "".join(need_texts).strip():
+                raise GatewayError("empty_query")
+            try:
+                parsed_query = Query.from_dict(query)
+            except QueryError as exc:
+                raise GatewayError("bad_request", f"malformed structured query: {exc}") from None
+            return parsed_query, " ".join(texts)
+        if query is None:
+            raise GatewayError("empty_query")
+        raise GatewayError("bad_request", f"query must be text or an object, got {type(query).__name__}")
+
+    # ---------------------------------------------------------------- meta-tools
+    def _meta_tool_defs(self) -> list[Tool]:
+        cfg = self._config
+        structured = {
+            "type": "object",
+            "description": "Structured form: the tools you need and the argument roles you already know.",
+            "properties": {
+                "tool_needs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "user_intent": {"type": "string", "description": "What the user wants done."},
+                            "tool_description": {"type": "string",
+                                                 "description": "What a fitting tool's description would say."},
+                            "expected_response": {"type": "string",
+                                                  "description": "What a fitting tool would return."},
+                        },
+                    },
+                },
+                "extracted_arguments": {
+                    "type": "object",
+                    "description": "Argument roles found in the request: {name: what it is}.",
+                    "additionalProperties": {"type": "string"},
+                },
+            },
+            "required": ["tool_needs"],
+        }
+        query = {
+            "description": "The task to find tools for, in plain words (or the structured form).",
+            "anyOf": [{"type": "string", "minLength": 1, "maxLength": cfg.max_query_chars}, structured],
+        }
+        find = {
+            "name": "find_tools",
+            "title": "Find tools",
+            "description": (
+                "Find the tools that can do a task and get their schemas. Call this first whenever "
+                "you need a tool, then call a returned tool by its name. Returns at most `limit` "
+                "tools, best first, each with a score, a short reason, and whether it needs the "
+                "user's confirmation. An entry marked unchanged was already sent in this session."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": query,
+                    "limit": {"type": "integer", "minimum": 1, "maximum": cfg.max_limit,
+                              "default": cfg.default_limit, "description": "How many tools to return."},
+                    "tags": {"type": "array", "items": {"type": "string"},
+                             "description": "Only return tools that carry all of these tags."},
+                },
+                "required": ["query"],
+            },
+            "annotations": {"readOnlyHint": True, "openWorldHint": False},
+        }
+        use = {
+            "name": "use_tool",
+            "title": "Use the best tool",
+            "description": (
+                "Find the best tool for a task and run it with the given parameters in one step. "
+                "Tools that need confirmation run only with confirm=true, after the user approved."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": copy.deepcopy(query),
+                    "params": {"type": "object", "description": "Arguments for the tool."},
+                    "confirm": {"type": "boolean", "default": False,
+                                "description": "True only when the user approved a high-risk action."},
+                },
+                "required": ["query", "params"],
+            },
+            "annotations": {"readOnlyHint": False, "openWorldHint": True},
+        }
+        return [Tool(id=d["name"], name=d["name"], description=d["description"], source=d) for d in (find, use)]

@@ -1,0 +1,207 @@
+"""The gateway over streamable HTTP: a Starlette app with auth, size limits and health.
+
+Routes:
+
+* ``/mcp`` - the MCP endpoint (streamable HTTP, stateful sessions, JSON responses);
+* ``GET /health`` - ``{"status": "ok"|"degraded", "tools": n, "upstreams": {...}}``;
+  per-upstream details (state, restarts, last error) only for authenticated callers,
+  so a load balancer can probe without a token but learns nothing internal.
+
+Guards, outermost first: a bearer token when ``auth_token`` is configured (401, with
+``WWW-Authenticate: Bearer``), then the request body limit (413), both answered before
+the MCP layer parses anything.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import ToolsiftError
+from ..schema import Tool
+from .server import Runtime, build_mcp_server, open_runtime
+from .upstream import ServeConfig
+
+__all__ = ["BearerAuth", "BodyLimit", "build_app", "serve_http"]
+
+log = logging.getLogger("toolsift.gateway.http")
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any],
+                     headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _authorized(scope: Scope, token: str | None) -> bool:
+    if token is None:
+        return True
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            # Constant-time comparison: the token must not leak through response timing.
+            return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    return False
+
+
+class BearerAuth:
+    """Require ``Authorization: Bearer <token>`` on every HTTP request except the
+    public paths; ``scope["toolsift.authorized"]`` tells the app whether it was given."""
+
+    def __init__(self, app: ASGIApp, token: str | None, *, public: Sequence[str] = ("/health",)) -> None:
+        self.app = app
+        self.token = token
+        self.public = frozenset(public)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ok = _authorized(scope, self.token)
+        if not ok and scope.get("path") not in self.public:
+            await _send_json(send, 401, {"error": {"code": "unauthorized",
+                                                   "message": "missing or wrong bearer token"}},
+                             [(b"www-authenticate", b'Bearer realm="toolsift"')])
+            return
+        scope["toolsift.authorized"] = ok
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, by declared length or as they
+    stream in (chunked bodies have no length to check up front)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for key, value in scope.get("headers", ()):
+            if key == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await self._reject(send, 400, "bad Content-Length")
+                    return
+                if declared > self.max_bytes:
+                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+        # Read the body up front (it is bounded) so an oversized chunked body is refused
+        # before the app has started answering.
+        chunks: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunks.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return chunks.pop(0) if chunks else await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _reject(send: Send, status: int, message: str) -> None:
+        code = "request_too_large" if status == 413 else "bad_request"
+        await _send_json(send, status, {"error": {"code": code, "message": message}})
+
+
+class _Holder:
+    runtime: Runtime | None = None
+
+    def __call__(self) -> Runtime:
+        if self.runtime is None:
+            raise RuntimeError("the gateway is not running yet")
+        return self.runtime
+
+
+def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None,
+              host: str = "127.0.0.1") -> ASGIApp:
+    """The ASGI app serving the gateway; upstreams connect in its lifespan.
+
+    Args:
+        config: Upstreams, gateway settings, ``auth_token``, ``max_request_bytes``.
+        local_tools: Tools from a local catalogue (no executor).
+        index_config: Index settings.
+        host: The host the app is served on; on loopback, DNS-rebinding protection
+            (Host and Origin checks) is on, as in the SDK's own app.
+    """
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    holder = _Holder()
+    server = build_mcp_server(holder)
+    security = None
+    if host in _LOOPBACK:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        # Plain JSON answers: every gateway call is request/response, and JSON avoids
+        # an SSE stream per POST.
+        json_response=True,
+        security_settings=security,
+        max_request_body_size=config.max_request_bytes,
+    )
+
+    async def health(request: Request) -> JSONResponse:
+        detail = bool(request.scope.get("toolsift.authorized", config.auth_token is None))
+        return JSONResponse(holder().health(detail=detail))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_runtime(config, local_tools=local_tools, index_config=index_config) as rt:
+            holder.runtime = rt
+            async with manager.run():
+                log.info("serving %d tools over HTTP", len(rt.gateway.index.catalog))
+                yield
+            holder.runtime = None
+
+    app = Starlette(routes=[Route("/health", health, methods=["GET"]),
+                            Route("/mcp", StreamableHTTPASGIApp(manager))],
+                    lifespan=lifespan)
+    return BearerAuth(BodyLimit(app, config.max_request_bytes), config.auth_token)
+
+
+def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000,
+               local_tools: Sequence[Tool] = (), index_config: Any = None) -> None:
+    """Serve the gateway over HTTP with uvicorn until interrupted."""
+    import uvicorn
+
+    if host not in _LOOPBACK and config.auth_token is None:
+        log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
+    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host)
+    uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                        timeout_graceful_shutdown=3)
+    server = uvicorn.Server(uv)
+    server.run()
+    if not server.started:
+        raise ToolsiftError(f"the HTTP gateway did not start on {host}:{port} (see the log above)")

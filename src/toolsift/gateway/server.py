@@ -1,0 +1,221 @@
+"""The gateway as an MCP server (official ``mcp`` SDK, low-level :class:`Server`).
+
+``tools/list`` returns only the meta-tools ``find_tools`` and ``use_tool``; the catalogue
+stays behind them. ``tools/call`` handles:
+
+* ``find_tools {query, limit?, tags?, format?}`` - the matching schemas
+  (:meth:`Gateway.find_tools`; ``format`` overrides the configured host format);
+* ``use_tool {query, params, confirm?}`` - find the best tool and run it;
+* any tool name ``find_tools`` returned (e.g. ``weather__get_forecast``) - validated
+  against its JSON Schema and run through :meth:`Gateway.call_tool`. A high-risk tool is
+  confirmed with ``_meta: {"toolsift/confirm": true}`` on the call, since its arguments
+  belong to the tool.
+
+Every :class:`GatewayError` comes back as a tool result with ``isError: true``, the
+error object ``{"error": {"code", "message", ...}}`` as ``structuredContent`` and as
+JSON text, so an LLM can read it and a program can branch on ``code``.
+
+A proxied call returns the upstream's own result (content, structured content, its
+``isError``) unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from .. import __version__
+from ..schema import Tool
+from .config import FORMATS
+from .core import Gateway
+from .errors import GatewayError
+from .upstream import ServeConfig, Upstreams
+
+__all__ = ["CONFIRM_META_KEY", "Runtime", "build_mcp_server", "error_result", "open_runtime", "serve_stdio"]
+
+log = logging.getLogger("toolsift.gateway.server")
+
+#: ``_meta`` key of a ``tools/call`` request confirming a high-risk direct call.
+CONFIRM_META_KEY = "toolsift/confirm"
+
+_FIND_KEYS = frozenset({"query", "limit", "tags", "format"})
+_USE_KEYS = frozenset({"query", "params", "confirm"})
+
+
+@dataclass
+class Runtime:
+    """A running gateway: the :class:`Gateway`, its upstreams (if any) and uptime."""
+
+    gateway: Gateway
+    upstreams: Upstreams | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def health(self, *, detail: bool = True) -> dict[str, Any]:
+        """The ``/health`` body: status, tool count, upstream states.
+
+        Args:
+            detail: Include per-upstream details (names, errors); off for callers that
+                did not authenticate.
+        """
+        ups = self.upstreams.status() if self.upstreams is not None else []
+        down = [u for u in ups if u["state"] != "ready"]
+        body: dict[str, Any] = {
+            "status": "degraded" if down else "ok",
+            "tools": len(self.gateway.index.catalog),
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "upstreams": {"total": len(ups), "ready": len(ups) - len(down), "down": len(down)},
+        }
+        if detail:
+            body["upstream_status"] = ups
+            body["version"] = __version__
+        return body
+
+
+@asynccontextmanager
+async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
+                       index_config: Any = None) -> AsyncIterator[Runtime]:
+    """Connect the upstreams, build the index and the gateway; close everything on exit.
+
+    Args:
+        config: The serve config (upstreams, gateway settings).
+        local_tools: Tools from a local catalogue, served without an executor.
+        index_config: :class:`~toolsift.config.IndexConfig` for the index.
+
+    Raises:
+        ToolsiftError: Nothing to serve (no upstream answered, no local tools).
+    """
+    if config.upstreams:
+        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config) as ups:
+            gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute)
+            ups.attach(gateway)
+            yield Runtime(gateway, ups)
+        return
+    from ..errors import ToolsiftError
+    from ..toolindex import ToolIndex
+
+    if not local_tools:
+        raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
+    index = ToolIndex.build(list(local_tools), config=index_config)
+    yield Runtime(Gateway(index, config=config.gateway))
+
+
+def _text_result(payload: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False, default=str))],
+        structured_content=payload,
+        is_error=is_error,
+    )
+
+
+def error_result(err: GatewayError) -> types.CallToolResult:
+    """A :class:`GatewayError` as an MCP tool result (``isError: true``)."""
+    return _text_result(err.to_dict(), is_error=True)
+
+
+def _upstream_result(result: Any) -> types.CallToolResult | None:
+    """The upstream's own ``CallToolResult`` if ``result`` is one (proxied calls)."""
+    if isinstance(result, Mapping) and isinstance(result.get("content"), list):
+        try:
+            return types.CallToolResult.model_validate(dict(result), by_name=False)
+        except ValueError:
+            return None
+    return None
+
+
+def _check_keys(name: str, args: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    # A misspelt argument ("querry") silently ignored would look like an empty query.
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise GatewayError("bad_request", f"{name} does not take {', '.join(map(repr, unknown))}; "
+                           f"its arguments are {', '.join(sorted(allowed))}", allowed=sorted(allowed))
+
+
+def _session_key(ctx: Any) -> str | None:
+    """The schema-cache session: the MCP session id over HTTP, the process over stdio
+    (one client per process); ``None`` (no cache) for HTTP without a session."""
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return "stdio"
+    sid = request.headers.get("mcp-session-id")
+    return f"http:{sid}" if sid else None
+
+
+def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") -> Server:
+    """The MCP server in front of the gateway ``runtime()`` returns.
+
+    ``runtime`` is called per request, so the gateway may be created after the server
+    (the HTTP app builds it in its lifespan).
+    """
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t, by_name=False)
+                                            for t in _meta_tools(runtime().gateway)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        gateway = runtime().gateway
+        args = params.arguments or {}
+        try:
+            if params.name == "find_tools":
+                _check_keys("find_tools", args, _FIND_KEYS)
+                found = await gateway.find_tools(args.get("query"), limit=args.get("limit"),
+                                                 format=args.get("format"), tags=args.get("tags") or (),
+                                                 session=_session_key(ctx))
+                return _text_result(found)
+            if params.name == "use_tool":
+                _check_keys("use_tool", args, _USE_KEYS)
+                confirm = args.get("confirm", False)
+                if not isinstance(confirm, bool):
+                    raise GatewayError("bad_request", f"confirm must be true or false, got {confirm!r}")
+                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm)
+                upstream = _upstream_result(done["result"])
+                payload = {"tool": done["tool"], "result": done["result"]}
+                return _text_result(payload, is_error=bool(upstream and upstream.is_error))
+            confirm = (params.meta or {}).get(CONFIRM_META_KEY) is True
+            try:
+                done = await gateway.call_tool(params.name, args, confirm=confirm)
+            except GatewayError as err:
+                if err.code == "confirmation_required":
+                    raise GatewayError(err.code, err.message, **err.details,
+                                       how_to_confirm={"_meta": {CONFIRM_META_KEY: True}}) from None
+                raise
+            return _upstream_result(done["result"]) or _text_result(done)
+        except GatewayError as err:
+            log.info("%s -> %s", params.name, err)
+            return error_result(err)
+
+    return Server(name, version=__version__, title="toolsift gateway",
+                  instructions="Call find_tools first to get the tools for a task, then call a returned "
+                               "tool by its name (or use use_tool to find and run the best tool in one step).",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _meta_tools(gateway: Gateway) -> list[dict[str, Any]]:
+    tools = gateway.meta_tools("mcp")
+    for tool in tools:
+        props = tool.get("inputSchema", {}).get("properties")
+        # The host format is usually fixed per client; letting the call pick it keeps
+        # one gateway usable by hosts of different APIs.
+        if tool.get("name") == "find_tools" and isinstance(props, dict) and "format" not in props:
+            props["format"] = {"type": "string", "enum": list(FORMATS), "default": gateway.config.format,
+                               "description": "Schema format of the returned tools (host API)."}
+    return tools
+
+
+async def serve_stdio(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes stdin."""
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.server.stdio import stdio_server
+
+    async with open_runtime(config, local_tools=local_tools, index_config=index_config) as rt:
+        server = build_mcp_server(lambda: rt)
+        log.info("serving %d tools over stdio", len(rt.gateway.index.catalog))
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options(NotificationOptions()))

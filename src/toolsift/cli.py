@@ -70,7 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--method", default=None,
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed)")
-    ev.add_argument("--retriever", default="bm25", help="field retriever (only bm25 in this version)")
+    ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
+                    help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
+                         "(BM25 + dense for description/response/examples, BM25 for parameters)")
     ev.add_argument("--docs", choices=("auto", "authors", "rules"), default="auto",
                     help="tool docs for mftr: the authors' LLM-standardized ones (apibank) or rule-based")
     ev.add_argument("--no-feedback", action="store_true",
@@ -236,8 +238,6 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from .evaluate.report import format_table, plot_recall, summary_json
     from .evaluate.ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
 
-    if args.retriever != "bm25":
-        raise ToolsiftError(f"retriever {args.retriever!r} is not available in this version (available: bm25)")
     root = Path(args.dataset)
     ultra = (root / "data" / "English-dataset").is_dir()
     if ultra:
@@ -278,11 +278,11 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         print(format_table(results, metrics, seconds=seconds,
-                           title=f"{ds.name}: {len(qrels)} queries, BM25, pooled over all test queries"), file=out)
+                           title=f"{ds.name}: {len(qrels)} queries, {args.retriever}, pooled over all test queries"), file=out)
         for m, why in skipped.items():
             print(f"{m}: skipped: {why}", file=out)
     if args.plot:
-        plot_recall(curves, args.plot, title=f"{ds.name} (BM25)")
+        plot_recall(curves, args.plot, title=f"{ds.name} ({args.retriever})")
     return 0
 
 

@@ -26,8 +26,9 @@ __all__ = ["Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS"]
 #: ``raw``: plain BM25, the scale the MFTR paper used.
 SCALES = ("bounded", "linear", "raw")
 
-#: Retrievers available per field in this version.
-RETRIEVERS = ("bm25",)
+#: Retrievers per field: BM25, dense (ONNX sentence encoder, int8 matrices), or a convex
+#: combination of the two on the bounded scale.
+RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,12 @@ class IndexConfig:
         penalize_without_arguments: Apply the missing-parameter penalty to structured
             queries that extracted no arguments (every parameter unmatched), as the MFTR
             reference implementation does. Off by default: no arguments, no penalty.
-        retrievers: Retriever per field; only ``"bm25"`` in this version.
+        retrievers: Retriever per field: ``"bm25"``, ``"dense"`` (cosine of sentence
+            embeddings) or ``"hybrid"`` (``hybrid_weight``·BM25 + (1 − ``hybrid_weight``)·
+            cosine, on the bounded or linear scale).
+        encoder: Directory holding ``model.onnx`` + ``tokenizer.json`` for dense fields;
+            ``None`` uses the default all-MiniLM-L6-v2 from the installed model package.
+        hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
         params: Field weights, bias and penalty parameters.
         threads: Worker threads for batch scoring (0 = all cores).
     """
@@ -85,6 +91,8 @@ class IndexConfig:
     parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
     penalize_without_arguments: bool = False
+    encoder: str | None = None
+    hybrid_weight: float = 0.5
     retrievers: tuple[tuple[str, str], ...] = tuple((f, "bm25") for f in FIELDS)
     params: ScoringParams = DEFAULT_PARAMS
     threads: int = 1
@@ -122,6 +130,14 @@ class IndexConfig:
                     f"config.retrievers[{f!r}]: retriever {kind!r} is not available "
                     f"(available: {', '.join(RETRIEVERS)})"
                 )
+        if self.encoder is not None and not isinstance(self.encoder, str):
+            raise ConfigError(f"config.encoder must be a path or None, got {self.encoder!r}")
+        hw = self.hybrid_weight
+        if isinstance(hw, bool) or not isinstance(hw, (int, float)) or not 0.0 <= hw <= 1.0:
+            raise ConfigError(f"config.hybrid_weight must be a number in [0, 1], got {hw!r}")
+        if "hybrid" in r.values() and self.scale == "raw":
+            raise ConfigError("config.retrievers: a hybrid field needs scale 'bounded' or 'linear' "
+                              "(raw BM25 and cosine are on different scales)")
         missing = [f for f in FIELDS if f not in r]
         if missing:
             raise ConfigError(f"config.retrievers: no retriever for field(s) {', '.join(missing)}")
@@ -136,6 +152,15 @@ class IndexConfig:
                     parameter_format="json", no_argument_params="zero", penalize_without_arguments=True)
         base.update(overrides)
         return cls(**base)
+
+    def retriever(self, field: str) -> str:
+        """The retriever of ``field``."""
+        return dict(self.retrievers)[field]
+
+    @property
+    def uses_dense(self) -> bool:
+        """Whether any field needs the sentence encoder."""
+        return any(r != "bm25" for _, r in self.retrievers)
 
     def with_params(self, params: ScoringParams) -> IndexConfig:
         """A copy with other scoring parameters (e.g. learned ones)."""
@@ -154,6 +179,8 @@ class IndexConfig:
             "no_argument_params": self.no_argument_params,
             "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
+            "encoder": self.encoder,
+            "hybrid_weight": self.hybrid_weight,
             "params": self.params.to_dict(),
             "threads": self.threads,
         }
@@ -164,7 +191,7 @@ class IndexConfig:
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "split_identifiers",
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "params", "threads"}
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -178,7 +205,8 @@ class IndexConfig:
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "split_identifiers",
-                    "parameter_format", "no_argument_params", "penalize_without_arguments", "threads"):
+                    "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
+                    "encoder", "hybrid_weight"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

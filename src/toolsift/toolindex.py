@@ -30,6 +30,8 @@ from .config import IndexConfig
 from .errors import IndexCorruptError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.field_index import COLUMNS, FieldIndex
 from .index.fields import argument_text, field_documents, parameter_layout
+from .index.dense import Int8Matrix
+from .index.dense_field import DenseField, encode_texts
 from .index.store import open_table, read_manifest, write_index_dir
 from .kernels import score_candidates
 from .kernels.params import ScoringParams
@@ -102,17 +104,19 @@ class _Prepared:
     arg_names: list[list[str | None]]
     penalize: np.ndarray
     batches: dict[str, TermBatch]  # description/response/examples: per need; parameters: per arg
+    raw: dict[str, list[str]] = field(default_factory=dict)  # the same texts, unanalysed
 
 
 class _State:
     """One immutable version of an index: what a search reads, swapped whole on update."""
 
     def __init__(self, catalog: Catalog, vocab: Vocabulary, fields: dict[str, FieldIndex],
-                 tokens: _Tokens | None) -> None:
+                 tokens: _Tokens | None, dense: dict[str, DenseField] | None = None) -> None:
         self.catalog = catalog
         self.vocab = vocab
         self.fields = fields
         self.tokens = tokens
+        self.dense = dense or {}
         self.param_ptr, self.param_required = parameter_layout(catalog)
         self.param_names = [p.name for t in catalog for p in t.parameters]
         n_params = int(self.param_ptr[-1])
@@ -267,9 +271,14 @@ class ToolIndex:
     """
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
-                 fields: dict[str, FieldIndex], *, tokens: _Tokens | None = None) -> None:
+                 fields: dict[str, FieldIndex], *, tokens: _Tokens | None = None,
+                 dense: dict[str, DenseField] | None = None) -> None:
         self._config = config
-        self._state = _State(catalog, vocab, fields, tokens)
+        missing = [f for f in FIELDS if config.retriever(f) != "bm25" and f not in (dense or {})]
+        if missing:
+            raise IndexFormatError(f"no dense embeddings for field(s) {', '.join(missing)} "
+                                   "although the config asks for dense or hybrid retrieval")
+        self._state = _State(catalog, vocab, fields, tokens, dense)
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
@@ -298,16 +307,18 @@ class ToolIndex:
                                split_identifiers=config.split_identifiers,
                                parameter_format=config.parameter_format)
         tokens = _Tokens.analyse(catalog, config, progress=progress)
-        return cls._from_tokens(catalog, config, tokens)
+        dense = _embed_fields(catalog, config, progress=progress) if config.uses_dense else None
+        return cls._from_tokens(catalog, config, tokens, dense)
 
     @classmethod
-    def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: _Tokens) -> ToolIndex:
+    def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: _Tokens,
+                     dense: dict[str, DenseField] | None = None) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense)
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -376,7 +387,11 @@ class ToolIndex:
                 fresh = _Tokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab, counts=new_tok.counts)
                 new_tok = new_tok.extend(fresh)
             new_tok.prune_dead_terms()
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok)
+            dense = None
+            if self._config.uses_dense:
+                fresh_ids = {t.id for t in add} | set(replaced)
+                dense = _update_dense(st, catalog, self._config, fresh_ids)
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense)
             self._state = built._state
 
     # ---------------------------------------------------------------- queries
@@ -411,7 +426,8 @@ class ToolIndex:
     def with_params(self, params: ScoringParams) -> ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
         st = self._state
-        return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens)
+        return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
+                         dense=st.dense)
 
     def search(self, query: QueryLike, *, k: int = 5, explain: bool = False) -> list[Hit]:
         """Rank tools for one query.
@@ -519,45 +535,66 @@ class ToolIndex:
                 got = cache[text] = analyzer.tokenize(text)
             return got
 
-        texts: dict[str, list[list[str]]] = {f: [] for f in FIELDS}
+        raw: dict[str, list[str]] = {f: [] for f in FIELDS}
         need_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
         arg_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
         penalize = np.zeros(len(queries), dtype=np.uint8)
         arg_names: list[list[str | None]] = []
         for i, q in enumerate(queries):
             for need in q.needs:
-                texts["description"].append(tok(need.tool_description))
-                texts["response"].append(tok(need.expected_response))
-                texts["examples"].append(tok(need.user_intent))
+                raw["description"].append(need.tool_description)
+                raw["response"].append(need.expected_response)
+                raw["examples"].append(need.user_intent)
             if q.arguments:
                 names: list[str | None] = list(q.arguments)
                 split = cfg.split_identifiers
-                texts["parameters"].extend(tok(argument_text(a, d, split_identifiers=split))
-                                           for a, d in q.arguments.items())
+                raw["parameters"].extend(argument_text(a, d, split_identifiers=split)
+                                         for a, d in q.arguments.items())
                 penalize[i] = 1
             elif cfg.penalize_without_arguments and not _is_raw(q):
                 names = []
                 penalize[i] = 1
             elif cfg.no_argument_params == "intent":
                 names = [None] * len(q.needs)
-                texts["parameters"].extend(tok(n.user_intent) for n in q.needs)
+                raw["parameters"].extend(n.user_intent for n in q.needs)
             else:
                 names = []
             arg_names.append(names)
-            need_ptr[i + 1] = len(texts["description"])
-            arg_ptr[i + 1] = len(texts["parameters"])
-        batches = {f: st.vocab.encode_batch(texts[f], grow=False) for f in FIELDS}
-        return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches)
+            need_ptr[i + 1] = len(raw["description"])
+            arg_ptr[i + 1] = len(raw["parameters"])
+        batches = {f: st.vocab.encode_batch([tok(t) for t in raw[f]], grow=False) for f in FIELDS}
+        return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches, raw)
 
     def _dense(self, st: _State, prep: _Prepared) -> dict[str, np.ndarray]:
-        norm = self._config.scale
-        threads = self._config.threads
-        out = {
-            f: st.fields[f].score_tools(prep.batches[f], scale=norm, threads=threads)
-            for f in ("description", "response", "examples")
-        }
-        params = st.fields["parameters"]
-        out["parameter_docs"] = params.score_docs(prep.batches["parameters"], scale=norm, threads=threads)
+        cfg = self._config
+        threads = cfg.threads
+        emb: dict[str, np.ndarray] = {}
+        if st.dense:
+            encoder = get_encoder(cfg)
+            texts = [t for f in st.dense for t in prep.raw[f]]
+            vecs = encode_texts(encoder, texts)
+            start = 0
+            for f in st.dense:
+                emb[f] = vecs[start:start + len(prep.raw[f])]
+                start += len(prep.raw[f])
+
+        def field_scores(f: str, per_tool: bool) -> np.ndarray:
+            kind = cfg.retriever(f)
+            fi = st.fields[f]
+            if kind != "dense":
+                bm = (fi.score_tools if per_tool else fi.score_docs)(prep.batches[f], scale=cfg.scale,
+                                                                      threads=threads)
+                if kind == "bm25":
+                    return bm
+            dn = st.dense[f]
+            cos = dn.score_tools(emb[f]) if per_tool else dn.score_docs(emb[f])
+            if kind == "dense":
+                return cos
+            w = cfg.hybrid_weight
+            return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
+
+        out = {f: field_scores(f, True) for f in ("description", "response", "examples")}
+        out["parameter_docs"] = field_scores("parameters", False)
         return out
 
     def _candidates(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:
@@ -705,6 +742,8 @@ class ToolIndex:
             tables[f"field.{name}.arrow"] = pa.table(cols)
             c = fi.core
             stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
+        for name, dn in st.dense.items():
+            tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
         manifest = {
             "toolsift_version": __version__,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -758,7 +797,84 @@ class ToolIndex:
             raise IndexCorruptError(f"{path}: index is inconsistent: {exc}") from None
         if len(catalog) != n_tools:
             raise IndexCorruptError(f"{path}: manifest says {n_tools} tools, tools.arrow has {len(catalog)}")
-        return cls(catalog, config, vocab, fields)
+        dense = {}
+        for name in FIELDS:
+            if config.retriever(name) == "bm25":
+                continue
+            fname = f"dense.{name}.arrow"
+            if fname not in manifest.get("files", {}):
+                raise IndexCorruptError(f"{path}: {fname} is missing although field {name!r} is dense")
+            try:
+                matrix = Int8Matrix.from_arrow(open_table(path, fname, mmap=mmap))
+                fi = fields[name]
+                groups = (np.frombuffer(memoryview(fi.core.column("doc_group")), np.int32)
+                          if fi.grouped else None)
+                dense[name] = DenseField(matrix, groups, n_tools)
+            except (KeyError, ValueError, TypeError) as exc:
+                raise IndexCorruptError(f"{path}/{fname}: {exc}") from None
+        return cls(catalog, config, vocab, fields, dense=dense)
+
+
+_ENCODERS: dict[tuple, Any] = {}
+_ENCODER_LOCK = threading.Lock()
+
+
+def get_encoder(config: IndexConfig):
+    """The sentence encoder a config asks for, loaded once per process."""
+    key = (config.encoder, config.threads)
+    with _ENCODER_LOCK:
+        enc = _ENCODERS.get(key)
+        if enc is None:
+            from .encoders import OnnxEncoder
+
+            enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
+        return enc
+
+
+def _embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:
+    fd = field_documents(catalog, name_in_description=config.name_in_description,
+                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format)
+    encoder = get_encoder(config)
+    out = {}
+    for name in _progress([f for f in FIELDS if config.retriever(f) != "bm25"], progress, "embed fields"):
+        groups = fd[name].groups
+        out[name] = DenseField.build(encoder, fd[name].texts, groups, len(catalog))
+    return out
+
+
+def _update_dense(st: _State, catalog: Catalog, config: IndexConfig, fresh_ids: set[str]) -> dict[str, DenseField]:
+    """Dense fields for ``catalog``: rows of unchanged tools are reused, only new or
+    replaced tools are embedded."""
+    fresh = [t for t in catalog if t.id in fresh_ids]
+    new_dense = _embed_fields(Catalog(fresh), config) if fresh else {}
+    fresh_pos = {t.id: i for i, t in enumerate(fresh)}
+    old_pos = {t.id: i for i, t in enumerate(st.catalog)}
+    out = {}
+    for name, dn in st.dense.items():
+        def rows_of(field: DenseField, n: int) -> list[np.ndarray]:
+            g = field.groups if field.groups is not None else np.arange(n)
+            starts = np.searchsorted(g, np.arange(n))
+            ends = np.searchsorted(g, np.arange(n), side="right")
+            return [np.arange(a, b) for a, b in zip(starts, ends)]
+
+        old_rows = rows_of(dn, len(st.catalog))
+        fresh_field = new_dense.get(name)
+        fresh_rows = rows_of(fresh_field, len(fresh)) if fresh_field is not None else []
+        codes, scales, groups = [], [], []
+        for t_new, tool in enumerate(catalog):
+            if tool.id in fresh_pos:
+                src, r = fresh_field.matrix, fresh_rows[fresh_pos[tool.id]]
+            else:
+                src, r = dn.matrix, old_rows[old_pos[tool.id]]
+            codes.append(src.codes[r])
+            scales.append(src.scales[r])
+            groups.append(np.full(r.size, t_new, dtype=np.int64))
+        dim = dn.matrix.codes.shape[1]
+        matrix = Int8Matrix(np.concatenate(codes) if codes else np.zeros((0, dim), np.int8),
+                            np.concatenate(scales) if scales else np.zeros(0, np.float32))
+        g = np.concatenate(groups) if groups else np.zeros(0, np.int64)
+        out[name] = DenseField(matrix, g if dn.groups is not None else None, len(catalog))
+    return out
 
 
 def _call_kernel(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims, ptr, req,

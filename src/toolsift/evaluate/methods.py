@@ -13,6 +13,8 @@
 ``mftr-mean``      ablation: the mean of the four field scores, no training
 ``llm-free``       rule-based docs from the raw documentation, the raw query for every
                    field, no arguments, no LLM anywhere; weights trained as ``mftr``
+``mftr-rules``     ``mftr`` with the LLM rewrites replaced by :func:`toolsift.decompose.decompose`
+                   (rule-based needs and argument roles, no LLM)
 =================  =====================================================================
 
 Documents: ``docs="authors"`` uses the authors' LLM-standardized tools (APIBank only);
@@ -33,6 +35,7 @@ import numpy as np
 from .. import _core
 from ..analyze import Analyzer, Vocabulary
 from ..config import IndexConfig
+from ..decompose import decompose
 from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from ..schema import Catalog, Query
@@ -46,7 +49,7 @@ from .metrics import evaluate
 __all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples", "examples_from",
            "mine_negatives", "MFTR_GRID", "RETRIEVER_PRESETS", "train_index"]
 
-METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free")
+METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free", "mftr-rules")
 
 #: Index setups the ``mftr`` method selects from by inner cross-validation: the three
 #: field score scales, with English stemming.
@@ -179,6 +182,8 @@ def _catalog(ds: MftrDataset, docs: str, examples: Mapping[str, Sequence[str]] |
 def _queries(ds: MftrDataset, form: str) -> list[Query | str]:
     if form == "raw":
         return [q.text for q in ds.queries]
+    if form == "rules":
+        return [decompose(q.text) for q in ds.queries]
     missing = [q.id for q in ds.queries if q.rewritten is None]
     if missing:
         raise MethodUnavailable(f"{ds.name}: {len(missing)} queries have no rewrite (e.g. {missing[0]})")
@@ -358,6 +363,10 @@ def _llm_free(ds: MftrDataset, **kw) -> MethodOutput:
     return _mftr(ds, **{**kw, "docs": "rules", "queries": "raw"})
 
 
+def _mftr_rules(ds: MftrDataset, **kw) -> MethodOutput:
+    return _mftr(ds, **{**kw, "queries": "rules"})
+
+
 def _nopenalty(ds: MftrDataset, **kw) -> MethodOutput:
     return _mftr(ds, **{**kw, "penalty": False})
 
@@ -369,6 +378,7 @@ _RUNNERS: dict[str, Callable[..., MethodOutput]] = {
     "mftr-nopenalty": _nopenalty,
     "mftr-mean": _mftr_mean,
     "llm-free": _llm_free,
+    "mftr-rules": _mftr_rules,
 }
 
 

@@ -1,0 +1,268 @@
+"""The rule-based decomposer and complex-task search."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolsift.decompose import decompose, extract_arguments, search_task, split_steps
+from toolsift.errors import QueryError
+from toolsift.schema import MAX_TEXT_CHARS, Parameter, Query, Tool
+
+
+def needs(text: str) -> list[str]:
+    return [n.user_intent for n in decompose(text).needs]
+
+
+# ------------------------------------------------------------------------- splitting
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Book a flight to Paris and then email the receipt to my boss", 2),
+    ("Book a flight and reserve a hotel", 2),
+    ("Find the weather in Rome. After that, convert 20 euros to dollars.", 2),
+    ("Get the news, next translate it to German, finally summarize it.", 3),
+    ("Calculate 3 + 4, and check if 144 is a perfect square.", 2),
+    ("Look up the stock price. Also, set a reminder for tomorrow.", 2),
+    ("I need salt and pepper for the recipe.", 1),
+    ("Find restaurants with fish and chips in Leeds.", 1),
+    ("Reserve a table for next Tuesday.", 1),
+    ("If it rains, then cancel my picnic.", 1),
+    ("I am writing an article about tech. I want to extract the company names from it.", 1),
+    ("Can you translate \"Hello. How are you? And then what?\" to French?", 1),
+    ("Do this:\n1. Download report.pdf\n2. Summarize it\n3. Send it to John Smith", 3),
+    ("- fetch my emails\n- delete the spam\n", 2),
+    ("Please 1) create a folder 2) upload the photo 3) share the link", 3),
+    ("Steps: 1. create a folder. 2. upload the photo.", 2),
+    ("Send message 1. Then send message 2.", 2),
+])
+def test_need_count(text, expected):
+    assert len(decompose(text).needs) == expected, needs(text)
+
+
+def test_split_clauses_and_fields():
+    q = decompose("Can you please book a flight to Paris and then reserve a hotel there?")
+    assert [n.user_intent for n in q.needs] == ["Can you please book a flight to Paris", "reserve a hotel there?"]
+    assert q.needs[0].tool_description == "Book a flight to Paris"
+    assert q.needs[1].tool_description == "Reserve a hotel there"
+    assert "book a flight to Paris" in q.needs[0].expected_response
+    assert q.text.startswith("Can you please")
+
+
+def test_politeness_stripped():
+    for text in ("I want to check the weather", "Could you kindly check the weather for me?",
+                 "Hi, can you please help me to check the weather", "I'd like to check the weather please"):
+        assert decompose(text).needs[0].tool_description == "Check the weather", text
+
+
+def test_context_sentence_joins_request():
+    q = decompose("I have a photo of my dog. Classify the breed.")
+    assert len(q.needs) == 1
+    assert "photo" in q.needs[0].user_intent
+    assert q.needs[0].tool_description == "Classify the breed."
+
+
+def test_max_needs():
+    text = " ".join(f"Then send message {i}." for i in range(20))
+    assert len(decompose(text, max_needs=3).needs) == 3
+    assert len(split_steps(text, max_steps=20)) == 20
+    assert len(split_steps(text, max_steps=1)) == 1
+    assert "message 19" in split_steps(text, max_steps=1)[0]
+
+
+# ------------------------------------------------------------------------- arguments
+
+ARGUMENT_CASES = [
+    ("Translate \"good morning\" to Spanish", {"quoted_text": "good morning", "target_language": "Spanish"}),
+    ("Run 5 km and log it", {"distance": "5 km"}),
+    ("Send $250 to my landlord", {"amount": "$250"}),
+    ("Convert 100 EUR to yen", {"amount": "100 EUR", "currency": "yen"}),
+    ("Book it for tomorrow", {"date": "tomorrow"}),
+    ("Book it for next Tuesday", {"date": "next Tuesday"}),
+    ("The meeting is on 10th Oct 2023", {"date": "10th Oct 2023"}),
+    ("Due on 2024-03-15", {"date": "2024-03-15"}),
+    ("Call me at 3pm", {"time": "3pm"}),
+    ("Wake me at 07:30", {"time": "07:30"}),
+    ("Email alice.smith@example.com", {"email_address": "alice.smith@example.com"}),
+    ("Open https://example.org/page?x=1", {"url": "https://example.org/page?x=1"}),
+    ("Summarize quarterly_report.pdf", {"file_name": "quarterly_report.pdf"}),
+    ("Where is order #12345?", {"order_id": "12345", "identifier": "#12345"}),
+    ("Redeem code XK42-PQ9", {"code": "XK42-PQ9"}),
+    ("Find hotels in San Francisco", {"location": "San Francisco"}),
+    ("Show flights from Boston", {"origin": "Boston"}),
+    ("Schedule a call with Maria Lopez", {"person_name": "Maria Lopez"}),
+    ("Set the oven to 180 degrees", {"temperature": "180 degrees"}),
+    ("It weighs 12 kg", {"weight": "12 kg"}),
+    ("Wait 45 minutes", {"duration": "45 minutes"}),
+    ("Interest of 6% yearly", {"percentage": "6%"}),
+    ("Is 144 a perfect square?", {"number": "144"}),
+    ("Call +1 415 555 0100", {"phone_number": "+1 415 555 0100"}),
+]
+
+
+@pytest.mark.parametrize("text, roles", ARGUMENT_CASES)
+def test_argument_roles(text, roles):
+    q = decompose(text)
+    for role, value in roles.items():
+        assert role in q.arguments, (role, q.arguments)
+    for desc in q.arguments.values():
+        for value in roles.values():
+            assert value.lower() not in desc.lower(), (value, desc)
+
+
+def test_roles_snake_case_and_deduplicated():
+    args = extract_arguments("Meet on Monday or Tuesday, 2024-01-02, at 3pm or 4pm in Paris or in Rome")
+    assert list(args).count("date") == 1
+    for role in args:
+        assert role == role.lower() and " " not in role
+    assert "salt" not in " ".join(extract_arguments("I need salt and pepper"))
+
+
+def test_no_value_leaks_anywhere():
+    secrets = ["bob@corp.io", "Zanzibar", "#99881", "AB12CD", "2031-07-04", "secret.docx", "$4,200"]
+    text = ("Email bob@corp.io about my trip to Zanzibar on 2031-07-04, order #99881, code AB12CD, "
+            "attach secret.docx and pay $4,200")
+    args = decompose(text).arguments
+    assert len(args) >= 6
+    blob = " ".join(args.values()) + " ".join(args)
+    for s in secrets:
+        assert s.lower() not in blob.lower()
+
+
+# ----------------------------------------------------------------- contract, speed
+
+
+def test_deterministic():
+    text = "Book a flight to Rome for next Friday and then email the itinerary to x@y.com"
+    assert all(decompose(text) == decompose(text) for _ in range(5))
+
+
+def test_empty_raises():
+    for text in ("", "   ", "\n\t"):
+        with pytest.raises(QueryError):
+            decompose(text)
+    with pytest.raises(QueryError):
+        decompose(None)  # type: ignore[arg-type]
+
+
+def test_no_pathological_slowness():
+    # Typically ~0.2 ms per query; the bound is loose on purpose (a shared CI machine),
+    # it only catches catastrophic regex backtracking, which costs seconds.
+    text = "Can you book a table for 4 at 7pm tomorrow in Berlin and then send the confirmation to a@b.de?"
+    decompose(text)
+    t0 = time.perf_counter()
+    for _ in range(200):
+        decompose(text)
+    assert (time.perf_counter() - t0) / 200 < 0.05
+
+
+@pytest.mark.parametrize("text", [
+    "a" * 1_000_000, "a@" * 500_000, "1. x\n" * 200_000, " and " * 200_000, "\"" * 1_000_000,
+    "Aa1-" * 250_000, ". A" * 300_000, "1" * 1_000_000, "in A " * 200_000, "$1," * 300_000,
+])
+def test_huge_inputs_bounded(text):
+    t0 = time.perf_counter()
+    q = decompose(text)
+    assert time.perf_counter() - t0 < 5
+    assert isinstance(q, Query) and len(q.text) <= MAX_TEXT_CHARS
+
+
+_ALPHABET = st.sampled_from(list("ab AZ09.,;:!?'\"-#@$%/\n\t()*•“”é中🙂") + [
+    " and ", " then ", "1. ", "Book ", " in Paris", " to John Smith", "@x.com", "http://", ".pdf", "3pm",
+    " next ", "tomorrow", "\u200b", "\x00"])
+
+
+@settings(max_examples=1500, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=300), st.lists(_ALPHABET, max_size=200).map("".join)))
+def test_fuzz_only_query_or_queryerror(text):
+    try:
+        q = decompose(text)
+    except QueryError:
+        assert not text.strip()
+        return
+    assert isinstance(q, Query) and q.needs
+    for role, desc in q.arguments.items():
+        assert role and desc
+
+
+@settings(max_examples=30, deadline=5000, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.data_too_large])
+@given(st.text(min_size=1, max_size=50), st.integers(min_value=1000, max_value=40_000))
+def test_fuzz_huge(chunk, times):
+    try:
+        decompose(chunk * times)
+    except QueryError:
+        assert not chunk.strip()
+
+
+# ------------------------------------------------------------------------ task search
+
+
+@pytest.fixture(scope="module")
+def index():
+    from toolsift.toolindex import ToolIndex
+
+    tools = [
+        Tool(id="flight", name="book_flight", description="Book a flight ticket to a destination city",
+             parameters=(Parameter("destination", description="destination city"),)),
+        Tool(id="hotel", name="reserve_hotel", description="Reserve a hotel room in a city",
+             parameters=(Parameter("city", description="city name"),)),
+        Tool(id="mail", name="send_email", description="Send an email message to a recipient",
+             parameters=(Parameter("to", description="recipient email address"),)),
+        Tool(id="weather", name="weather", description="Get the weather forecast for a city"),
+    ]
+    return ToolIndex.build(tools)
+
+
+def test_search_task_decomposed(index):
+    res = search_task(index, "Book a flight to Paris and then reserve a hotel. Finally send an email to me.", k=2)
+    assert len(res.steps) == 3
+    assert [s.hits[0].id for s in res.steps] == ["flight", "hotel", "mail"]
+    ids = [h.id for h in res.merged]
+    assert len(ids) == len(set(ids)) and {"flight", "hotel", "mail"} <= set(ids)
+    assert [h.rank for h in res.merged] == list(range(1, len(ids) + 1))
+    scores = [h.score for h in res.merged]
+    assert scores == sorted(scores, reverse=True)
+    assert res.best_step["hotel"] == 1
+
+
+def test_search_task_given_steps(index):
+    res = search_task(index, "plan my trip", steps=["weather forecast for Rome", "book a flight ticket"], k=3)
+    assert [s.step for s in res.steps] == ["weather forecast for Rome", "book a flight ticket"]
+    assert res.steps[0].hits[0].id == "weather" and res.steps[1].hits[0].id == "flight"
+    for tid, si in res.best_step.items():
+        best = max(h.score for s in res.steps for h in s.hits if h.id == tid)
+        assert next(h.score for h in res.steps[si].hits if h.id == tid) == best
+
+
+def test_search_task_merge_ties_first_step():
+    # Exact score ties are hard to produce with a real index; this pins the merge rule
+    # with a minimal object that has the one method search_task uses.
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Hit:
+        id: str
+        score: float
+        rank: int
+
+    class FixedResults:
+        def search_batch(self, queries, *, k=5):
+            return [[Hit("a", 1.0, 1)], [Hit("b", 1.0, 1), Hit("a", 0.5, 2)]]
+
+    res = search_task(FixedResults(), "x", steps=["s1", "s2"])
+    assert [h.id for h in res.merged] == ["a", "b"] and res.merged[0].score == 1.0
+
+
+@pytest.mark.parametrize("steps", ["one string", [], [""], ["ok", 3]])
+def test_search_task_bad_steps(index, steps):
+    with pytest.raises(QueryError):
+        search_task(index, "task", steps=steps)
+
+
+def test_search_task_bad_task(index):
+    with pytest.raises(QueryError):
+        search_task(index, "  ")

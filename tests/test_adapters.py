@@ -419,7 +419,8 @@ def test_detect_format_edge_cases() -> None:
         detect_format({"servers": []})
     with pytest.raises(CatalogFormatError):
         detect_format("tools")
-    assert set(FORMATS) == {"native", "openai", "anthropic", "mcp", "toolret", "mftr-augmented"}
+    assert set(FORMATS) == {"native", "openai", "anthropic", "mcp", "toolret", "mftr-augmented",
+                            "openapi", "gemini", "langchain"}
 
 
 def test_malformed_json_names_file_line_and_column(tmp_path: Path) -> None:

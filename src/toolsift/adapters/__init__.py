@@ -36,11 +36,27 @@ from .benchmark import (
     mftr_augmented_tool,
     toolret_tool,
 )
+from .gemini import from_gemini, gemini_tool
+from .langchain import from_langchain, langchain_tool
+from .live_mcp import from_mcp_server, load_mcp_server
 from .mcp import from_mcp, mcp_tool
 from .native import NATIVE_FORMAT, from_native, native_tool
 from .openai import from_openai, openai_tool
+from .openapi import from_openapi, load_openapi, read_openapi
+from .python import from_callable, from_module
 
 __all__ = [
+    "from_openapi",
+    "load_openapi",
+    "read_openapi",
+    "from_gemini",
+    "gemini_tool",
+    "from_langchain",
+    "langchain_tool",
+    "from_callable",
+    "from_module",
+    "from_mcp_server",
+    "load_mcp_server",
     "FORMATS",
     "load_catalog",
     "detect_format",
@@ -63,6 +79,9 @@ __all__ = [
 ]
 
 _READERS: dict[str, Callable[[Any], list[Tool]]] = {
+    "openapi": from_openapi,
+    "gemini": from_gemini,
+    "langchain": from_langchain,
     "native": from_native,
     "openai": from_openai,
     "anthropic": from_anthropic,
@@ -115,6 +134,10 @@ def detect_format(payload: Any) -> str:
     """
     entries: Any = payload
     if isinstance(payload, Mapping):
+        if "openapi" in payload or "swagger" in payload:
+            return "openapi"
+        if "functionDeclarations" in payload or "function_declarations" in payload:
+            return "gemini"
         if payload.get("format") == NATIVE_FORMAT:
             return "native"
         if "jsonrpc" in payload or "nextCursor" in payload:
@@ -179,7 +202,8 @@ def load_catalog(
     label = ""
     if isinstance(source, (str, os.PathLike)):
         label = os.fspath(source)
-        payload = read_json(source)
+        yaml_file = label.lower().endswith((".yaml", ".yml"))
+        payload = read_openapi(source) if (format == "openapi" or yaml_file) else read_json(source)
         name = name or Path(label).name
     elif isinstance(source, (list, Mapping)):
         payload = source

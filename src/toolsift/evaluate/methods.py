@@ -15,6 +15,8 @@
                    field, no arguments, no LLM anywhere; weights trained as ``mftr``
 ``mftr-rules``     ``mftr`` with the LLM rewrites replaced by :func:`toolsift.decompose.decompose`
                    (rule-based needs and argument roles, no LLM)
+``mftr-llm``       ``mftr`` with queries rewritten by :mod:`toolsift.llm` (needs an
+                   OpenAI-compatible server in ``TOOLSIFT_LLM_BASE_URL``)
 =================  =====================================================================
 
 Documents: ``docs="authors"`` uses the authors' LLM-standardized tools (APIBank only);
@@ -49,7 +51,7 @@ from .metrics import evaluate
 __all__ = ["METHODS", "MethodUnavailable", "MethodOutput", "run_method", "fold_examples", "examples_from",
            "mine_negatives", "MFTR_GRID", "RETRIEVER_PRESETS", "train_index"]
 
-METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free", "mftr-rules")
+METHODS = ("fulldoc", "reproduce", "mftr", "mftr-nopenalty", "mftr-mean", "llm-free", "mftr-rules", "mftr-llm")
 
 #: Index setups the ``mftr`` method selects from by inner cross-validation: the three
 #: field score scales, with English stemming.
@@ -367,6 +369,22 @@ def _mftr_rules(ds: MftrDataset, **kw) -> MethodOutput:
     return _mftr(ds, **{**kw, "queries": "rules"})
 
 
+def _mftr_llm(ds: MftrDataset, *, progress: bool = False, **kw) -> MethodOutput:
+    """MFTR with queries rewritten by toolsift's LLM client instead of the authors' rewrites."""
+    from ..llm import LLMClient, LLMUnavailable, rewrite_dataset, with_rewrites
+
+    try:
+        client = LLMClient()
+    except LLMUnavailable as exc:
+        raise MethodUnavailable(str(exc)) from None
+    t0 = time.perf_counter()
+    queries, report = rewrite_dataset(ds, client, progress=progress)
+    out = _mftr(with_rewrites(ds, queries), progress=progress, **kw)
+    out.seconds = time.perf_counter() - t0  # the rewrites are part of the method's cost
+    out.notes.append({"llm_rewrite": report.to_dict()})
+    return out
+
+
 def _nopenalty(ds: MftrDataset, **kw) -> MethodOutput:
     return _mftr(ds, **{**kw, "penalty": False})
 
@@ -379,6 +397,7 @@ _RUNNERS: dict[str, Callable[..., MethodOutput]] = {
     "mftr-mean": _mftr_mean,
     "llm-free": _llm_free,
     "mftr-rules": _mftr_rules,
+    "mftr-llm": _mftr_llm,
 }
 
 

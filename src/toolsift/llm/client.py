@@ -1,0 +1,458 @@
+"""A small client for any OpenAI-compatible chat endpoint that must answer in JSON.
+
+Stdlib only (``urllib``): the client is a few POSTs, and the package should not pin an
+HTTP library for it. Sync calls run directly; the async variant runs the same code in a
+worker thread, so both share one concurrency limit, one cache and one usage counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolsiftError
+from .cache import JsonCache, cache_key
+
+__all__ = ["LLMClient", "LLMError", "LLMUnavailable", "Report", "Usage", "extract_json", "run_concurrently"]
+
+logger = logging.getLogger(__name__)
+
+ENV_BASE_URL = "TOOLSIFT_LLM_BASE_URL"
+ENV_MODEL = "TOOLSIFT_LLM_MODEL"
+ENV_API_KEY = "TOOLSIFT_LLM_API_KEY"
+ENV_CACHE_DIR = "TOOLSIFT_LLM_CACHE_DIR"
+
+# Longest wait honoured from a Retry-After header; a server asking for minutes is better
+# treated as a failure (and a fallback) than as a hung batch.
+_MAX_RETRY_AFTER = 60.0
+_MAX_BACKOFF = 20.0
+
+_REFUSAL = re.compile(
+    r"\b(i'?m sorry|i am sorry|i can(?:no|')t|i cannot|i'?m (?:not )?able|unable to (?:help|assist|comply)"
+    r"|as an ai|i won'?t)\b",
+    re.IGNORECASE,
+)
+
+
+class LLMError(ToolsiftError):
+    """An LLM call failed for good (after retries where retrying makes sense).
+
+    Attributes:
+        kind: ``"timeout"``, ``"connection"``, ``"rate_limit"``, ``"http"`` (other
+            status), ``"malformed"`` (no JSON object in the reply), ``"refusal"`` or
+            ``"invalid"`` (JSON of the wrong shape, raised by the callers' validators).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(f"LLM {kind}: {message}")
+
+
+class LLMUnavailable(LLMError):
+    """No endpoint is configured (no base URL given and TOOLSIFT_LLM_BASE_URL unset)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unavailable", message)
+
+
+@dataclass
+class Usage:
+    """Running totals of one client (thread-safe updates through :meth:`LLMClient`).
+
+    Attributes:
+        calls: Requests answered by the server with a usable HTTP 200 (not cache hits).
+        cache_hits: Requests answered from the disk cache.
+        prompt_tokens: Sum of ``usage.prompt_tokens`` reported by the server.
+        completion_tokens: Sum of ``usage.completion_tokens``.
+        retries: Attempts repeated after a timeout, 429 or 5xx.
+        failures: Failed requests by :attr:`LLMError.kind`.
+    """
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    failures: Counter = field(default_factory=Counter)
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def copy(self) -> Usage:
+        """A snapshot."""
+        return Usage(self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
+                     self.retries, Counter(self.failures))
+
+
+@dataclass
+class Report:
+    """What one LLM batch (standardization or rewriting) did and cost.
+
+    Attributes:
+        items: Tools or queries processed.
+        llm_ok: Items whose LLM output was valid and used.
+        fallbacks: Items that fell back to the non-LLM path.
+        failures: Fallbacks by kind (an :class:`LLMError` kind, ``"invalid"`` or
+            ``"leaked_value"``).
+        field_fallbacks: Single fields filled by rules (standardization only).
+        calls, cache_hits, prompt_tokens, completion_tokens, retries: Client usage
+            during the batch.
+        seconds: Wall time.
+        cost: Estimated cost, when a price per 1k tokens was given, else ``None``.
+    """
+
+    items: int = 0
+    llm_ok: int = 0
+    fallbacks: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+    field_fallbacks: dict[str, int] = field(default_factory=dict)
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+    cost: float | None = None
+
+    @classmethod
+    def from_usage(cls, before: Usage, after: Usage, *, items: int, failures: Counter,
+                   field_fallbacks: Counter | None = None, seconds: float = 0.0,
+                   price_per_1k: float | tuple[float, float] | None = None) -> Report:
+        """Build from two :class:`Usage` snapshots taken around a batch.
+
+        Args:
+            price_per_1k: One price for all tokens, or ``(prompt, completion)`` prices.
+        """
+        pt = after.prompt_tokens - before.prompt_tokens
+        ct = after.completion_tokens - before.completion_tokens
+        cost = None
+        if price_per_1k is not None:
+            p_in, p_out = (price_per_1k, price_per_1k) if isinstance(price_per_1k, (int, float)) \
+                else price_per_1k
+            cost = (pt * p_in + ct * p_out) / 1000.0
+        n_fail = sum(failures.values())
+        return cls(items=items, llm_ok=items - n_fail, fallbacks=n_fail, failures=dict(failures),
+                   field_fallbacks=dict(field_fallbacks or {}),
+                   calls=after.calls - before.calls, cache_hits=after.cache_hits - before.cache_hits,
+                   prompt_tokens=pt, completion_tokens=ct, retries=after.retries - before.retries,
+                   seconds=seconds, cost=cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return dict(self.__dict__)
+
+    def summary(self) -> str:
+        """One line for a CLI: items, fallbacks by kind, calls, cache hits, tokens, cost."""
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())) or "none"
+        cost = f", ~${self.cost:.4f}" if self.cost is not None else ""
+        return (f"{self.items} items: {self.llm_ok} by LLM, {self.fallbacks} fallbacks ({fails}); "
+                f"{self.calls} calls, {self.cache_hits} cache hits, {self.retries} retries; "
+                f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{cost}; "
+                f"{self.seconds:.1f} s")
+
+
+def extract_json(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text`` (code fences and chatter around it are ignored).
+
+    Raises:
+        LLMError: ``kind="refusal"`` when the text reads like a refusal and holds no
+            object, ``kind="malformed"`` otherwise.
+    """
+    if not isinstance(text, str):
+        raise LLMError("malformed", f"reply content is {type(text).__name__}, not text")
+    decoder = json.JSONDecoder()
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, _ = decoder.raw_decode(text, pos)
+        except ValueError:
+            pos = text.find("{", pos + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        pos = text.find("{", pos + 1)
+    snippet = " ".join(text.split())[:120]
+    if _REFUSAL.search(text):
+        raise LLMError("refusal", f"the model declined: {snippet!r}")
+    raise LLMError("malformed", f"no JSON object in the reply: {snippet!r}")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _Transient(Exception):
+    """A failure worth retrying (timeout, connection error, 429, 5xx)."""
+
+    def __init__(self, kind: str, message: str, wait: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.wait = wait
+
+
+class LLMClient:
+    """JSON completions from an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Settings not passed come from the environment: ``TOOLSIFT_LLM_BASE_URL``,
+    ``TOOLSIFT_LLM_MODEL``, ``TOOLSIFT_LLM_API_KEY`` and ``TOOLSIFT_LLM_CACHE_DIR``.
+
+    Args:
+        base_url: Server root, with or without a trailing ``/v1``.
+        model: Model name sent in each request (default ``"default"``; single-model
+            local servers ignore it).
+        api_key: Sent as ``Authorization: Bearer``; omitted when empty.
+        timeout: Seconds per HTTP attempt.
+        max_retries: Extra attempts after a timeout, connection error, 429 or 5xx.
+            Other 4xx errors, malformed JSON and refusals are not retried: at a fixed
+            prompt they would fail again.
+        concurrency: Most requests in flight at once, over all threads and tasks.
+        cache_dir: Disk cache folder; ``None`` means ``TOOLSIFT_LLM_CACHE_DIR`` or
+            ``~/.cache/toolsift/llm``; ``False`` disables caching.
+        temperature: Sampling temperature (part of the cache key).
+        max_tokens: Completion limit per request (part of the cache key).
+        backoff: First retry delay in seconds; doubled per attempt, plus jitter.
+
+    Raises:
+        LLMUnavailable: No base URL given or configured.
+    """
+
+    def __init__(self, base_url: str | None = None, model: str | None = None,
+                 api_key: str | None = None, *, timeout: float = 30, max_retries: int = 3,
+                 concurrency: int = 4, cache_dir: str | os.PathLike[str] | bool | None = None,
+                 temperature: float = 0.0, max_tokens: int = 1024, backoff: float = 0.5) -> None:
+        base = base_url or os.environ.get(ENV_BASE_URL, "")
+        if not base.strip():
+            raise LLMUnavailable(f"no LLM endpoint: pass base_url or set {ENV_BASE_URL}")
+        base = base.strip().rstrip("/")
+        base = base.removesuffix("/v1")
+        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise ValueError("concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+        self.base_url = base
+        self.model = model or os.environ.get(ENV_MODEL) or "default"
+        self.api_key = api_key if api_key is not None else os.environ.get(ENV_API_KEY, "")
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.concurrency = int(concurrency)
+        self.temperature = float(temperature)
+        self.max_tokens = int(max_tokens)
+        self.backoff = float(backoff)
+        if cache_dir is False:
+            self.cache: JsonCache | None = None
+        else:
+            root = cache_dir if cache_dir not in (None, True) else (
+                os.environ.get(ENV_CACHE_DIR) or Path.home() / ".cache" / "toolsift" / "llm")
+            self.cache = JsonCache(root)  # type: ignore[arg-type]
+        self.usage = Usage()
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        # Flipped off the first time the server rejects response_format, so later calls
+        # do not pay for the rejected attempt again.
+        self._json_mode = True
+
+    def __repr__(self) -> str:
+        return f"LLMClient(base_url={self.base_url!r}, model={self.model!r})"
+
+    # --------------------------------------------------------------- public
+
+    def complete_json(self, messages: Sequence[Mapping[str, str]], *,
+                      schema_hint: str | None = None) -> dict[str, Any]:
+        """Send ``messages`` and return the first JSON object of the reply.
+
+        Args:
+            messages: Chat messages ``[{"role": ..., "content": ...}, ...]``.
+            schema_hint: Text describing the expected object; appended to the last
+                system message (or sent as one) so servers without JSON mode still
+                know the shape.
+
+        Returns:
+            The parsed object (from the cache when the same request was answered before).
+
+        Raises:
+            LLMError: After retries, or at once for malformed output, refusals and
+                non-retryable HTTP errors. The failure is counted in :attr:`usage`.
+        """
+        msgs = _with_hint(messages, schema_hint)
+        key = cache_key({"model": self.model, "messages": msgs, "temperature": self.temperature,
+                         "max_tokens": self.max_tokens})
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if isinstance(hit, dict):
+                with self._lock:
+                    self.usage.cache_hits += 1
+                return hit
+        try:
+            content = self._request_with_retries(msgs)
+            value = extract_json(content)
+        except LLMError as exc:
+            with self._lock:
+                self.usage.failures[exc.kind] += 1
+            raise
+        # Only usable answers are cached: a transient or malformed reply must not stick.
+        if self.cache is not None:
+            self.cache.put(key, value)
+        return value
+
+    async def acomplete_json(self, messages: Sequence[Mapping[str, str]], *,
+                             schema_hint: str | None = None) -> dict[str, Any]:
+        """Async :meth:`complete_json` (same limit, cache and usage)."""
+        return await asyncio.to_thread(self.complete_json, messages, schema_hint=schema_hint)
+
+    # -------------------------------------------------------------- transport
+
+    def _request_with_retries(self, msgs: list[dict[str, str]]) -> str:
+        attempt = 0
+        while True:
+            try:
+                return self._request(msgs)
+            except _Transient as exc:
+                if attempt >= self.max_retries:
+                    raise LLMError(exc.kind, f"{exc} (after {attempt + 1} attempts)") from None
+                delay = exc.wait if exc.wait is not None else min(
+                    _MAX_BACKOFF, self.backoff * 2 ** attempt)
+                # Jitter spreads out clients that failed together so they do not retry
+                # together; added on top, so a server's Retry-After is never undercut.
+                delay = min(delay, _MAX_RETRY_AFTER) + random.uniform(0, self.backoff / 2)
+                logger.info("LLM %s, retry %d/%d in %.2f s", exc.kind, attempt + 1,
+                            self.max_retries, delay)
+                with self._lock:
+                    self.usage.retries += 1
+                time.sleep(delay)
+                attempt += 1
+
+    def _request(self, msgs: list[dict[str, str]]) -> str:
+        body: dict[str, Any] = {"model": self.model, "messages": msgs,
+                                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        json_mode = self._json_mode
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        with self._slots:
+            try:
+                data = self._post(body)
+            except urllib.error.HTTPError as exc:
+                if json_mode and exc.code in (400, 422):
+                    # Some servers reject response_format; the prompt asks for JSON anyway.
+                    logger.info("server rejected response_format (HTTP %d); retrying without", exc.code)
+                    self._json_mode = False
+                    del body["response_format"]
+                    try:
+                        data = self._post(body)
+                    except urllib.error.HTTPError as exc2:
+                        raise _classify_http(exc2) from None
+                else:
+                    raise _classify_http(exc) from None
+        try:
+            choice = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise LLMError("malformed", "response has no choices[0].message") from None
+        usage = data.get("usage") or {}
+        with self._lock:
+            self.usage.calls += 1
+            self.usage.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
+        if choice.get("refusal"):
+            raise LLMError("refusal", str(choice["refusal"])[:200])
+        return choice.get("content") or ""
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(f"{self.base_url}/v1/chat/completions",
+                                     data=json.dumps(body).encode("utf-8"), headers=headers,
+                                     method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError:
+            raise
+        except TimeoutError as exc:
+            raise _Transient("timeout", f"no answer within {self.timeout:g} s") from exc
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                raise _Transient("timeout", f"no answer within {self.timeout:g} s") from exc
+            raise _Transient("connection", f"{self.base_url}: {exc.reason}") from exc
+        except (ConnectionError, OSError) as exc:
+            raise _Transient("connection", f"{self.base_url}: {exc}") from exc
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise LLMError("malformed", "the server's response body is not JSON") from None
+        if not isinstance(data, dict):
+            raise LLMError("malformed", "the server's response body is not a JSON object")
+        return data
+
+
+def _classify_http(exc: urllib.error.HTTPError) -> Exception:
+    try:
+        detail = exc.read().decode("utf-8", "replace")[:200]
+    except Exception:  # noqa: BLE001 - the body is only for the message
+        detail = ""
+    if exc.code == 429:
+        return _Transient("rate_limit", f"HTTP 429 {detail}",
+                          _retry_after(exc.headers.get("Retry-After") if exc.headers else None))
+    if exc.code >= 500:
+        return _Transient("http", f"HTTP {exc.code} {detail}",
+                          _retry_after(exc.headers.get("Retry-After") if exc.headers else None))
+    return LLMError("http", f"HTTP {exc.code} {detail}")
+
+
+def _with_hint(messages: Sequence[Mapping[str, str]], hint: str | None) -> list[dict[str, str]]:
+    msgs = [dict(m) for m in messages]
+    if not hint:
+        return msgs
+    text = f"Reply with one JSON object only, of this shape:\n{hint}"
+    for m in reversed(msgs):
+        if m.get("role") == "system":
+            m["content"] = f"{m.get('content', '')}\n\n{text}"
+            return msgs
+    return [{"role": "system", "content": text}, *msgs]
+
+
+def run_concurrently(fn, items: Sequence[Any], *, workers: int, progress: bool = False,
+                     desc: str = "LLM") -> list[Any]:
+    """``[fn(x) for x in items]`` on ``workers`` threads, results in input order.
+
+    ``fn`` must not raise (callers turn failures into fallbacks); the client's semaphore
+    still bounds requests in flight, the pool only keeps that many threads busy.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    out: list[Any] = [None] * len(items)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
+        done = as_completed(futures)
+        if progress and items:
+            from tqdm.auto import tqdm
+
+            done = tqdm(done, total=len(items), desc=desc, leave=False)
+        for fut in done:
+            out[futures[fut]] = fut.result()
+    return out

@@ -1,0 +1,180 @@
+"""LLM query rewriting into tool needs and abstract argument roles, with a fallback.
+
+The prompt carries BM25 pseudo-relevance feedback from a :class:`ToolIndex` search of
+the raw query: the top-20 standardized descriptions and the top-3 full documents. A
+rewrite that fails validation becomes :meth:`Query.from_text` (the raw query on every
+field, uniform weights, no arguments and hence no penalty).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import SchemaError
+from ..schema import Query
+from .client import LLMClient, LLMError, Report, run_concurrently
+from .prompts import REWRITE_SHAPE, rewrite_messages, tool_document
+
+__all__ = [
+    "MIN_LEAK_CHARS",
+    "parse_rewrite",
+    "rewrite_dataset",
+    "rewrite_records",
+    "rewrite_with_llm",
+    "with_rewrites",
+]
+
+logger = logging.getLogger(__name__)
+
+#: An argument description that is, as a whole, a substring of the raw query at least
+#: this long is taken for a copied concrete value ("Olivia Davis", "2023-10-10").
+MIN_LEAK_CHARS = 4
+_MAX_NEEDS = 8
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def parse_rewrite(data: Any, text: str) -> Query:
+    """Validate an LLM rewrite of the raw query ``text``.
+
+    Rules: ``tool_needs`` is a non-empty list (at most 8) of objects whose three fields
+    are strings, at least one non-empty; ``extracted_arguments`` is an object of
+    string -> non-empty string (or absent). An argument description that, whitespace-
+    and case-normalised, is a substring of ``text`` of length >= :data:`MIN_LEAK_CHARS`
+    is a leaked concrete value and rejects the whole rewrite: once a model copies
+    values, its roles cannot be trusted either.
+
+    Raises:
+        LLMError: ``kind="invalid"`` or ``kind="leaked_value"``.
+    """
+    if not isinstance(data, Mapping):
+        raise LLMError("invalid", "the rewrite is not an object")
+    needs = data.get("tool_needs")
+    if isinstance(needs, Mapping):  # a single need not wrapped in a list
+        needs = [needs]
+    if not isinstance(needs, list) or not needs:
+        raise LLMError("invalid", "tool_needs is missing or empty")
+    if len(needs) > _MAX_NEEDS:
+        raise LLMError("invalid", f"{len(needs)} tool needs; at most {_MAX_NEEDS}")
+    for i, n in enumerate(needs):
+        if not isinstance(n, Mapping):
+            raise LLMError("invalid", f"tool_needs[{i}] is not an object")
+        for key in ("user_intent", "tool_description", "expected_response"):
+            if n.get(key) is not None and not isinstance(n.get(key), str):
+                raise LLMError("invalid", f"tool_needs[{i}].{key} is not a string")
+        if not any(isinstance(n.get(k), str) and n.get(k).strip()
+                   for k in ("user_intent", "tool_description")):
+            raise LLMError("invalid", f"tool_needs[{i}] has neither user_intent nor tool_description")
+    args = data.get("extracted_arguments") or {}
+    if not isinstance(args, Mapping):
+        raise LLMError("invalid", "extracted_arguments is not an object")
+    clean: dict[str, str] = {}
+    query = _norm(text)
+    for name, desc in args.items():
+        if not isinstance(name, str) or not name.strip():
+            raise LLMError("invalid", f"argument name {name!r} is not a non-empty string")
+        if not isinstance(desc, str) or not desc.strip():
+            raise LLMError("invalid", f"argument {name!r} has no description")
+        d = _norm(desc)
+        if len(d) >= MIN_LEAK_CHARS and d in query:
+            raise LLMError("leaked_value", f"argument {name!r} = {desc!r} copies the query")
+        clean[name.strip()] = " ".join(desc.split())
+    try:
+        return Query.from_dict({"tool_needs": needs, "extracted_arguments": clean, "text": text})
+    except SchemaError as exc:
+        raise LLMError("invalid", str(exc)) from None
+
+
+def _text_of(q: Any) -> str:
+    return q if isinstance(q, str) else q.text
+
+
+def rewrite_with_llm(queries: Sequence[Any], index, client: LLMClient, *, descriptions: int = 20,
+                     docs: int = 3, progress: bool = True,
+                     price_per_1k: float | tuple[float, float] | None = None) -> tuple[list[Query], Report]:
+    """Rewrite raw queries into structured :class:`Query` objects with the LLM.
+
+    Args:
+        queries: Raw texts, or objects with a ``text`` attribute (benchmark queries).
+        index: A :class:`~toolsift.toolindex.ToolIndex` over the standardized
+            catalogue, searched with each raw query for the feedback.
+        client: The LLM client.
+        descriptions: How many top tool descriptions go into the prompt.
+        docs: How many top full tool documents go into the prompt.
+        progress: Show a progress bar.
+        price_per_1k: Price per 1k tokens (or ``(prompt, completion)``) for the report.
+
+    Returns:
+        One query per input, in order (fallbacks are ``Query.from_text``), and a
+        :class:`Report`. Every fallback is logged at WARNING and counted by kind.
+    """
+    t0 = time.perf_counter()
+    before = client.usage.copy()
+    texts = [_text_of(q) for q in queries]
+    depth = max(descriptions, docs, 1)
+    hits = index.search_batch([Query.from_text(t) for t in texts], k=depth) if texts else []
+
+    def one(i: int) -> tuple[Query, str | None]:
+        text = texts[i]
+        top = hits[i]
+        msgs = rewrite_messages(text, [h.tool.description or h.tool.name for h in top[:descriptions]],
+                                [tool_document(h.tool) for h in top[:docs]])
+        try:
+            return parse_rewrite(client.complete_json(msgs, schema_hint=REWRITE_SHAPE), text), None
+        except LLMError as exc:
+            logger.warning("rewrite %r: %s; using the raw query", text[:60], exc)
+            return Query.from_text(text), exc.kind
+
+    results = run_concurrently(one, list(range(len(texts))), workers=client.concurrency,
+                               progress=progress, desc="rewrite")
+    failures: Counter[str] = Counter(kind for _, kind in results if kind)
+    report = Report.from_usage(before, client.usage.copy(), items=len(texts), failures=failures,
+                               seconds=time.perf_counter() - t0, price_per_1k=price_per_1k)
+    return [q for q, _ in results], report
+
+
+def rewrite_dataset(ds, client: LLMClient, *, progress: bool = True,
+                    price_per_1k: float | tuple[float, float] | None = None) -> tuple[list[Query], Report]:
+    """Rewrite every query of an :class:`~toolsift.evaluate.MftrDataset` with the LLM.
+
+    The feedback index is built over the authors' standardized tools when the data set
+    has them (apibank), else over the rule-standardized raw tools, without example
+    intents: feedback must not see any fold's labels.
+
+    Returns:
+        The rewrites in ``ds.queries`` order, and the :class:`Report`.
+    """
+    from ..standardize import standardize_catalog
+    from ..toolindex import ToolIndex
+
+    catalog = ds.standardized_tools or standardize_catalog(ds.raw_tools, examples=None)
+    index = ToolIndex.build(catalog)
+    return rewrite_with_llm([q.text for q in ds.queries], index, client, progress=progress,
+                            price_per_1k=price_per_1k)
+
+
+def with_rewrites(ds, queries: Sequence[Query]):
+    """A copy of ``ds`` whose queries' ``rewritten`` are ``queries`` (same order)."""
+    from dataclasses import replace
+
+    if len(queries) != len(ds.queries):
+        raise ValueError(f"{len(queries)} rewrites for {len(ds.queries)} queries")
+    return replace(ds, queries=tuple(replace(q, rewritten=r) for q, r in zip(ds.queries, queries)))
+
+
+def rewrite_records(ds, queries: Sequence[Query]) -> list[dict[str, Any]]:
+    """MFTR fold-file records (``id``, ``query``, ``labels``, ``rewritten_query``), so
+    :func:`toolsift.adapters.load_queries` reads the output back."""
+    return [{"id": q.id, "query": q.text, "labels": [{"id": t, "relevance": 1} for t in q.labels],
+             "rewritten_query": {"tool_needs": [{"user_intent": n.user_intent,
+                                                 "tool_description": n.tool_description,
+                                                 "expected_response": n.expected_response}
+                                                for n in r.needs],
+                                 "extracted_arguments": dict(r.arguments)}}
+            for q, r in zip(ds.queries, queries)]

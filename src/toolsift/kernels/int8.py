@@ -20,13 +20,12 @@ before any kernel runs; the ``*_kernel`` functions trust their arguments.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
 
 import numba
 import numpy as np
 from numba import types as nt
+
+from .launch import launch
 
 __all__ = [
     "SIG_GATHER",
@@ -143,27 +142,6 @@ def gather_kernel(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out):
 # Checked entry points
 # --------------------------------------------------------------------------------------
 
-# Same reason as in mftr: Numba's "workqueue" layer aborts the process when two threads
-# launch parallel kernels at once, which nogil=True allows. Serialise launches until the
-# layer in use is known to be thread-safe.
-_THREADSAFE_LAYERS = frozenset({"tbb", "omp"})
-_launch_lock = threading.Lock()
-_launch_threadsafe = False
-
-
-def _launch(kernel: Callable[..., None], *args: Any) -> None:
-    global _launch_threadsafe
-    if _launch_threadsafe:
-        kernel(*args)
-        return
-    with _launch_lock:
-        kernel(*args)
-        try:
-            _launch_threadsafe = numba.threading_layer() in _THREADSAFE_LAYERS
-        except ValueError:  # no parallel launch yet, e.g. under NUMBA_DISABLE_JIT
-            pass
-
-
 def _codes_array(name: str, a: object) -> np.ndarray:
     arr = np.asarray(a)
     if arr.ndim != 2:
@@ -228,7 +206,7 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.empty(arr.shape, dtype=np.int8)
     scales = np.empty(arr.shape[0], dtype=np.float32)
     if arr.shape[0]:
-        _launch(quantize_kernel, arr, codes, scales)
+        launch(quantize_kernel, arr, codes, scales)
     return codes, scales
 
 
@@ -257,7 +235,7 @@ def scan(
         if qc.shape[1] == 0:
             out.fill(0.0)
         else:
-            _launch(scan_kernel, qc, qs, c, s, out)
+            launch(scan_kernel, qc, qs, c, s, out)
     return out
 
 
@@ -315,5 +293,5 @@ def gather(
         raise ValueError(f"cand_ids[{i}]={ids[i]} out of range for {n} rows")
     out = np.zeros(k, dtype=np.float32)
     if k and qc.shape[1]:
-        _launch(gather_kernel, qc, qs, c, s, ptr, ids, out)
+        launch(gather_kernel, qc, qs, c, s, ptr, ids, out)
     return out

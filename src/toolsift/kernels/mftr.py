@@ -19,13 +19,13 @@ With ``NUMBA_DISABLE_JIT=1`` the same functions run as plain Python.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Literal, overload
 
 import numba
 import numpy as np
 from numba import types as nt
 
+from .launch import launch
 from .params import DEFAULT_PARAMS, ScoringParams
 
 __all__ = ["BREAKDOWN_COLUMNS", "SIG_KERNEL", "score_candidates", "score_kernel"]
@@ -164,28 +164,6 @@ def score_kernel(
 # --------------------------------------------------------------------------------------
 # Checked entry point
 # --------------------------------------------------------------------------------------
-
-# Numba's "workqueue" threading layer (the fallback when neither TBB nor OpenMP is
-# available) aborts the process when two threads launch parallel kernels at once, and
-# nogil=True invites exactly that. Launches are serialised until the layer in use is
-# known to be thread-safe; each launch already uses every core, so a queue costs little.
-_THREADSAFE_LAYERS = frozenset({"tbb", "omp"})
-_launch_lock = threading.Lock()
-_launch_threadsafe = False
-
-
-def _launch(args: tuple) -> None:  # type: ignore[type-arg]
-    global _launch_threadsafe
-    if _launch_threadsafe:
-        score_kernel(*args)
-        return
-    with _launch_lock:
-        score_kernel(*args)
-        try:
-            _launch_threadsafe = numba.threading_layer() in _THREADSAFE_LAYERS
-        except ValueError:  # no parallel launch yet, e.g. under NUMBA_DISABLE_JIT
-            pass
-
 
 def _shape_1d(name: str, a: object, kinds: str, what: str) -> np.ndarray:
     arr = np.asarray(a)
@@ -399,7 +377,7 @@ def score_candidates(
     scores = np.empty(nc, dtype=np.float32)
     terms = np.empty((nc if breakdown else 0, 5), dtype=np.float32)
     if nc:
-        _launch((
+        launch(score_kernel, *(
             cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
             need_sims, ap_sims, param_ptr, param_required,
             params.weights_array(), params.bias, params.alpha, params.tau, params.w_req,

@@ -9,8 +9,6 @@ The whole module also runs once more in a subprocess with ``NUMBA_DISABLE_JIT=1`
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +23,8 @@ from toolsift.kernels.int8_reference import (
     quantize_rows_reference,
     scan_reference,
 )
+
+from ._nojit import assert_module_passes_without_jit
 
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
 
@@ -396,18 +396,4 @@ def test_top10_overlap_with_fp32(seed: int) -> None:
 
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")
 def test_module_passes_with_disable_jit() -> None:
-    package_root = Path(k8.__file__).resolve().parents[2]
-    pythonpath = [str(package_root), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": os.pathsep.join(pythonpath)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not disable_jit", __file__],
-        env=env,
-        check=False,
-        cwd=Path(__file__).resolve().parents[1],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    assert " passed" in proc.stdout and "failed" not in proc.stdout, tail
+    assert_module_passes_without_jit(__file__, k8.__file__)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -27,12 +25,14 @@ from toolsift.kernels import (
     DEFAULT_PARAMS,
     ScoringParams,
     get_threads,
+    mftr,
     score_candidates,
     score_candidates_reference,
     set_threads,
     warmup,
 )
-from toolsift.kernels import mftr
+
+from ._nojit import assert_module_passes_without_jit
 
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -731,19 +731,4 @@ def test_warmup_runs() -> None:
 
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")
 def test_module_passes_with_disable_jit() -> None:
-    # Point the child at the same toolsift the parent imported, wherever that came from
-    # (PYTHONPATH=src, an install, a conftest path tweak).
-    package_root = Path(mftr.__file__).resolve().parents[2]
-    pythonpath = [str(package_root), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONPATH": os.pathsep.join(pythonpath)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "not disable_jit", __file__],
-        env=env,
-        cwd=Path(__file__).resolve().parents[1],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    assert " passed" in proc.stdout and "failed" not in proc.stdout, tail
+    assert_module_passes_without_jit(__file__, mftr.__file__)

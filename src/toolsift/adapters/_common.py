@@ -231,9 +231,14 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise CatalogFormatError(
             f"{p}: not UTF-8 text (invalid byte at offset {exc.start})"
         ) from None
+    return parse_json_text(text, p)
+
+
+def parse_json_text(text: str, label: object) -> Any:
+    """Parse JSON text; a syntax error names ``label`` with its line and column."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CatalogFormatError(
-            f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None

@@ -26,7 +26,6 @@ terminate. External references are reported as errors.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -36,7 +35,7 @@ from urllib.parse import unquote
 
 from ..errors import CatalogFormatError, SchemaError
 from ..schema import Parameter, Tool
-from ._common import located, text_or_empty
+from ._common import located, parse_json_text, text_or_empty
 from ._jsonschema import describe_output, parameters_from_schema, type_name
 
 __all__ = ["from_openapi", "read_openapi", "load_openapi", "openapi_tools"]
@@ -529,12 +528,7 @@ def read_openapi(path: str | os.PathLike[str]) -> Any:
         raise CatalogFormatError(f"{p}: not UTF-8 text (invalid byte at offset {exc.start})") from None
     if p.suffix.lower() == ".json" or (p.suffix.lower() not in (".yaml", ".yml")
                                        and text.lstrip().startswith("{")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CatalogFormatError(
-                f"{p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            ) from None
+        return parse_json_text(text, p)
     return _load_yaml(text, str(p))
 
 

@@ -225,7 +225,7 @@ def _train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: Mftr
 
 
 # ------------------------------------------------------------------- methods
-def _fulldoc(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
+def _fulldoc(ds: MftrDataset, *, retriever: str = "bm25", encoder: str | None = None, **_) -> MethodOutput:
     t0 = time.perf_counter()
     _preset(retriever)
     if retriever == "bm25":
@@ -234,7 +234,7 @@ def _fulldoc(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
         from ..index.dense_field import encode_texts
         from ..toolindex import get_encoder
 
-        enc = get_encoder(IndexConfig())
+        enc = get_encoder(IndexConfig(encoder=encoder))
         docs = encode_texts(enc, [json.dumps(ds.raw_documentation(t.id)) for t in ds.raw_tools])
         qv = encode_texts(enc, [q.text for q in ds.queries])
         scores = qv @ docs.T
@@ -246,13 +246,13 @@ def _fulldoc(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
     return MethodOutput(run, time.perf_counter() - t0, scores.size)
 
 
-def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", **_) -> MethodOutput:
+def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", encoder: str | None = None, **_) -> MethodOutput:
     t0 = time.perf_counter()
     fields, weights = _preset(retriever)
     if not weights:
         raise MethodUnavailable(f"the authors published no weights for the {retriever!r} retriever")
     cat = _catalog(ds, "authors", None)
-    index = ToolIndex.build(cat, config=IndexConfig.reference(retrievers=tuple(fields.items())))
+    index = ToolIndex.build(cat, config=IndexConfig.reference(retrievers=tuple(fields.items()), encoder=encoder))
     fs = index.field_scores(_queries(ds, "rewritten"), query_ids=[q.id for q in ds.queries])
     run: dict = {}
     for k, params in enumerate(ds.learned_params(weights)):
@@ -309,7 +309,7 @@ def _fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.nd
 
 def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
           feedback: bool = True, train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
-          retriever: str = "bm25", progress: bool = False, **_) -> MethodOutput:
+          retriever: str = "bm25", encoder: str | None = None, progress: bool = False, **_) -> MethodOutput:
     t0 = time.perf_counter()
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
@@ -320,7 +320,8 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
     negatives = mine_negatives(ds)
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
-    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()), **g)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
+                           encoder=encoder, **g)
                for g in grid]
     run: dict = {}
     notes = []
@@ -344,7 +345,7 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
 
 
 def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, retriever: str = "bm25",
-               **_) -> MethodOutput:
+               encoder: str | None = None, **_) -> MethodOutput:
     t0 = time.perf_counter()
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
@@ -355,7 +356,7 @@ def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, re
     for k in range(len(ds.folds)):
         if fs is None or feedback:
             index = ToolIndex.build(_catalog(ds, docs, fold_examples(ds, k) if feedback else None),
-                                    config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items())))
+                                    config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items()), encoder=encoder))
             fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
         run.update(fs.run(mean, _rows(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
     return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
@@ -407,7 +408,8 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
     Args:
         ds: The dataset.
         method: One of :data:`METHODS`.
-        **options: ``retriever`` (reproduce), ``docs`` ("auto", "authors", "rules"),
+        **options: ``retriever`` (reproduce), ``encoder`` (model directory for dense
+            fields; default the bundled int8 MiniLM), ``docs`` ("auto", "authors", "rules"),
             ``feedback`` (examples from training queries), ``train_config``.
 
     Raises:
@@ -421,7 +423,8 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
 
 def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", feedback: bool = True,
                 train_config: TrainConfig | None = None, grid: Sequence[dict] = MFTR_GRID,
-                retriever: str = "bm25", progress: bool = False) -> tuple[ToolIndex, dict]:
+                retriever: str = "bm25", encoder: str | None = None,
+                progress: bool = False) -> tuple[ToolIndex, dict]:
     """Train on *all* queries of ``ds`` and return a ready index carrying the learned
     parameters (setup chosen by cross-validation and features cross-fitted, as in
     ``mftr``); with feedback, every query's text becomes an example of its tools."""
@@ -431,7 +434,8 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
     qs = _queries(ds, queries)
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
-    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()), **g)
+    configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
+                           encoder=encoder, **g)
                for g in grid]
     rows = np.arange(len(ds.queries))
     setups = _fold_field_scores(ds, rows, np.zeros(0, np.int64), docs, feedback, configs, qs)

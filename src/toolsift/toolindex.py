@@ -594,7 +594,10 @@ class ToolIndex:
             return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
 
         out = {f: field_scores(f, True) for f in ("description", "response", "examples")}
-        out["parameter_docs"] = field_scores("parameters", False)
+        # A parameter's similarity is "how well some argument matches it", floored at 0 (no
+        # match), as in the MFTR reference; a negative cosine must not pull the mean
+        # parameter score below that of a tool whose parameters simply went unmatched.
+        out["parameter_docs"] = np.maximum(field_scores("parameters", False), 0.0)
         return out
 
     def _candidates(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:

@@ -142,6 +142,10 @@ stop() {
 print_env() {
     echo "export TOOLSIFT_LLM_BASE_URL=http://127.0.0.1:$PORT"
     echo "export TOOLSIFT_LLM_MODEL=$MODEL_NAME"
+    # One slot on a CPU: prompt evaluation alone takes ~30 s for a rewrite, and parallel
+    # requests would only queue (and evict the shared system-prompt cache).
+    echo "export TOOLSIFT_LLM_TIMEOUT=600"
+    echo "export TOOLSIFT_LLM_CONCURRENCY=1"
 }
 
 case "${1:-start}" in

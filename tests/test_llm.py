@@ -333,6 +333,16 @@ def test_parse_rewrite_keeps_abstract_roles():
     assert json.dumps(q.arguments)
 
 
+def test_parse_rewrite_replaces_value_descriptions_by_the_role_name():
+    """Seen with Qwen2.5-1.5B: {"date": "2023-04-21"} for "events of April 21st"."""
+    q = parse_rewrite({"tool_needs": [{"user_intent": "x"}],
+                       "extracted_arguments": {"event_date": "2023-04-21", "guestCount": "4",
+                                               "amount": "$5.00", "city": "name of the city"}},
+                      "events of April 21st")
+    assert q.arguments == {"event_date": "event date", "guestCount": "guest Count",
+                           "amount": "amount", "city": "name of the city"}
+
+
 def test_rewrite_dataset_round_trips_through_fold_format(server, client, tmp_path):
     from toolsift.adapters import load_queries
     from toolsift.evaluate import MftrDataset

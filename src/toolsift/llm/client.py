@@ -36,6 +36,24 @@ ENV_BASE_URL = "TOOLSIFT_LLM_BASE_URL"
 ENV_MODEL = "TOOLSIFT_LLM_MODEL"
 ENV_API_KEY = "TOOLSIFT_LLM_API_KEY"
 ENV_CACHE_DIR = "TOOLSIFT_LLM_CACHE_DIR"
+ENV_TIMEOUT = "TOOLSIFT_LLM_TIMEOUT"
+ENV_CONCURRENCY = "TOOLSIFT_LLM_CONCURRENCY"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_CONCURRENCY = 4
+
+
+def _env_number(name: str, default: float, kind: type) -> float:
+    """A positive number from the environment variable ``name``, else ``default``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+    if value <= 0:
+        raise ValueError(f"{name}={raw!r} must be > 0")
+    return value
 
 # Longest wait honoured from a Retry-After header; a server asking for minutes is better
 # treated as a failure (and a fallback) than as a hung batch.
@@ -222,18 +240,22 @@ class LLMClient:
     """JSON completions from an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     Settings not passed come from the environment: ``TOOLSIFT_LLM_BASE_URL``,
-    ``TOOLSIFT_LLM_MODEL``, ``TOOLSIFT_LLM_API_KEY`` and ``TOOLSIFT_LLM_CACHE_DIR``.
+    ``TOOLSIFT_LLM_MODEL``, ``TOOLSIFT_LLM_API_KEY``, ``TOOLSIFT_LLM_CACHE_DIR``,
+    ``TOOLSIFT_LLM_TIMEOUT`` and ``TOOLSIFT_LLM_CONCURRENCY``. A CPU-hosted local model
+    needs a long timeout (a 2k-token rewrite prompt takes ~30 s on 2 cores) and
+    concurrency 1 (one slot: parallel requests only queue and evict its prompt cache).
 
     Args:
         base_url: Server root, with or without a trailing ``/v1``.
         model: Model name sent in each request (default ``"default"``; single-model
             local servers ignore it).
         api_key: Sent as ``Authorization: Bearer``; omitted when empty.
-        timeout: Seconds per HTTP attempt.
+        timeout: Seconds per HTTP attempt (default ``TOOLSIFT_LLM_TIMEOUT`` or 30).
         max_retries: Extra attempts after a timeout, connection error, 429 or 5xx.
             Other 4xx errors, malformed JSON and refusals are not retried: at a fixed
             prompt they would fail again.
-        concurrency: Most requests in flight at once, over all threads and tasks.
+        concurrency: Most requests in flight at once, over all threads and tasks
+            (default ``TOOLSIFT_LLM_CONCURRENCY`` or 4).
         cache_dir: Disk cache folder; ``None`` means ``TOOLSIFT_LLM_CACHE_DIR`` or
             ``~/.cache/toolsift/llm``; ``False`` disables caching.
         temperature: Sampling temperature (part of the cache key).
@@ -245,14 +267,18 @@ class LLMClient:
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
-                 api_key: str | None = None, *, timeout: float = 30, max_retries: int = 3,
-                 concurrency: int = 4, cache_dir: str | os.PathLike[str] | bool | None = None,
+                 api_key: str | None = None, *, timeout: float | None = None,
+                 max_retries: int = 3, concurrency: int | None = None, cache_dir: str | os.PathLike[str] | bool | None = None,
                  temperature: float = 0.0, max_tokens: int = 1024, backoff: float = 0.5) -> None:
         base = base_url or os.environ.get(ENV_BASE_URL, "")
         if not base.strip():
             raise LLMUnavailable(f"no LLM endpoint: pass base_url or set {ENV_BASE_URL}")
         base = base.strip().rstrip("/")
         base = base.removesuffix("/v1")
+        if timeout is None:
+            timeout = _env_number(ENV_TIMEOUT, DEFAULT_TIMEOUT, float)
+        if concurrency is None:
+            concurrency = int(_env_number(ENV_CONCURRENCY, DEFAULT_CONCURRENCY, int))
         if concurrency < 1 or max_retries < 0 or timeout <= 0:
             raise ValueError("concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         self.base_url = base

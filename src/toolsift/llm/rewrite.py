@@ -9,6 +9,7 @@ field, uniform weights, no arguments and hence no penalty).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,9 @@ logger = logging.getLogger(__name__)
 #: this long is taken for a copied concrete value ("Olivia Davis", "2023-10-10").
 MIN_LEAK_CHARS = 4
 _MAX_NEEDS = 8
+# A description without a single word of two letters ("2023-04-21", "4", "$5.00") is a
+# value, not a role.
+_HAS_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 def _norm(text: str) -> str:
@@ -48,7 +52,9 @@ def parse_rewrite(data: Any, text: str) -> Query:
     string -> non-empty string (or absent). An argument description that, whitespace-
     and case-normalised, is a substring of ``text`` of length >= :data:`MIN_LEAK_CHARS`
     is a leaked concrete value and rejects the whole rewrite: once a model copies
-    values, its roles cannot be trusted either.
+    values, its roles cannot be trusted either. A description with no word in it (a
+    value the model normalised, e.g. "2023-04-21" for "April 21st") is replaced by the
+    role name in words ("appointment date"): the name still says what the role is.
 
     Raises:
         LLMError: ``kind="invalid"`` or ``kind="leaked_value"``.
@@ -84,6 +90,9 @@ def parse_rewrite(data: Any, text: str) -> Query:
         d = _norm(desc)
         if len(d) >= MIN_LEAK_CHARS and d in query:
             raise LLMError("leaked_value", f"argument {name!r} = {desc!r} copies the query")
+        if not _HAS_WORD.search(desc):
+            desc = " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").split())
+            logger.debug("argument %r: value-like description replaced by its name", name)
         clean[name.strip()] = " ".join(desc.split())
     try:
         return Query.from_dict({"tool_needs": needs, "extracted_arguments": clean, "text": text})

@@ -9,7 +9,7 @@ import pytest
 from toolsift import Catalog, ConfigError, IndexConfig, ToolIndex
 from toolsift.adapters import demo_catalog_path, load_catalog
 from toolsift.index.dense_field import encode_texts
-from toolsift.index.fields import field_documents
+from toolsift.index.fields import argument_text, field_documents
 from toolsift.toolindex import get_encoder
 
 DENSE = tuple((f, "dense") for f in ("description", "parameters", "response", "examples"))
@@ -36,6 +36,25 @@ def test_dense_field_scores_match_fp32_cosine(demo, dense_index):
     got = dense_index.field_scores(queries).base[:, :, 0]
     np.testing.assert_allclose(got, ref, atol=0.02)
     assert (np.argmax(got, axis=1) == np.argmax(ref, axis=1)).all()
+
+
+def test_dense_parameter_similarities_are_floored_at_zero(demo, dense_index):
+    """A parameter no argument matches scores 0, never a negative cosine (the MFTR
+    reference floors at 0 too): otherwise an unrelated argument would push a tool's
+    mean parameter score below that of a tool with nothing to match."""
+    cfg = dense_index.config
+    enc = get_encoder(cfg)
+    query = {"tool_needs": [{"user_intent": "post an update"}],
+             "extracted_arguments": {"zzz_qux": "\u2603 \u2603 \u2603", "channel": "chat room to post in"}}
+    fs = dense_index.field_scores([query])
+    par_docs = field_documents(demo, name_in_description=cfg.name_in_description,
+                               split_identifiers=cfg.split_identifiers)["parameters"].texts
+    args = encode_texts(enc, [argument_text(n, d, split_identifiers=cfg.split_identifiers)
+                              for n, d in query["extracted_arguments"].items()])
+    cos = (args @ encode_texts(enc, par_docs).T).max(axis=0)
+    assert (cos < -0.01).any()  # the premise: some parameters have negative cosines
+    np.testing.assert_allclose(fs.param_sims[0], np.maximum(cos, 0), atol=0.02)
+    assert fs.param_sims.min() >= 0
 
 
 def test_dense_finds_paraphrases_bm25_misses(demo, dense_index):

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 from toolsift.encoders import EncoderError
+from toolsift.encoders.bert_onnx import BertConfig, build_bert_onnx
 from toolsift.encoders.models import MODEL_FILENAME, TOKENIZER_FILENAME, PathLike
 
 __all__ = ["BACKENDS", "export_onnx", "resolve_source"]
@@ -128,7 +129,7 @@ def _export_torch(model_dir: Path, target: Path) -> None:
         )
 
 
-def _fuse(src: Path, target: Path, config: object) -> None:
+def _fuse(src: Path, target: Path, config: BertConfig) -> None:
     optimizer = _require("onnxruntime.transformers.optimizer")
     # opt_level 0: the Python fusions only. Level 1 first runs an onnxruntime session,
     # whose helper imports torch.
@@ -136,8 +137,8 @@ def _fuse(src: Path, target: Path, config: object) -> None:
     previous = log.level
     log.setLevel(logging.ERROR)  # silences "producer not matched: expected pytorch"
     try:
-        fused = optimizer.optimize_model(str(src), model_type="bert", num_heads=config.heads,  # type: ignore[attr-defined]
-                                         hidden_size=config.hidden, opt_level=0)  # type: ignore[attr-defined]
+        fused = optimizer.optimize_model(str(src), model_type="bert", num_heads=config.heads,
+                                         hidden_size=config.hidden, opt_level=0)
     finally:
         log.setLevel(previous)
     fused.save_model_to_file(str(target))
@@ -146,14 +147,22 @@ def _fuse(src: Path, target: Path, config: object) -> None:
 def _quantize(src: Path, target: Path) -> None:
     quantization = _require("onnxruntime.quantization")
     onnx = _require("onnx")
-    quantization.quantize_dynamic(
-        str(src),
-        str(target),
-        per_channel=True,
-        weight_type=quantization.QuantType.QInt8,
-        # The fused contrib ops defeat ONNX shape inference; their tensors are fp32.
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    root = logging.getLogger()
+    previous = root.level
+    # quantize_dynamic logs a generic "consider pre-processing" advice on the root logger;
+    # shape-inference pre-processing does not apply to the fused graph.
+    root.setLevel(max(previous, logging.ERROR))
+    try:
+        quantization.quantize_dynamic(
+            str(src),
+            str(target),
+            per_channel=True,
+            weight_type=quantization.QuantType.QInt8,
+            # The fused contrib ops defeat ONNX shape inference; their tensors are fp32.
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.setLevel(previous)
 
 
 def export_onnx(src_dir: PathLike, out_dir: PathLike, *, quantize: bool, optimize: bool = True,
@@ -211,8 +220,6 @@ def export_onnx(src_dir: PathLike, out_dir: PathLike, *, quantize: bool, optimiz
         stage = Path(tmp) / "fp32.onnx"
         config = None
         if backend == "direct":
-            from toolsift.encoders.bert_onnx import BertConfig, build_bert_onnx
-
             config = BertConfig.from_dir(tok_dir)
             _require("onnx").save(build_bert_onnx(tok_dir), str(stage))
         else:

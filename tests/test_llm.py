@@ -309,18 +309,47 @@ def test_rewrite_success_with_feedback_in_prompt(server, client, index):
     ({"kind": "refusal"}, "refusal"),
     ({"kind": "ok", "content": {"tool_needs": []}}, "invalid"),
     ({"kind": "ok", "content": {"tool_needs": [{"user_intent": 3}]}}, "invalid"),
-    ({"kind": "ok", "content": {**GOOD_REWRITE, "extracted_arguments": {"patient": "Olivia  davis"}}},
-     "leaked_value"),
-    ({"kind": "ok", "content": {**GOOD_REWRITE, "extracted_arguments": {"date": "10th Oct 2023"}}},
-     "leaked_value"),
 ])
 def test_rewrite_bad_output_falls_back_to_raw_query(server, client, index, behaviour, kind):
     server.default = behaviour
-    other = "Olivia Davis 10th Oct 2023 appointment"  # holds the same values
+    other = "Olivia Davis 10th Oct 2023 appointment"
     queries, report = rewrite_with_llm([QUERY, other], index, client, progress=False)
     assert queries == [Query.from_text(QUERY), Query.from_text(other)]
     assert not queries[0].penalized
     assert report.failures == {kind: 2} and report.fallbacks == 2
+
+
+LEAKY = [{"patient": "Olivia  davis"}, {"date": "10th Oct 2023"}]
+
+
+@pytest.mark.parametrize("arguments", LEAKY)
+def test_leaked_values_rejected_under_reject(server, client, index, arguments):
+    server.default = {"kind": "ok", "content": {**GOOD_REWRITE, "extracted_arguments": arguments}}
+    other = "Olivia Davis 10th Oct 2023 appointment"  # holds the same values
+    queries, report = rewrite_with_llm([QUERY, other], index, client, progress=False, leaks="reject")
+    assert queries == [Query.from_text(QUERY), Query.from_text(other)]
+    assert report.failures == {"leaked_value": 2} and report.fallbacks == 2
+
+
+@pytest.mark.parametrize("arguments", LEAKY)
+def test_leaked_values_repaired_by_default(server, client, index, arguments):
+    """The default keeps the needs and replaces the copied value by the role name."""
+    server.default = {"kind": "ok", "content": {**GOOD_REWRITE, "extracted_arguments": arguments}}
+    other = "Olivia Davis 10th Oct 2023 appointment"
+    queries, report = rewrite_with_llm([QUERY, other], index, client, progress=False)
+    (name,) = arguments
+    for q in queries:
+        assert q.arguments == {name: name} and q.needs[0].user_intent == GOOD_REWRITE["tool_needs"][0]["user_intent"]
+        assert q.penalized
+    assert report.fallbacks == 0 and report.field_fallbacks == {"argument": 2}
+    assert "fields by rules: argument 2" in report.summary()
+
+
+def test_leak_policy_is_checked(index, client):
+    with pytest.raises(ValueError, match="leaks must be one of"):
+        parse_rewrite(GOOD_REWRITE, QUERY, leaks="ignore")
+    with pytest.raises(ValueError, match="leaks must be one of"):
+        rewrite_with_llm([QUERY], index, client, progress=False, leaks="ignore")
 
 
 def test_parse_rewrite_keeps_abstract_roles():

@@ -119,6 +119,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rw.add_argument("dataset", help="an MFTR benchmark folder (e.g. ../shared/data/mftr-apibank)")
     rw.add_argument("out", help="JSON file of fold-format records (readable by load_queries)")
     rw.add_argument("--price-per-1k", type=float, default=None, help="price per 1k tokens for the cost estimate")
+    rw.add_argument("--leaks", choices=("repair", "reject"), default="repair",
+                    help="argument descriptions that copy the query: replace by the role name "
+                         "(default) or reject the rewrite")
     rw.add_argument("--quiet", action="store_true", help="no progress bars")
 
     ex = sub.add_parser("export-encoder",
@@ -398,7 +401,8 @@ def _cmd_rewrite(args: argparse.Namespace, out: TextIO) -> int:
     from .llm import LLMClient, rewrite_dataset, rewrite_records
 
     ds = MftrDataset.load(args.dataset)
-    queries, report = rewrite_dataset(ds, LLMClient(), progress=not args.quiet, price_per_1k=args.price_per_1k)
+    queries, report = rewrite_dataset(ds, LLMClient(), progress=not args.quiet, leaks=args.leaks,
+                                      price_per_1k=args.price_per_1k)
     _write_json_atomic(Path(args.out), rewrite_records(ds, queries))
     print(f"rewrote {len(queries)} queries of {ds.name} -> {args.out}\n{report.summary()}", file=out)
     return 0

@@ -129,7 +129,8 @@ class Report:
         fallbacks: Items that fell back to the non-LLM path.
         failures: Fallbacks by kind (an :class:`LLMError` kind, ``"invalid"`` or
             ``"leaked_value"``).
-        field_fallbacks: Single fields filled by rules (standardization only).
+        field_fallbacks: Single fields filled by rules: standardization fields, or
+            ``"argument"`` for rewrite argument descriptions replaced by role names.
         calls, cache_hits, prompt_tokens, completion_tokens, retries: Client usage
             during the batch.
         seconds: Wall time.
@@ -180,7 +181,9 @@ class Report:
         """One line for a CLI: items, fallbacks by kind, calls, cache hits, tokens, cost."""
         fails = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())) or "none"
         cost = f", ~${self.cost:.4f}" if self.cost is not None else ""
-        return (f"{self.items} items: {self.llm_ok} by LLM, {self.fallbacks} fallbacks ({fails}); "
+        fixed = ", ".join(f"{k} {v}" for k, v in sorted(self.field_fallbacks.items()))
+        fixed = f"; fields by rules: {fixed}" if fixed else ""
+        return (f"{self.items} items: {self.llm_ok} by LLM, {self.fallbacks} fallbacks ({fails}){fixed}; "
                 f"{self.calls} calls, {self.cache_hits} cache hits, {self.retries} retries; "
                 f"{self.prompt_tokens:,} prompt + {self.completion_tokens:,} completion tokens{cost}; "
                 f"{self.seconds:.1f} s")

@@ -21,6 +21,7 @@ from .client import LLMClient, LLMError, Report, run_concurrently
 from .prompts import REWRITE_SHAPE, rewrite_messages, tool_document
 
 __all__ = [
+    "LEAK_POLICIES",
     "MIN_LEAK_CHARS",
     "parse_rewrite",
     "rewrite_dataset",
@@ -38,27 +39,49 @@ _MAX_NEEDS = 8
 # A description without a single word of two letters ("2023-04-21", "4", "$5.00") is a
 # value, not a role.
 _HAS_WORD = re.compile(r"[^\W\d_]{2,}")
+#: What :func:`parse_rewrite` does with an argument description that copies the query.
+LEAK_POLICIES = ("repair", "reject")
+
+
+def _role_words(name: str) -> str:
+    """``"patientName"`` / ``"patient_name"`` -> ``"patient name"``."""
+    return " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").split())
 
 
 def _norm(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def parse_rewrite(data: Any, text: str) -> Query:
+def parse_rewrite(data: Any, text: str, *, leaks: str = "repair",
+                  repairs: list[str] | None = None) -> Query:
     """Validate an LLM rewrite of the raw query ``text``.
 
     Rules: ``tool_needs`` is a non-empty list (at most 8) of objects whose three fields
     are strings, at least one non-empty; ``extracted_arguments`` is an object of
-    string -> non-empty string (or absent). An argument description that, whitespace-
-    and case-normalised, is a substring of ``text`` of length >= :data:`MIN_LEAK_CHARS`
-    is a leaked concrete value and rejects the whole rewrite: once a model copies
-    values, its roles cannot be trusted either. A description with no word in it (a
-    value the model normalised, e.g. "2023-04-21" for "April 21st") is replaced by the
-    role name in words ("appointment date"): the name still says what the role is.
+    string -> non-empty string (or absent).
+
+    Concrete values must not reach the argument roles. An argument description that,
+    whitespace- and case-normalised, is a substring of ``text`` of length >=
+    :data:`MIN_LEAK_CHARS` ("Olivia Davis") is a copied value; so is a description with no
+    word in it ("2023-04-21" for "April 21st"). With ``leaks="repair"`` (default) such a
+    description is replaced by the role name in words (``patient_name`` -> "patient
+    name"), which says what the role is without the value; with ``leaks="reject"`` a
+    copied value rejects the whole rewrite (``leaked_value``). Small local models copy
+    values often (Qwen2.5-1.5B: about one query in six on APIBank), and their needs
+    are still useful, so repairing is the default.
+
+    Args:
+        data: The parsed JSON object.
+        text: The raw query.
+        leaks: One of :data:`LEAK_POLICIES`.
+        repairs: When given, the names of repaired arguments are appended to it.
 
     Raises:
-        LLMError: ``kind="invalid"`` or ``kind="leaked_value"``.
+        LLMError: ``kind="invalid"``, or ``kind="leaked_value"`` under ``leaks="reject"``.
+        ValueError: ``leaks`` is not a known policy.
     """
+    if leaks not in LEAK_POLICIES:
+        raise ValueError(f"leaks must be one of {LEAK_POLICIES}, got {leaks!r}")
     if not isinstance(data, Mapping):
         raise LLMError("invalid", "the rewrite is not an object")
     needs = data.get("tool_needs")
@@ -88,11 +111,14 @@ def parse_rewrite(data: Any, text: str) -> Query:
         if not isinstance(desc, str) or not desc.strip():
             raise LLMError("invalid", f"argument {name!r} has no description")
         d = _norm(desc)
-        if len(d) >= MIN_LEAK_CHARS and d in query:
+        copied = len(d) >= MIN_LEAK_CHARS and d in query
+        if copied and leaks == "reject":
             raise LLMError("leaked_value", f"argument {name!r} = {desc!r} copies the query")
-        if not _HAS_WORD.search(desc):
-            desc = " ".join(re.sub(r"([a-z])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").split())
-            logger.debug("argument %r: value-like description replaced by its name", name)
+        if copied or not _HAS_WORD.search(desc):
+            logger.info("argument %r = %r is a value; described by its name instead", name, desc)
+            desc = _role_words(name) or name
+            if repairs is not None:
+                repairs.append(name)
         clean[name.strip()] = " ".join(desc.split())
     try:
         return Query.from_dict({"tool_needs": needs, "extracted_arguments": clean, "text": text})
@@ -105,7 +131,7 @@ def _text_of(q: Any) -> str:
 
 
 def rewrite_with_llm(queries: Sequence[Any], index, client: LLMClient, *, descriptions: int = 20,
-                     docs: int = 3, progress: bool = True,
+                     docs: int = 3, progress: bool = True, leaks: str = "repair",
                      price_per_1k: float | tuple[float, float] | None = None) -> tuple[list[Query], Report]:
     """Rewrite raw queries into structured :class:`Query` objects with the LLM.
 
@@ -117,38 +143,46 @@ def rewrite_with_llm(queries: Sequence[Any], index, client: LLMClient, *, descri
         descriptions: How many top tool descriptions go into the prompt.
         docs: How many top full tool documents go into the prompt.
         progress: Show a progress bar.
+        leaks: What to do with copied values (see :func:`parse_rewrite`).
         price_per_1k: Price per 1k tokens (or ``(prompt, completion)``) for the report.
 
     Returns:
         One query per input, in order (fallbacks are ``Query.from_text``), and a
-        :class:`Report`. Every fallback is logged at WARNING and counted by kind.
+        :class:`Report`. Every fallback is logged at WARNING and counted by kind;
+        repaired argument descriptions are counted in ``field_fallbacks["argument"]``.
     """
+    if leaks not in LEAK_POLICIES:
+        raise ValueError(f"leaks must be one of {LEAK_POLICIES}, got {leaks!r}")
     t0 = time.perf_counter()
     before = client.usage.copy()
     texts = [_text_of(q) for q in queries]
     depth = max(descriptions, docs, 1)
     hits = index.search_batch([Query.from_text(t) for t in texts], k=depth) if texts else []
 
-    def one(i: int) -> tuple[Query, str | None]:
+    def one(i: int) -> tuple[Query, str | None, int]:
         text = texts[i]
         top = hits[i]
         msgs = rewrite_messages(text, [h.tool.description or h.tool.name for h in top[:descriptions]],
                                 [tool_document(h.tool) for h in top[:docs]])
+        repaired: list[str] = []
         try:
-            return parse_rewrite(client.complete_json(msgs, schema_hint=REWRITE_SHAPE), text), None
+            data = client.complete_json(msgs, schema_hint=REWRITE_SHAPE)
+            return parse_rewrite(data, text, leaks=leaks, repairs=repaired), None, len(repaired)
         except LLMError as exc:
             logger.warning("rewrite %r: %s; using the raw query", text[:60], exc)
-            return Query.from_text(text), exc.kind
+            return Query.from_text(text), exc.kind, 0
 
     results = run_concurrently(one, list(range(len(texts))), workers=client.concurrency,
                                progress=progress, desc="rewrite")
-    failures: Counter[str] = Counter(kind for _, kind in results if kind)
+    failures: Counter[str] = Counter(kind for _, kind, _ in results if kind)
+    repaired = sum(n for _, _, n in results)
     report = Report.from_usage(before, client.usage.copy(), items=len(texts), failures=failures,
+                               field_fallbacks=Counter({"argument": repaired}) if repaired else None,
                                seconds=time.perf_counter() - t0, price_per_1k=price_per_1k)
-    return [q for q, _ in results], report
+    return [q for q, _, _ in results], report
 
 
-def rewrite_dataset(ds, client: LLMClient, *, progress: bool = True,
+def rewrite_dataset(ds, client: LLMClient, *, progress: bool = True, leaks: str = "repair",
                     price_per_1k: float | tuple[float, float] | None = None) -> tuple[list[Query], Report]:
     """Rewrite every query of an :class:`~toolsift.evaluate.MftrDataset` with the LLM.
 
@@ -165,7 +199,7 @@ def rewrite_dataset(ds, client: LLMClient, *, progress: bool = True,
     catalog = ds.standardized_tools or standardize_catalog(ds.raw_tools, examples=None)
     index = ToolIndex.build(catalog)
     return rewrite_with_llm([q.text for q in ds.queries], index, client, progress=progress,
-                            price_per_1k=price_per_1k)
+                            leaks=leaks, price_per_1k=price_per_1k)
 
 
 def with_rewrites(ds, queries: Sequence[Query]):

@@ -372,6 +372,18 @@ def test_parse_rewrite_replaces_value_descriptions_by_the_role_name():
                            "amount": "amount", "city": "name of the city"}
 
 
+def test_parse_rewrite_non_string_descriptions():
+    """Seen with Qwen2.5-1.5B: {"reminder_id": 123}, {"health_data": {"weight": 70}}."""
+    data = {"tool_needs": [{"user_intent": "x"}],
+            "extracted_arguments": {"reminder_id": 123, "health_data": {"weight": 70}, "note": ""}}
+    repairs: list[str] = []
+    q = parse_rewrite(data, "update reminder 123", repairs=repairs)
+    assert q.arguments == {"reminder_id": "reminder id", "health_data": "health data", "note": "note"}
+    assert repairs == ["reminder_id", "health_data", "note"]
+    with pytest.raises(LLMError, match="'reminder_id' has no description"):
+        parse_rewrite(data, "update reminder 123", leaks="reject")
+
+
 def test_rewrite_dataset_round_trips_through_fold_format(server, client, tmp_path):
     from toolsift.adapters import load_queries
     from toolsift.evaluate import MftrDataset

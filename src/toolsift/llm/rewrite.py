@@ -63,10 +63,12 @@ def parse_rewrite(data: Any, text: str, *, leaks: str = "repair",
     Concrete values must not reach the argument roles. An argument description that,
     whitespace- and case-normalised, is a substring of ``text`` of length >=
     :data:`MIN_LEAK_CHARS` ("Olivia Davis") is a copied value; so is a description with no
-    word in it ("2023-04-21" for "April 21st"). With ``leaks="repair"`` (default) such a
-    description is replaced by the role name in words (``patient_name`` -> "patient
-    name"), which says what the role is without the value; with ``leaks="reject"`` a
-    copied value rejects the whole rewrite (``leaked_value``). Small local models copy
+    word in it ("2023-04-21" for "April 21st"), and a description that is not a string
+    at all (``{"reminder_id": 123}``, an object of values, ``""``). With
+    ``leaks="repair"`` (default) such a description is replaced by the role name in words
+    (``patient_name`` -> "patient name"), which says what the role is without the value;
+    with ``leaks="reject"`` a copied value rejects the whole rewrite (``leaked_value``)
+    and a missing description makes it ``invalid``. Small local models copy
     values often (Qwen2.5-1.5B: about one query in six on APIBank), and their needs
     are still useful, so repairing is the default.
 
@@ -109,7 +111,10 @@ def parse_rewrite(data: Any, text: str, *, leaks: str = "repair",
         if not isinstance(name, str) or not name.strip():
             raise LLMError("invalid", f"argument name {name!r} is not a non-empty string")
         if not isinstance(desc, str) or not desc.strip():
-            raise LLMError("invalid", f"argument {name!r} has no description")
+            # A number, object or empty string: a value (or nothing) instead of a role.
+            if leaks == "reject":
+                raise LLMError("invalid", f"argument {name!r} has no description")
+            desc = ""
         d = _norm(desc)
         copied = len(d) >= MIN_LEAK_CHARS and d in query
         if copied and leaks == "reject":

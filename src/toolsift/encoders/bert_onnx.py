@@ -33,13 +33,16 @@ OUTPUT_NAME = "last_hidden_state"
 _WEIGHTS_FILE = "model.safetensors"
 
 
-def _require(module: str) -> ModuleType:
+def require_export_module(module: str) -> ModuleType:
+    """Import a library only exporting needs, or raise an :class:`EncoderError` that says
+    what to install."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise EncoderError(
-            f"building an ONNX graph needs {module.split('.')[0]!r} (export time only): "
-            "pip install 'toolsift[export]'"
+            f"export needs {module!r} (export time only, never at query time): "
+            + ("pip install torch transformers" if module in ("torch", "transformers")
+               else "pip install 'toolsift[export]'")
         ) from exc
 
 
@@ -106,13 +109,14 @@ def load_bert_weights(model_dir: Path, config: BertConfig) -> dict[str, np.ndarr
         EncoderError: The file is missing or unreadable, or a tensor is missing or has
             the wrong shape.
     """
-    st = _require("safetensors.numpy")
+    st = require_export_module("safetensors.numpy")
+    errors = (require_export_module("safetensors").SafetensorError, OSError, ValueError)
     path = model_dir / _WEIGHTS_FILE
     if not path.is_file():
         raise EncoderError(f"{path}: not found (only safetensors weights are read)")
     try:
         raw = st.load_file(str(path))
-    except Exception as exc:  # the Rust reader raises its own error types
+    except errors as exc:
         raise EncoderError(f"{path}: not a readable safetensors file ({exc})") from None
     weights = {k.removeprefix("bert."): v for k, v in raw.items()}
     h, i = config.hidden, config.intermediate
@@ -197,7 +201,7 @@ def build_bert_onnx(model_dir: str | Path) -> Any:
         EncoderError: onnx or safetensors is missing, or the config or weights are not a
             supported BERT.
     """
-    onnx = _require("onnx")
+    onnx = require_export_module("onnx")
     helper, numpy_helper, TensorProto = onnx.helper, onnx.numpy_helper, onnx.TensorProto
     src = Path(model_dir)
     cfg = BertConfig.from_dir(src)

@@ -13,7 +13,6 @@ noticeably more accuracy on this model).
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import logging
@@ -21,10 +20,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from types import ModuleType
 
 from toolsift.encoders import EncoderError
 from toolsift.encoders.bert_onnx import BertConfig, build_bert_onnx
+from toolsift.encoders.bert_onnx import require_export_module as _require
 from toolsift.encoders.models import MODEL_FILENAME, TOKENIZER_FILENAME, PathLike
 
 __all__ = ["BACKENDS", "export_onnx", "resolve_source"]
@@ -33,17 +32,6 @@ BACKENDS = ("auto", "direct", "torch")
 EXPORT_INFO = "export.json"
 
 _OPSET = 17
-
-
-def _require(module: str) -> ModuleType:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise EncoderError(
-            f"export_onnx needs {module!r} (export time only, never at query time): "
-            + ("pip install torch transformers" if module in ("torch", "transformers")
-               else "pip install 'toolsift[export]'")
-        ) from exc
 
 
 def _transformer_dir(src: Path) -> Path:

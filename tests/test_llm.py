@@ -197,6 +197,23 @@ def test_settings_from_environment(monkeypatch, server):
         LLMClient()
 
 
+def test_timeout_and_concurrency_from_environment(monkeypatch, server):
+    monkeypatch.setenv("TOOLSIFT_LLM_TIMEOUT", "600")
+    monkeypatch.setenv("TOOLSIFT_LLM_CONCURRENCY", "1")
+    c = LLMClient(server.base_url, cache_dir=False)
+    assert c.timeout == 600.0 and c.concurrency == 1
+    assert LLMClient(server.base_url, timeout=5, concurrency=3, cache_dir=False).timeout == 5  # arguments win
+    for name, value, message in [("TOOLSIFT_LLM_TIMEOUT", "soon", "is not a valid float"),
+                                 ("TOOLSIFT_LLM_TIMEOUT", "-1", "must be > 0"),
+                                 ("TOOLSIFT_LLM_CONCURRENCY", "1.5", "is not a valid int"),
+                                 ("TOOLSIFT_LLM_CONCURRENCY", "0", "must be > 0")]:
+        monkeypatch.setenv("TOOLSIFT_LLM_TIMEOUT", "600")
+        monkeypatch.setenv("TOOLSIFT_LLM_CONCURRENCY", "1")
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ValueError, match=f"{name}={value!r} {message}"):
+            LLMClient(server.base_url, cache_dir=False)
+
+
 def test_schema_hint_goes_into_the_system_message(server, client):
     client.complete_json(MSGS, schema_hint='{"k": "v"}')
     sys_msg = server.requests[0]["messages"][0]

@@ -102,8 +102,9 @@ class BertConfig:
 
 
 def load_bert_weights(model_dir: Path, config: BertConfig) -> dict[str, np.ndarray]:
-    """The safetensors weights of ``model_dir`` keyed without a ``bert.`` prefix, checked
-    for presence, shape and dtype against ``config``.
+    """The float safetensors weights of ``model_dir`` as float32, keyed without a
+    ``bert.`` prefix, each checked for presence and shape against ``config`` (integer
+    buffers such as ``position_ids`` are dropped).
 
     Raises:
         EncoderError: The file is missing or unreadable, or a tensor is missing or has

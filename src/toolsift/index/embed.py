@@ -1,0 +1,105 @@
+"""Dense fields: the sentence encoder (one per process and setting) and embedding a
+catalogue's field documents, re-using unchanged tools' rows on updates."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..config import IndexConfig
+from ..progress import progress_bar
+from ..schema import FIELDS, Catalog
+from .dense import Int8Matrix
+from .dense_field import DenseField
+from .fields import field_documents
+from .state import IndexState
+
+__all__ = ["embed_fields", "get_encoder", "update_dense"]
+
+
+# Texts per encoder call while building: large enough to batch well, small enough that
+# a progress bar moves every second or two.
+_EMBED_SLICE = 1024
+
+_ENCODERS: dict[tuple, Any] = {}
+_ENCODER_LOCK = threading.Lock()
+
+
+def get_encoder(config: IndexConfig):
+    """The sentence encoder a config asks for, loaded once per process."""
+    key = (config.encoder, config.threads)
+    with _ENCODER_LOCK:
+        enc = _ENCODERS.get(key)
+        if enc is None:
+            from ..encoders import OnnxEncoder
+
+            enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
+        return enc
+
+
+def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:
+    """Int8 embeddings of every dense or hybrid field's documents.
+
+    All fields' distinct texts go through the encoder together (a parameter text and an
+    example intent are often the same string), in slices so a progress bar can move;
+    the encoder itself batches each slice by token length.
+    """
+    names = [f for f in FIELDS if config.retriever(f) != "bm25"]
+    if not names:
+        return {}
+    fd = field_documents(catalog, name_in_description=config.name_in_description,
+                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format)
+    encoder = get_encoder(config)
+    uniq = list(dict.fromkeys(t for f in names for t in fd[f].texts if t.strip()))
+    row = {t: i for i, t in enumerate(uniq)}
+    emb = np.zeros((len(uniq), encoder.dim), dtype=np.float32)
+    starts = range(0, len(uniq), _EMBED_SLICE)
+    for s in progress_bar(starts, progress and len(uniq) > _EMBED_SLICE, "embed", total=len(starts)):
+        emb[s:s + _EMBED_SLICE] = encoder.encode(uniq[s:s + _EMBED_SLICE])
+    out = {}
+    for name in names:
+        texts = fd[name].texts
+        vecs = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            j = row.get(t)
+            if j is not None:
+                vecs[i] = emb[j]
+        out[name] = DenseField(Int8Matrix.quantize(vecs), fd[name].groups, len(catalog))
+    return out
+
+
+def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_ids: set[str]) -> dict[str, DenseField]:
+    """Dense fields for ``catalog``: rows of unchanged tools are reused, only new or
+    replaced tools are embedded."""
+    fresh = [t for t in catalog if t.id in fresh_ids]
+    new_dense = embed_fields(Catalog(fresh), config) if fresh else {}
+    fresh_pos = {t.id: i for i, t in enumerate(fresh)}
+    old_pos = {t.id: i for i, t in enumerate(st.catalog)}
+    out = {}
+    for name, dn in st.dense.items():
+        def rows_of(field: DenseField, n: int) -> list[np.ndarray]:
+            g = field.groups if field.groups is not None else np.arange(n)
+            starts = np.searchsorted(g, np.arange(n))
+            ends = np.searchsorted(g, np.arange(n), side="right")
+            return [np.arange(a, b) for a, b in zip(starts, ends)]
+
+        old_rows = rows_of(dn, len(st.catalog))
+        fresh_field = new_dense.get(name)
+        fresh_rows = rows_of(fresh_field, len(fresh)) if fresh_field is not None else []
+        codes, scales, groups = [], [], []
+        for t_new, tool in enumerate(catalog):
+            if tool.id in fresh_pos:
+                src, r = fresh_field.matrix, fresh_rows[fresh_pos[tool.id]]
+            else:
+                src, r = dn.matrix, old_rows[old_pos[tool.id]]
+            codes.append(src.codes[r])
+            scales.append(src.scales[r])
+            groups.append(np.full(r.size, t_new, dtype=np.int64))
+        dim = dn.matrix.codes.shape[1]
+        matrix = Int8Matrix(np.concatenate(codes) if codes else np.zeros((0, dim), np.int8),
+                            np.concatenate(scales) if scales else np.zeros(0, np.float32))
+        g = np.concatenate(groups) if groups else np.zeros(0, np.int64)
+        out[name] = DenseField(matrix, g if dn.groups is not None else None, len(catalog))
+    return out

@@ -1,0 +1,51 @@
+"""The search path, in the order a query walks it.
+
+``plan`` (analyse and embed the query's texts) -> ``candidates`` (each field's top-N
+tools from the engine, their union, then every field's scores of exactly those tools,
+packed as one CSR structure) -> ``score`` (the MFTR kernel) -> ``hits`` (rank, explain).
+:func:`run` strings them together; :class:`toolsift.ToolIndex` calls it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import IndexConfig
+from ..index.state import IndexState
+from ..schema import FIELDS, Query
+from .candidates import Candidates, find_candidates, pack
+from .exhaustive import all_field_scores
+from .hits import Hit, rank
+from .plan import QueryPlan, plan_queries
+from .query import QueryLike, as_query, check_k, is_raw
+from .retrievers import FieldRetriever, retriever_for
+from .score import score
+
+__all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_k", "is_raw", "retrievers",
+           "run", "score_tools"]
+
+
+def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
+    """The retriever of every field of ``st``."""
+    return {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
+
+
+def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:
+    """Search: the top ``k`` hits of each query."""
+    plan = plan_queries(st, config, queries)
+    fr = retrievers(st, config)
+    ptr, tool = find_candidates(st, plan, fr, n=config.candidates, k=k)
+    cands = pack(st, plan, fr, ptr, tool)
+    scores, terms = score(st, cands, config.params, breakdown=explain)
+    return rank(st, plan, cands, scores, terms, k, config.params)
+
+
+def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.ndarray) -> np.ndarray:
+    """MFTR scores of one query against the given catalogue positions, in that order
+    (duplicates allowed; no candidate cut-off)."""
+    plan = plan_queries(st, config, [query])
+    uniq, inverse = np.unique(tools, return_inverse=True)
+    ptr = np.array([0, uniq.size], dtype=np.int64)
+    cands = pack(st, plan, retrievers(st, config), ptr, uniq.astype(np.int64))
+    scores, _ = score(st, cands, config.params)
+    return scores[inverse]

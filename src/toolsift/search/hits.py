@@ -1,0 +1,109 @@
+"""Hits: ranked tools with, on request, the per-field breakdown and a one-line reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..kernels.params import ScoringParams
+from ..schema import FIELDS, Tool
+from .candidates import Candidates
+from .plan import QueryPlan
+
+__all__ = ["Hit", "rank"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked tool.
+
+    Attributes:
+        tool: The tool.
+        score: Its MFTR score.
+        rank: 1-based position in the result list.
+        fields: Per-field similarity ``{description, parameters, response, examples}``
+            (only with ``explain=True``).
+        penalty: Missing-parameter penalty subtracted from the score (``explain=True``).
+        parameters: Per tool parameter, the best-matching argument and its similarity,
+            ``{param: (argument or None, similarity)}`` (``explain=True``).
+        why: A one-line explanation (``explain=True``).
+    """
+
+    tool: Tool
+    score: float
+    rank: int
+    fields: dict[str, float] | None = None
+    penalty: float | None = None
+    parameters: dict[str, tuple[str | None, float]] | None = field(default=None, repr=False)
+    why: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The tool id."""
+        return self.tool.id
+
+    @property
+    def name(self) -> str:
+        """The tool name."""
+        return self.tool.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (tool id and name, score, rank and the explanation if present)."""
+        out: dict[str, Any] = {"rank": self.rank, "id": self.id, "name": self.name, "score": self.score}
+        if self.fields is not None:
+            out["fields"] = self.fields
+            out["penalty"] = self.penalty
+            out["parameters"] = {
+                p: {"argument": a, "similarity": s} for p, (a, s) in (self.parameters or {}).items()
+            }
+            out["why"] = self.why
+        return out
+
+
+def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.ndarray | None, k: int,
+         params: ScoringParams) -> list[list[Hit]]:
+    """The top ``k`` hits of every query: score descending, then catalogue order."""
+    results: list[list[Hit]] = []
+    for q in range(len(plan)):
+        lo, hi = int(cands.ptr[q]), int(cands.ptr[q + 1])
+        tools, s = cands.tool[lo:hi], scores[lo:hi]
+        order = np.lexsort((tools, -s))[:k]
+        hits = []
+        for r, j in enumerate(order, 1):
+            if terms is None:
+                hits.append(Hit(tool=st.catalog[int(tools[j])], score=float(s[j]), rank=r))
+            else:
+                hits.append(_explain(st, plan, cands, q, lo + int(j), float(s[j]), r, terms[lo + j], params))
+        results.append(hits)
+    return results
+
+
+def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: float, rank: int,
+             terms: np.ndarray, params: ScoringParams) -> Hit:
+    t = int(cands.tool[i])
+    tool = st.catalog[t]
+    fields = {f: float(terms[j]) for j, f in enumerate(FIELDS)}
+    p0, p1 = int(st.param_ptr[t]), int(st.param_ptr[t + 1])
+    n_par, na = p1 - p0, int(cands.n_args[q])
+    block = cands.ap_sims[cands.ap_off[i]:cands.ap_off[i] + na * n_par].reshape(na, n_par)
+    names = plan.arg_names[q]
+    matches: dict[str, tuple[str | None, float]] = {}
+    for p in range(n_par):
+        pname = st.param_names[p0 + p]
+        if na:
+            best = int(np.argmax(block[:, p]))
+            sim = float(block[best, p])
+            matches[pname] = (names[best] if sim > 0 else None, sim)
+        else:
+            matches[pname] = (None, 0.0)
+    contrib = sorted(((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True)
+    parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
+    why = "matches " + " and ".join(parts) if parts else "weak lexical match"
+    if plan.penalize[q]:
+        missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
+        if missing:
+            why += "; no argument for required " + ", ".join(missing)
+    return Hit(tool=tool, score=score, rank=rank, fields=fields, penalty=float(terms[4]),
+               parameters=matches, why=why)

@@ -1,0 +1,150 @@
+"""Query planning: a batch of queries becomes the texts each field is searched with.
+
+Every tool need contributes one text to the description, response and examples fields
+(its tool description, expected response and user intent); every extracted argument
+contributes one text to the parameters field. Texts are analysed once with the index's
+analyzer, and texts for dense or hybrid fields are embedded with one encoder call over
+the distinct strings (a raw query is the same string in three fields: encoded once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analyze import TermBatch
+from ..config import IndexConfig
+from ..index.embed import get_encoder
+from ..index.fields import argument_text
+from ..index.state import IndexState
+from ..schema import FIELDS, Query
+from .query import is_raw
+
+__all__ = ["FieldTexts", "QueryPlan", "plan_queries"]
+
+
+@dataclass(frozen=True)
+class FieldTexts:
+    """The texts one field is searched with, CSR by query.
+
+    Attributes:
+        texts: The raw strings, query by query.
+        ptr: ``int64[nq + 1]``: query ``q``'s texts are ``texts[ptr[q]:ptr[q+1]]``.
+        terms: The analysed texts (term ids; -1 for words the index never saw).
+        vectors: ``float32[len(texts), dim]`` unit embeddings for dense or hybrid
+            fields, else ``None``.
+    """
+
+    texts: list[str]
+    ptr: np.ndarray
+    terms: TermBatch
+    vectors: np.ndarray | None = None
+
+    @property
+    def owner(self) -> np.ndarray:
+        """``int64[len(texts)]``: the query each text belongs to."""
+        return np.repeat(np.arange(self.ptr.size - 1, dtype=np.int64), np.diff(self.ptr))
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Everything candidate generation and scoring need to know about a batch of queries.
+
+    Attributes:
+        queries: The parsed queries.
+        fields: Per field, its texts (see :class:`FieldTexts`).
+        arg_names: Per query, the argument each parameter-field text stands for
+            (``None`` where the text is a need's intent standing in for arguments).
+        penalize: ``uint8[nq]``: whether the missing-parameter penalty applies.
+    """
+
+    queries: list[Query]
+    fields: dict[str, FieldTexts]
+    arg_names: list[list[str | None]]
+    penalize: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    @property
+    def need_ptr(self) -> np.ndarray:
+        """``int64[nq + 1]``: CSR pointer of tool needs per query."""
+        return self.fields["description"].ptr
+
+    @property
+    def arg_ptr(self) -> np.ndarray:
+        """``int64[nq + 1]``: CSR pointer of parameter-field texts per query."""
+        return self.fields["parameters"].ptr
+
+
+def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
+    """Analyse (and, for dense fields, embed) the texts of ``queries``."""
+    texts: dict[str, list[str]] = {f: [] for f in FIELDS}
+    need_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+    arg_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+    penalize = np.zeros(len(queries), dtype=np.uint8)
+    arg_names: list[list[str | None]] = []
+    for i, q in enumerate(queries):
+        for need in q.needs:
+            texts["description"].append(need.tool_description)
+            texts["response"].append(need.expected_response)
+            texts["examples"].append(need.user_intent)
+        if q.arguments:
+            names: list[str | None] = list(q.arguments)
+            texts["parameters"].extend(argument_text(a, d, split_identifiers=config.split_identifiers)
+                                       for a, d in q.arguments.items())
+            penalize[i] = 1
+        elif config.penalize_without_arguments and not is_raw(q):
+            names = []
+            penalize[i] = 1
+        elif config.no_argument_params == "intent":
+            names = [None] * len(q.needs)
+            texts["parameters"].extend(n.user_intent for n in q.needs)
+        else:
+            names = []
+        arg_names.append(names)
+        need_ptr[i + 1] = len(texts["description"])
+        arg_ptr[i + 1] = len(texts["parameters"])
+
+    tokenize = _memo(config.analyzer.tokenize)
+    vectors = _embed(st, config, texts)
+    fields = {
+        f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr,
+                      st.vocab.encode_batch([tokenize(t) for t in texts[f]], grow=False), vectors.get(f))
+        for f in FIELDS
+    }
+    return QueryPlan(queries, fields, arg_names, penalize)
+
+
+def _memo(fn):
+    cache: dict[str, list[str]] = {}
+
+    def tokenize(text: str) -> list[str]:
+        got = cache.get(text)
+        if got is None:
+            got = cache[text] = fn(text)
+        return got
+
+    return tokenize
+
+
+def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
+    """Unit embeddings of the dense fields' texts: one encoder call, each distinct
+    non-blank string once; blank texts get a zero row (they match nothing, as in BM25)."""
+    names = [f for f in FIELDS if f in st.dense]
+    if not names:
+        return {}
+    encoder = get_encoder(config)
+    uniq = list(dict.fromkeys(t for f in names for t in texts[f] if t.strip()))
+    emb = encoder.encode(uniq) if uniq else np.zeros((0, encoder.dim), np.float32)
+    row = {t: i for i, t in enumerate(uniq)}
+    out = {}
+    for f in names:
+        vecs = np.zeros((len(texts[f]), encoder.dim), dtype=np.float32)
+        for i, t in enumerate(texts[f]):
+            j = row.get(t)
+            if j is not None:
+                vecs[i] = emb[j]
+        out[f] = vecs
+    return out

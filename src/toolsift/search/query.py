@@ -1,0 +1,42 @@
+"""What a caller may pass as a query, and turning it into a :class:`Query`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import QueryError
+from ..schema import Query
+
+__all__ = ["QueryLike", "as_query", "check_k", "is_raw"]
+
+#: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).
+QueryLike = str | Query | Mapping[str, Any]
+
+
+def as_query(q: Any, where: str) -> Query:
+    """Parse one query; errors name ``where`` (e.g. ``queries[3]``)."""
+    try:
+        if isinstance(q, Query):
+            return q
+        if isinstance(q, str):
+            return Query.from_text(q)
+        if isinstance(q, Mapping):
+            return Query.from_dict(q, where=where)
+    except QueryError as exc:
+        if exc.where.startswith(where):
+            raise
+        raise QueryError(where, str(exc)) from None
+    raise QueryError(where, f"expected text, a Query or a dict, got {type(q).__name__}")
+
+
+def is_raw(q: Query) -> bool:
+    """Whether ``q`` came from plain text (one need, all three texts the text)."""
+    return bool(q.text) and len(q.needs) == 1 and \
+        q.needs[0].user_intent == q.needs[0].tool_description == q.needs[0].expected_response == q.text
+
+
+def check_k(k: int) -> None:
+    """Reject a result count that is not a positive integer."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise QueryError("k", f"must be an integer >= 1, got {k!r}")

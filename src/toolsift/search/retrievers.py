@@ -1,0 +1,200 @@
+"""Per-field retrievers: find a field's best tools for each query, and score given tools.
+
+Each field is searched by BM25 (the C++ inverted index), by dense cosine (int8
+embeddings) or by a hybrid of both. A retriever answers two questions, both over a
+whole batch of query texts (see :class:`~toolsift.search.plan.FieldTexts`):
+
+* ``candidates``: per query, the union over its texts of each text's top-``n`` tools
+  with a positive score, as CSR ``(ptr, tool ids)``;
+* ``gather``: per text, the scores of given ids (tools, or for the parameters field the
+  candidate tools' parameter documents), laid out text-major: text ``i`` of query ``q``
+  gets one block with an entry for each id of ``q``.
+
+Neither builds a ``[queries, tools]`` matrix for BM25: the engine reads the postings of
+the query's terms and nothing else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import IndexConfig
+from ..index.dense_field import DenseField
+from ..index.field_index import FieldIndex
+from ..kernels.int8 import gather as int8_gather
+from ..kernels.int8 import quantize_rows
+from .plan import FieldTexts
+
+__all__ = ["FieldRetriever", "retriever_for"]
+
+
+class FieldRetriever:
+    """Candidates and scores of one field (see the module docstring)."""
+
+    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per query the sorted union of its texts' top-``n`` tools: ``(ptr, ids)``."""
+        raise NotImplementedError
+
+    def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
+        """``float32``: text-major scores of ``ids[ptr[q]:ptr[q+1]]`` for each text of
+        query ``q``; ``ids`` are document ids when ``docs`` else tool ids."""
+        raise NotImplementedError
+
+
+class Bm25Retriever(FieldRetriever):
+    """BM25 on the configured scale, computed by the C++ core from the postings."""
+
+    def __init__(self, fi: FieldIndex, config: IndexConfig) -> None:
+        self.fi = fi
+        self.scale = config.scale
+        self.threads = config.threads
+
+    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return _bm25_candidates(self.fi, ft, n, self.scale, self.threads)
+
+    def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
+        return _bm25_gather(self.fi, ft, ptr, ids, docs, self.scale, self.threads)
+
+
+class DenseRetriever(FieldRetriever):
+    """Cosine of int8 embeddings; a tool's score is the max over its documents."""
+
+    def __init__(self, dn: DenseField, *, floor_docs: bool) -> None:
+        self.dn = dn
+        # A parameter's similarity means "how well some argument matches it": a negative
+        # cosine would pull the parameter score below that of a parameter nobody matched.
+        self.floor_docs = floor_docs
+        if dn.groups is None:
+            self.tool_ptr = None
+        else:
+            self.tool_ptr = np.searchsorted(dn.groups, np.arange(dn.n_tools + 1)).astype(np.int64)
+
+    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+        nq = ft.ptr.size - 1
+        if not ft.texts:
+            return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
+        # Dense candidates need every tool's score: there are no postings to skip with.
+        scores = self.dn.score_tools(ft.vectors)
+        m = min(n, scores.shape[1])
+        top = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < scores.shape[1] else \
+            np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+        keep = np.take_along_axis(scores, top, axis=1) > 0
+        return union_by_query(ft.owner, top, keep, nq)
+
+    def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
+        owner = ft.owner
+        counts = np.diff(ptr)[owner]
+        text_ptr = np.zeros(owner.size + 1, np.int64)
+        np.cumsum(counts, out=text_ptr[1:])
+        per_text = ids[_ranges(ptr[owner], counts)]
+        if not per_text.size:
+            return np.zeros(0, np.float32)
+        q_codes, q_scales = quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
+        m = self.dn.matrix
+        if docs or self.tool_ptr is None:
+            out = int8_gather(q_codes, q_scales, m.codes, m.scales, text_ptr, per_text)
+            return np.maximum(out, 0.0, out=out) if docs and self.floor_docs else out
+        # Grouped field (one row per example intent): score every document of each
+        # candidate tool, then take the max per tool (0 for a tool with no documents).
+        lo, hi = self.tool_ptr[per_text], self.tool_ptr[per_text + 1]
+        n_docs = hi - lo
+        doc_rows = _ranges(lo, n_docs)
+        cum = np.zeros(n_docs.size + 1, np.int64)
+        np.cumsum(n_docs, out=cum[1:])
+        doc_ptr = cum[text_ptr]
+        sims = int8_gather(q_codes, q_scales, m.codes, m.scales, doc_ptr, doc_rows)
+        out = np.zeros(per_text.size, np.float32)
+        has = n_docs > 0
+        starts = np.zeros(per_text.size, np.int64)
+        np.cumsum(n_docs[:-1], out=starts[1:])
+        if has.any():
+            out[has] = np.maximum.reduceat(sims, starts[has])
+        return out
+
+
+class HybridRetriever(FieldRetriever):
+    """``w``·BM25 + (1 − ``w``)·max(cosine, 0), on the bounded or linear BM25 scale."""
+
+    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, weight: float) -> None:
+        self.bm25, self.dense, self.weight = bm25, dense, weight
+
+    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+        p1, i1 = self.bm25.candidates(ft, n)
+        p2, i2 = self.dense.candidates(ft, n)
+        return merge_csr([(p1, i1), (p2, i2)])
+
+    def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
+        bm = self.bm25.gather(ft, ptr, ids, docs=docs)
+        cos = self.dense.gather(ft, ptr, ids, docs=docs)
+        w = self.weight
+        return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
+
+
+# TEMPORARY (replaced by the engine's candidates/gather calls): dense score rows.
+def _bm25_candidates(fi, ft, n, scale, threads):
+    nq = ft.ptr.size - 1
+    if not ft.texts:
+        return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
+    scores = fi.score_tools(ft.terms, scale=scale, threads=threads)
+    m = min(n, scores.shape[1])
+    top = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < scores.shape[1] else \
+        np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    keep = np.take_along_axis(scores, top, axis=1) > 0
+    return union_by_query(ft.owner, top, keep, nq)
+
+
+def _bm25_gather(fi, ft, ptr, ids, docs, scale, threads):
+    if not ft.texts:
+        return np.zeros(0, np.float32)
+    scores = (fi.score_docs if docs else fi.score_tools)(ft.terms, scale=scale, threads=threads)
+    owner = ft.owner
+    counts = np.diff(ptr)[owner]
+    rows = np.repeat(np.arange(owner.size), counts)
+    cols = ids[_ranges(ptr[owner], counts)]
+    return scores[rows, cols].astype(np.float32)
+
+
+def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: IndexConfig) -> FieldRetriever:
+    """The retriever ``config`` asks for on ``field``."""
+    kind = config.retriever(field)
+    if kind == "bm25":
+        return Bm25Retriever(fi, config)
+    dense = DenseRetriever(dn, floor_docs=(kind == "dense"))
+    if kind == "dense":
+        return dense
+    return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight)
+
+
+def union_by_query(owner: np.ndarray, ids: np.ndarray, keep: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``ids`` (one per text; ``keep`` masks entries) merged per query into a
+    sorted, duplicate-free CSR ``(ptr, ids)``."""
+    rows = np.broadcast_to(owner[:, None], ids.shape)[keep]
+    return _csr_unique(rows, np.asarray(ids)[keep], nq)
+
+
+def merge_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per query the sorted union of several CSR id lists over the same queries."""
+    nq = parts[0][0].size - 1
+    rows = np.concatenate([np.repeat(np.arange(nq, dtype=np.int64), np.diff(p)) for p, _ in parts])
+    ids = np.concatenate([i for _, i in parts])
+    return _csr_unique(rows, ids, nq)
+
+
+def _csr_unique(rows: np.ndarray, ids: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    ids = ids.astype(np.int64, copy=False)
+    if not ids.size:
+        return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
+    span = int(ids.max()) + 1
+    keys = np.unique(rows.astype(np.int64) * span + ids)
+    ptr = np.searchsorted(keys // span, np.arange(nq + 1)).astype(np.int64)
+    return ptr, keys % span
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + c)`` for each (s, c), vectorised."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offsets = np.zeros(counts.size, np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

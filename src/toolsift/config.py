@@ -79,7 +79,11 @@ class IndexConfig:
             ``None`` uses the default all-MiniLM-L6-v2 from the installed model package.
         hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
         params: Field weights, bias and penalty parameters.
-        threads: Worker threads for batch scoring (0 = all cores).
+        threads: The one thread setting, for every pool: the C++ engine, the Numba
+            kernels and onnxruntime (intra-op) (0 = all cores). Work too small to pay
+            for threads (a single query's candidates) runs serially whatever the
+            setting, so a search stays fast on a busy machine; raise it for large
+            batches, builds and evaluation.
     """
 
     bm25: Bm25Config = field(default_factory=Bm25Config)

@@ -23,6 +23,7 @@ from .index.embed import embed_fields, get_encoder, update_dense
 from .index.field_index import FieldIndex
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
+from .kernels.launch import using_threads
 from .kernels.params import ScoringParams
 from .progress import progress_bar
 from .schema import FIELDS, Catalog, Query, Tool
@@ -81,7 +82,8 @@ class ToolIndex:
             raise ToolsiftError("cannot index an empty catalogue")
         config = config or IndexConfig()
         tokens = DocumentTokens.analyse(catalog, config, progress=progress)
-        dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
+        with using_threads(config.threads):
+            dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
         return cls._from_tokens(catalog, config, tokens, dense)
 
     @classmethod

@@ -206,7 +206,7 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.empty(arr.shape, dtype=np.int8)
     scales = np.empty(arr.shape[0], dtype=np.float32)
     if arr.shape[0]:
-        launch(quantize_kernel, arr, codes, scales)
+        launch(quantize_kernel, arr, codes, scales, work=arr.size // 1000)
     return codes, scales
 
 
@@ -235,7 +235,7 @@ def scan(
         if qc.shape[1] == 0:
             out.fill(0.0)
         else:
-            launch(scan_kernel, qc, qs, c, s, out)
+            launch(scan_kernel, qc, qs, c, s, out, work=qc.shape[0] * c.size // 1000)
     return out
 
 
@@ -293,5 +293,5 @@ def gather(
         raise ValueError(f"cand_ids[{i}]={ids[i]} out of range for {n} rows")
     out = np.zeros(k, dtype=np.float32)
     if k and qc.shape[1]:
-        launch(gather_kernel, qc, qs, c, s, ptr, ids, out)
+        launch(gather_kernel, qc, qs, c, s, ptr, ids, out, work=k * qc.shape[1] // 1000)
     return out

@@ -1,30 +1,98 @@
-"""Launching parallel Numba kernels safely from many threads.
+"""Launching Numba kernels: serially when the work is small, in parallel when it pays.
 
-Numba's "workqueue" threading layer (the fallback when neither TBB nor OpenMP is
-available) aborts the process when two threads launch parallel kernels at once, and
-``nogil=True`` kernels invite exactly that. Launches are serialised until the layer in
-use is known to be thread-safe; each launch already uses every core, so a queue costs
-little. One lock for every kernel module, since the layer is process-wide.
+Every parallel kernel in toolsift goes through :func:`launch`, which is where the one
+``threads`` setting (``IndexConfig.threads``) reaches Numba:
+
+* The thread count comes from :func:`using_threads` (a context variable, so concurrent
+  searches with different settings do not interfere); outside any search it is 1.
+* Work below ``SERIAL_WORK`` (or ``threads == 1``) runs a serial twin of the kernel —
+  the same Python function compiled without ``parallel=True`` — on the calling thread.
+  A single query's few hundred candidates never wake a thread pool: on a busy machine,
+  waiting for pool threads to be scheduled cost 12-28 ms per query where the work
+  itself takes microseconds.
+* Numba's "workqueue" threading layer (the fallback when neither TBB nor OpenMP is
+  available) aborts the process when two threads launch parallel kernels at once, and
+  ``nogil=True`` kernels invite exactly that. Parallel launches are serialised until the
+  layer in use is known to be thread-safe. Serial twins need no lock.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numba
 
-__all__ = ["launch"]
+__all__ = ["SERIAL_WORK", "current_threads", "launch", "serial_twin", "using_threads"]
+
+#: Units of work (candidates, or multiply-adds / 1000 for matrix kernels) below which a
+#: kernel runs serially whatever the thread setting.
+SERIAL_WORK = 16_384
 
 _THREADSAFE_LAYERS = frozenset({"tbb", "omp"})
 _lock = threading.Lock()
 _threadsafe = False
+_threads: ContextVar[int] = ContextVar("toolsift_threads", default=1)
+_twins: dict[Any, Any] = {}
+_twins_lock = threading.Lock()
 
 
-def launch(kernel: Callable[..., None], *args: Any) -> None:
-    """Call a parallel kernel, serialised until the threading layer is known to be safe."""
+def current_threads() -> int:
+    """Threads the kernels may use in the current context (resolved: 0 means all cores)."""
+    n = _threads.get()
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
+@contextmanager
+def using_threads(n: int) -> Iterator[None]:
+    """Let kernels launched inside the block use ``n`` threads (0 = all cores)."""
+    token = _threads.set(n)
+    try:
+        yield
+    finally:
+        _threads.reset(token)
+
+
+def serial_twin(kernel: Any) -> Any:
+    """The serial version of a ``parallel=True`` kernel, compiled once for the same
+    signatures (and cached on disk under its own name)."""
+    if not hasattr(kernel, "py_func"):  # a plain Python function is serial already
+        return kernel
+    twin = _twins.get(kernel)
+    if twin is None:
+        with _twins_lock:
+            twin = _twins.get(kernel)
+            if twin is None:
+                py = kernel.py_func
+                # A distinct qualified name gives the twin its own on-disk cache entry:
+                # Numba's cache key does not include the parallel flag.
+                name = py.__name__ + "__serial"
+                fn = types.FunctionType(py.__code__, py.__globals__, name, py.__defaults__, py.__closure__)
+                fn.__qualname__ = py.__qualname__ + "__serial"
+                fn.__module__ = py.__module__
+                fn.__doc__ = py.__doc__
+                opts = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
+                opts["cache"] = True
+                sigs = [s for s in kernel.signatures]
+                twin = numba.njit(sigs, **opts)(fn) if sigs else numba.njit(**opts)(fn)
+                _twins[kernel] = twin
+    return twin
+
+
+def launch(kernel: Callable[..., None], *args: Any, work: int | None = None) -> None:
+    """Run ``kernel(*args)``: its serial twin when ``work`` is below :data:`SERIAL_WORK`
+    or one thread is allowed, else in parallel on :func:`current_threads` threads."""
+    threads = current_threads()
+    if threads <= 1 or (work is not None and work < SERIAL_WORK) or numba.config.DISABLE_JIT:
+        (kernel if numba.config.DISABLE_JIT else serial_twin(kernel))(*args)
+        return
     global _threadsafe
+    numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))
     if _threadsafe:
         kernel(*args)
         return
@@ -32,5 +100,5 @@ def launch(kernel: Callable[..., None], *args: Any) -> None:
         kernel(*args)
         try:
             _threadsafe = numba.threading_layer() in _THREADSAFE_LAYERS
-        except ValueError:  # no parallel launch yet, e.g. under NUMBA_DISABLE_JIT
+        except ValueError:  # no parallel launch yet
             pass

@@ -382,5 +382,5 @@ def score_candidates(
             need_sims, ap_sims, param_ptr, param_required,
             params.weights_array(), params.bias, params.alpha, params.tau, params.w_req,
             params.w_opt, scores, terms,
-        ))  # fmt: skip
+        ), work=nc)  # fmt: skip
     return (scores, terms) if breakdown else scores

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..config import IndexConfig
 from ..index.state import IndexState
+from ..kernels.launch import using_threads
 from ..schema import FIELDS, Query
 from .candidates import Candidates, find_candidates, pack
 from .exhaustive import all_field_scores
@@ -32,20 +33,22 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
 
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:
     """Search: the top ``k`` hits of each query."""
-    plan = plan_queries(st, config, queries)
-    fr = retrievers(st, config)
-    ptr, tool = find_candidates(st, plan, fr, n=config.candidates, k=k)
-    cands = pack(st, plan, fr, ptr, tool)
-    scores, terms = score(st, cands, config.params, breakdown=explain)
-    return rank(st, plan, cands, scores, terms, k, config.params)
+    with using_threads(config.threads):
+        plan = plan_queries(st, config, queries)
+        fr = retrievers(st, config)
+        ptr, tool = find_candidates(st, plan, fr, n=config.candidates, k=k)
+        cands = pack(st, plan, fr, ptr, tool)
+        scores, terms = score(st, cands, config.params, breakdown=explain)
+        return rank(st, plan, cands, scores, terms, k, config.params)
 
 
 def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.ndarray) -> np.ndarray:
     """MFTR scores of one query against the given catalogue positions, in that order
     (duplicates allowed; no candidate cut-off)."""
-    plan = plan_queries(st, config, [query])
-    uniq, inverse = np.unique(tools, return_inverse=True)
-    ptr = np.array([0, uniq.size], dtype=np.int64)
-    cands = pack(st, plan, retrievers(st, config), ptr, uniq.astype(np.int64))
-    scores, _ = score(st, cands, config.params)
-    return scores[inverse]
+    with using_threads(config.threads):
+        plan = plan_queries(st, config, [query])
+        uniq, inverse = np.unique(tools, return_inverse=True)
+        ptr = np.array([0, uniq.size], dtype=np.int64)
+        cands = pack(st, plan, retrievers(st, config), ptr, uniq.astype(np.int64))
+        scores, _ = score(st, cands, config.params)
+        return scores[inverse]

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..config import IndexConfig
 from ..index.state import IndexState
+from ..kernels.launch import using_threads
 from ..progress import progress_bar
 from ..schema import Query
 from ..scores import FieldScores
@@ -35,6 +36,15 @@ def all_field_scores(st: IndexState, config: IndexConfig, queries: list[Query], 
     psims = np.zeros((len(queries), n_params), dtype=np.float32)
     penalized = np.zeros(len(queries), dtype=bool)
     chunks = range(0, len(queries), _CHUNK)
+    with using_threads(config.threads):
+        _fill(st, config, queries, chunks, progress, base, psims, penalized, groups, counts)
+    return FieldScores(ids, [t.id for t in st.catalog], base, psims, penalized,
+                       groups.astype(np.int64), st.param_required.astype(bool))
+
+
+def _fill(st, config, queries, chunks, progress, base, psims, penalized, groups, counts) -> None:
+    nt = len(st.catalog)
+    n_params = int(st.param_ptr[-1])
     for start in progress_bar(chunks, progress, "field scores", total=len(chunks)):
         plan = plan_queries(st, config, queries[start:start + _CHUNK])
         full = {f: _matrix(st, config, plan.fields[f], f, docs=False) for f in ("description", "response", "examples")}
@@ -51,8 +61,6 @@ def all_field_scores(st: IndexState, config: IndexConfig, queries: list[Query], 
                 psims[row] = sp
                 base[row, :, 1] = np.bincount(groups, weights=sp, minlength=nt) / counts
             penalized[row] = bool(plan.penalize[i])
-    return FieldScores(ids, [t.id for t in st.catalog], base, psims, penalized,
-                       groups.astype(np.int64), st.param_required.astype(bool))
 
 
 def _matrix(st: IndexState, config: IndexConfig, ft: FieldTexts, field: str, *, docs: bool) -> np.ndarray:

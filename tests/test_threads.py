@@ -1,0 +1,85 @@
+"""One thread setting governs every pool; small work never starts a thread pool."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from toolsift.kernels import launch as launch_mod
+from toolsift.kernels.int8 import quantize_rows, scan
+from toolsift.kernels.launch import current_threads, serial_twin, using_threads
+from toolsift.kernels.mftr import score_kernel
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_single_queries_never_start_a_thread_pool():
+    # A parallel launch starts the pool's OS threads; count the process's threads
+    # before and after, in a fresh process so nothing else has launched.
+    got = _run("""
+        import os
+        from importlib.resources import files
+        from toolsift import IndexConfig, ToolIndex, load_catalog
+        count = lambda: len(os.listdir("/proc/self/task"))
+        cat = load_catalog(str(files("toolsift") / "data" / "demo_tools.json"))
+        indexes = [ToolIndex.build(cat, config=IndexConfig(threads=t)) for t in (1, 0)]
+        before = count()
+        for index in indexes:
+            for q in ("send an email", "weather in Paris tomorrow", "convert 10 usd to eur"):
+                index.search(q, k=5, explain=True)
+        print(count() - before)
+    """)
+    assert got == "0"
+
+
+def test_large_batches_use_the_configured_threads():
+    got = _run("""
+        import os, numpy as np
+        from toolsift.kernels.int8 import quantize_rows, scan
+        from toolsift.kernels.launch import using_threads
+        count = lambda: len(os.listdir("/proc/self/task"))
+        x = np.random.default_rng(0).standard_normal((4000, 64)).astype(np.float32)
+        c, s = quantize_rows(x)
+        before = count()
+        with using_threads(2):
+            scan(c[:64], s[:64], c, s)
+        print(count() - before)
+    """)
+    assert int(got) >= 1
+
+
+def test_serial_twin_computes_the_same_as_the_parallel_kernel():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 32)).astype(np.float32)
+    c, s = quantize_rows(x)
+    with using_threads(1):
+        serial = scan(c[:5], s[:5], c, s)
+    with using_threads(2):
+        old = launch_mod.SERIAL_WORK
+        launch_mod.SERIAL_WORK = 0  # force the parallel kernel on this small input
+        try:
+            parallel = scan(c[:5], s[:5], c, s)
+        finally:
+            launch_mod.SERIAL_WORK = old
+    np.testing.assert_array_equal(serial, parallel)
+    twin = serial_twin(score_kernel)
+    assert twin is serial_twin(score_kernel)
+    assert not twin.targetoptions.get("parallel")
+
+
+def test_thread_setting_is_scoped_to_the_context():
+    assert current_threads() == 1
+    with using_threads(3):
+        assert current_threads() == 3
+        with using_threads(0):
+            assert current_threads() >= 1
+        assert current_threads() == 3
+    assert current_threads() == 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..index.state import IndexState
+from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
 from .plan import QueryPlan
 from .retrievers import FieldRetriever, _ranges, merge_csr
@@ -102,53 +103,23 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
          tool: np.ndarray) -> Candidates:
     """Score the candidates ``(ptr, tool)`` in every field and lay the result out as
     :class:`Candidates`."""
-    nq = ptr.size - 1
-    n_cand = np.diff(ptr)
-    cq = np.repeat(np.arange(nq, dtype=np.int64), n_cand)
-    local = np.arange(tool.size, dtype=np.int64) - ptr[cq]
-
-    # Needs: field f's scores come text-major (text r of query q: one entry per
-    # candidate of q); the kernel reads candidate-major blocks of n_needs rows.
     need_ptr = plan.need_ptr
-    n_needs = np.diff(need_ptr)
-    per_cand = n_needs[cq]
-    need_off = _exclusive_cumsum(per_cand)
-    entry_cand = np.repeat(np.arange(tool.size, dtype=np.int64), per_cand)
-    r = np.arange(entry_cand.size, dtype=np.int64) - need_off[entry_cand]
-    text = need_ptr[cq[entry_cand]] + r
-    text_off = _exclusive_cumsum(n_cand[plan.fields["description"].owner])
-    src = text_off[text] + local[entry_cand]
-    need_sims = np.empty((entry_cand.size, 3), dtype=np.float32)
-    for col, f in enumerate(NEED_FIELDS):
-        need_sims[:, col] = retrievers[f].gather(plan.fields[f], ptr, tool, docs=False)[src]
+    sims = [retrievers[f].gather(plan.fields[f], ptr, tool, docs=False) for f in NEED_FIELDS]
+    need_sims, need_off = pack_needs(ptr, tool, need_ptr, *sims)
 
-    # Parameters: the field scores the candidates' parameter documents, text-major
-    # again (argument a of query q: one entry per parameter of each candidate of q).
+    # The parameters field scores the candidates' parameter documents: query q asks
+    # for the parameters of each of its candidates, in candidate order.
+    arg_ptr = plan.arg_ptr
     param_ptr = st.param_ptr
-    n_par = param_ptr[tool + 1] - param_ptr[tool]
-    arg_ft = plan.fields["parameters"]
-    n_args = np.diff(arg_ft.ptr)
-    ap_len = n_args[cq] * n_par
-    ap_off = _exclusive_cumsum(ap_len)
-    if int(ap_len.sum()):
+    if arg_ptr[-1]:
+        n_par = param_ptr[tool + 1] - param_ptr[tool]
         doc_ids = _ranges(param_ptr[tool], n_par)
-        doc_ptr = np.zeros(nq + 1, np.int64)
-        np.cumsum(np.bincount(cq, weights=n_par, minlength=nq).astype(np.int64), out=doc_ptr[1:])
-        arg_sims = retrievers["parameters"].gather(arg_ft, doc_ptr, doc_ids, docs=True)
-        par_local = _exclusive_cumsum(n_par) - doc_ptr[cq]  # first parameter of i within q's block
-        arg_off = _exclusive_cumsum(np.diff(doc_ptr)[arg_ft.owner])
-        e_cand = np.repeat(np.arange(tool.size, dtype=np.int64), ap_len)
-        e = np.arange(e_cand.size, dtype=np.int64) - ap_off[e_cand]
-        a, p = np.divmod(e, n_par[e_cand])
-        ap_sims = arg_sims[arg_off[arg_ft.ptr[cq[e_cand]] + a] + par_local[e_cand] + p]
+        cum = np.zeros(tool.size + 1, np.int64)
+        np.cumsum(n_par, out=cum[1:])
+        doc_ptr = cum[ptr]
+        par = retrievers["parameters"].gather(plan.fields["parameters"], doc_ptr, doc_ids, docs=True)
+        ap_sims, ap_off = pack_params(ptr, tool, arg_ptr, param_ptr, par)
     else:
-        ap_sims = np.zeros(0, np.float32)
-    return Candidates(ptr, tool, n_needs, n_args, plan.penalize, need_sims, need_off,
-                      np.ascontiguousarray(ap_sims, dtype=np.float32), ap_off)
-
-
-def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
-    out = np.zeros(x.size, dtype=np.int64)
-    if x.size > 1:
-        np.cumsum(x[:-1], out=out[1:])
-    return out
+        ap_sims, ap_off = np.zeros(0, np.float32), np.zeros(tool.size, np.int64)
+    return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], arg_ptr[1:] - arg_ptr[:-1], plan.penalize,
+                      need_sims, need_off, ap_sims, ap_off)

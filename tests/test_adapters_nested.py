@@ -402,6 +402,7 @@ def test_is_generated_title(title: str, name: str | None, generated: bool) -> No
     ("", "empty"),
     ("   ", "empty"),
     ("x" * 5000, "cannot read the file"),
+    ("\ud800.json", "not a usable file path"),
     (Path("a\x00b.json"), "NUL byte"),
 ])
 @pytest.mark.parametrize("fmt", ["auto", "openapi", "mcp"])

@@ -117,6 +117,17 @@ class Parameter:
             raise SchemaError(where, str(exc)) from None
 
 
+def _parent(name: str, names: set[str]) -> str | None:
+    cut = len(name)
+    while (cut := name.rfind(".", 0, cut)) > 0:
+        head = name[:cut]
+        while head.endswith("[]") and head not in names:
+            head = head[:-2]
+        if head in names and head != name:
+            return head
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A tool standardised into the four MFTR fields.
@@ -179,20 +190,13 @@ class Tool:
         itself a parameter of this tool (so a top-level name that merely contains a dot,
         like ``"filter.name"``, stays top-level).
         """
-        names = {p.name for p in self.parameters}
-        cut = len(name)
-        while (cut := name.rfind(".", 0, cut)) > 0:
-            head = name[:cut]
-            while head.endswith("[]") and head not in names:
-                head = head[:-2]
-            if head in names and head != name:
-                return head
-        return None
+        return _parent(name, {p.name for p in self.parameters})
 
     @property
     def top_level_parameters(self) -> tuple[Parameter, ...]:
         """The parameters that are not nested in another one (the tool's own arguments)."""
-        return tuple(p for p in self.parameters if self.parent_of(p.name) is None)
+        names = {p.name for p in self.parameters}
+        return tuple(p for p in self.parameters if _parent(p.name, names) is None)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the toolsift native catalogue format)."""

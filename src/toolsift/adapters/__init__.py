@@ -11,6 +11,11 @@ Supported formats (:data:`FORMATS`):
 * ``"toolret"``: ToolRet benchmark ``tools.json`` records.
 * ``"mftr-augmented"``: MFTR LLM-standardized benchmark tools.
 
+JSON Schema inputs (OpenAI, Anthropic, MCP, Gemini, LangChain, OpenAPI bodies) accept
+legacy type spellings such as BFCL's ``"type": "dict"``, and properties of nested objects
+become sub-parameters of their own (``address.city``, ``stops[].name``); the tool's
+``source`` keeps the schema exactly as given. See :mod:`toolsift.adapters._nested`.
+
 Example:
     >>> from toolsift.adapters import load_catalog
     >>> catalog = load_catalog("tools.json")            # format detected from content

@@ -209,6 +209,9 @@ def require_name(entry: Mapping[str, Any], key: str = "name", *, path: str | Non
 
 
 def _shown(text: str) -> str:
+    """A path as messages show it: as is when short and printable, else quoted and cut."""
+    if len(text) <= 200 and text.isprintable():
+        return text
     return repr(text[:60] + "...") if len(text) > 60 else repr(text)
 
 

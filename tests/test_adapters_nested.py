@@ -1,19 +1,16 @@
-"""Nested object parameters, legacy JSON-schema type spellings, generated titles and
-bad path strings in the catalogue adapters."""
+"""Nested object parameters, legacy JSON-schema type spellings and generated titles in
+the catalogue adapters (bad path strings and search: test_adapters_search.py)."""
 
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from toolsift import ToolIndex
 from toolsift.adapters import detect_format, from_mcp, from_openai, load_catalog, load_openapi
 from toolsift.adapters._jsonschema import is_generated_title, parameters_from_schema
-from toolsift.errors import CatalogFormatError, SchemaError
+from toolsift.errors import SchemaError
 from toolsift.gateway.formats import input_schema, to_mcp, to_openai
 from toolsift.index.fields import field_documents
 from toolsift.schema import Catalog, Parameter, Tool
@@ -284,6 +281,15 @@ def test_optional_model_through_any_of_and_all_of() -> None:
     assert by["home.zip"].description == "Postal or ZIP code"
 
 
+def test_properties_past_the_budget_are_not_read() -> None:
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(100)}}
+    wide["properties"]["p99"] = "not a schema"
+    schema = {"type": "object", "properties": {"w": wide}}
+    assert [n for n, _, _ in params(schema)][-1] == "w.p62"  # 1 + 63 sub-parameters
+    with pytest.raises(SchemaError, match=r"properties\['w'\]\.properties\['p99'\]"):
+        params(schema, max_parameters=200)
+
+
 # ------------------------------------------------------------ the original schema
 
 
@@ -389,90 +395,3 @@ def test_mcp_generated_titles_are_not_indexed() -> None:
 ])
 def test_is_generated_title(title: str, name: str | None, generated: bool) -> None:
     assert is_generated_title(title, name) is generated
-
-
-# ------------------------------------------------------------ bad path strings
-
-
-@pytest.mark.parametrize(("source", "match"), [
-    ("\x00", "NUL byte"),
-    ("tools\x00.json", "NUL byte"),
-    ('{"tools": []}\x00', "looks like JSON text"),
-    ('[{"name": "x", "parameters": {"type": "dict"}}]', "looks like JSON text"),
-    ("", "empty"),
-    ("   ", "empty"),
-    ("x" * 5000, "cannot read the file"),
-    ("\ud800.json", "not a usable file path"),
-    (Path("a\x00b.json"), "NUL byte"),
-])
-@pytest.mark.parametrize("fmt", ["auto", "openapi", "mcp"])
-def test_bad_path_strings_are_format_errors(source: Any, match: str, fmt: str) -> None:
-    with pytest.raises(CatalogFormatError, match=match):
-        load_catalog(source, format=fmt)
-
-
-def test_bad_path_strings_in_openapi_loader() -> None:
-    with pytest.raises(CatalogFormatError, match="NUL byte"):
-        load_openapi("spec\x00.yaml")
-
-
-def test_bytes_path_is_read(tmp_path: Path) -> None:
-    path = tmp_path / "tools.json"
-    path.write_text(json.dumps([BFCL_TOOL]), encoding="utf-8")
-
-    class BytesPath:
-        def __fspath__(self) -> bytes:
-            return bytes(path)
-
-    catalog = load_catalog(BytesPath())  # type: ignore[arg-type]
-    assert catalog.name == "tools.json" and catalog[0].name == "book_flight"
-
-
-# ------------------------------------------------------------ search
-
-
-SHOP_TOOLS = [
-    {"name": "create_order", "description": "Create a new order in the web shop.",
-     "parameters": {"type": "dict", "required": ["items"], "properties": {
-         "items": {"type": "array", "items": {"type": "dict", "properties": {
-             "sku": {"type": "string", "description": "Product code."},
-             "quantity": {"type": "integer"}}}},
-         "delivery": {"type": "dict", "description": "Delivery options.", "properties": {
-             "gift_wrap_message": {"type": "string", "description": "Greeting printed on the gift wrapping paper."},
-             "courier": {"type": "string", "enum": ["dhl", "ups"]}}}}}},
-    {"name": "update_order", "description": "Change an existing order in the web shop.",
-     "parameters": {"type": "dict", "properties": {
-         "order_id": {"type": "string", "description": "The order to change."},
-         "items": {"type": "array", "items": {"type": "dict", "properties": {
-             "sku": {"type": "string"}, "quantity": {"type": "integer"}}}}}}},
-    {"name": "cancel_order", "description": "Cancel an order in the web shop.",
-     "parameters": {"type": "dict", "properties": {"order_id": {"type": "string"},
-                                                   "reason": {"type": "string", "description": "Why."}}}},
-    {"name": "send_card", "description": "Send a postcard.",
-     "parameters": {"type": "dict", "properties": {"text": {"type": "string", "description": "Card text."}}}},
-]
-
-
-def top_level_only(catalog: Catalog) -> Catalog:
-    from dataclasses import replace
-
-    return Catalog([replace(t, parameters=t.top_level_parameters) for t in catalog])
-
-
-@pytest.mark.parametrize("query", [
-    "order with a gift wrap message printed on the wrapping paper",
-    {"tool_needs": [{"user_intent": "buy a present for my aunt", "tool_description": "place an order",
-                     "expected_response": "the order confirmation"}],
-     "extracted_arguments": {"gift_wrap_message": "greeting on the gift wrapping"}},
-])
-def test_nested_sub_parameter_words_find_the_tool(query: Any) -> None:
-    catalog = load_catalog(SHOP_TOOLS)
-    hits = ToolIndex.build(catalog).search(query, k=4, explain=True)
-    assert hits[0].id == "create_order"
-    assert hits[0].fields["parameters"] > 0
-    assert hits[0].parameters["delivery.gift_wrap_message"][1] > 0
-    # Control: the same catalogue without sub-parameters has nothing in its parameter
-    # field for these words, so the match above comes from the flattened parameter.
-    flat = ToolIndex.build(top_level_only(catalog)).search(query, k=4, explain=True)
-    flat_hit = next(h for h in flat if h.id == "create_order")
-    assert flat_hit.fields["parameters"] < hits[0].fields["parameters"]

@@ -33,7 +33,7 @@ source schema itself is never modified.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -96,23 +96,22 @@ def _required_list(obj: Mapping[str, Any], at: str, *, nested: bool) -> list[str
     return required
 
 
-def _properties(obj: Mapping[str, Any], at: str) -> list[tuple[Any, Mapping[str, Any], str]]:
+def _properties(obj: Mapping[str, Any], at: str) -> Iterator[tuple[Any, Mapping[str, Any], str]]:
+    # A generator: properties past the parameter budget are never looked at.
     props = obj.get("properties")
     if props is None:
-        return []
+        return
     if not isinstance(props, Mapping):
         raise SchemaError(
             at + ".properties", f"expected an object of property schemas, got {type(props).__name__}"
         )
-    out = []
     for key, prop in props.items():
         prop_at = f"{at}.properties[{key!r}]"
         if prop is True:
             prop = {}  # JSON Schema ``true``: anything goes
         if not isinstance(prop, Mapping):
             raise SchemaError(prop_at, f"expected a property schema object, got {type(prop).__name__}")
-        out.append((key, prop, prop_at))
-    return out
+        yield key, prop, prop_at
 
 
 def _parameter(name: Any, key: Any, prop: Mapping[str, Any], at: str, where: str,

@@ -129,3 +129,52 @@ def test_python_docstrings(doc: str) -> None:
 
     fn.__doc__ = doc
     only_typed_errors(lambda f: [from_callable(f)], fn)
+
+
+# Nested object schemas with legacy type spellings, local references and cycles of
+# references: reading them gives a toolsift error or bounded, consistent parameters.
+# Mostly well-formed (so that nesting is actually reached), with a rare bad type.
+NESTED_TYPES = st.sampled_from(["object", "dict", "Dict", "object", "dict", "array", "list", "string", "float",
+                                "int", "any", "bogus"]) \
+    | st.lists(st.sampled_from(["dict", "object", "null", "None"]), min_size=1, max_size=2)
+NESTED_REFS = st.sampled_from(["#/$defs/A", "#/$defs/B", "#/$defs/Missing", "#", "#/properties", "#/$defs/A/items"])
+NESTED_TEXT = st.none() | st.text(max_size=8) | st.sampled_from(["fooOutput", "A", "a"])
+NESTED = st.recursive(
+    st.fixed_dictionaries({}, optional={"type": NESTED_TYPES, "description": NESTED_TEXT, "title": NESTED_TEXT})
+    | st.builds(lambda r: {"$ref": r}, NESTED_REFS),
+    lambda kids: st.fixed_dictionaries({"properties": st.dictionaries(
+        st.sampled_from(["a", "b", "c", "d_e"]), kids, min_size=1, max_size=4)}, optional={
+        "type": NESTED_TYPES, "required": st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+        "items": kids, "anyOf": st.lists(kids, max_size=2), "allOf": st.lists(kids, max_size=2),
+        "$ref": NESTED_REFS}),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(root=NESTED, defs=st.fixed_dictionaries({"A": NESTED, "B": NESTED}),
+       max_depth=st.integers(1, 5), max_parameters=st.integers(1, 70))
+def test_nested_schemas_are_bounded(root: Any, defs: Any, max_depth: int, max_parameters: int) -> None:
+    from toolsift.adapters._jsonschema import parameters_from_schema
+    from toolsift.schema import Tool
+
+    schema = {**root, "$defs": defs} if isinstance(root, dict) else root
+    try:
+        got = parameters_from_schema(schema, where=".p", max_depth=max_depth, max_parameters=max_parameters)
+        tool = Tool(id="t", name="t", parameters=got)
+    except ToolsiftError:
+        return
+    assert got == parameters_from_schema(schema, where=".p", max_depth=max_depth, max_parameters=max_parameters)
+    top = tool.top_level_parameters
+    assert len(got) <= max(max_parameters, len(top))
+    names = [p.name for p in got]
+    by = {p.name: p for p in got}
+    for i, p in enumerate(got):
+        parent = tool.parent_of(p.name)
+        depth = 1
+        while parent is not None:
+            assert names.index(parent) < i  # a parent comes before its sub-parameters
+            assert by[parent].required or not p.required  # no required child of an optional one
+            depth += 1
+            parent = tool.parent_of(parent)
+        assert depth <= max_depth

@@ -56,7 +56,10 @@ def test_petstore_json_operations_and_flags() -> None:
     assert ls.tags == ("pets",)
 
     create = tools["createPet"]
-    assert flags(create) == {"name": True, "species": True, "birthDate": False, "owner": False}
+    # The $ref'd Owner object is flattened; an optional parent makes its fields optional.
+    assert flags(create) == {"name": True, "species": True, "birthDate": False, "owner": False,
+                             "owner.email": False}
+    assert create.parent_of("owner.email") == "owner"
     assert param(create, "owner").type == "Owner"
     assert param(create, "owner").description == "The person responsible for the pet"
     assert create.examples == ("Register a two year old tabby cat called Miso",)

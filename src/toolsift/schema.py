@@ -117,6 +117,17 @@ class Parameter:
             raise SchemaError(where, str(exc)) from None
 
 
+def _parent(name: str, names: set[str]) -> str | None:
+    cut = len(name)
+    while (cut := name.rfind(".", 0, cut)) > 0:
+        head = name[:cut]
+        while head.endswith("[]") and head not in names:
+            head = head[:-2]
+        if head in names and head != name:
+            return head
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     """A tool standardised into the four MFTR fields.
@@ -125,7 +136,10 @@ class Tool:
         id: Unique id inside a catalogue (defaults to ``name`` in adapters).
         name: The name the tool is called by.
         description: What the tool does.
-        parameters: Input parameters.
+        parameters: Input parameters. Adapters flatten nested objects into
+            sub-parameters named after their parent (``address.city``, ``stops[].name``),
+            listed after it; :meth:`parent_of` and :attr:`top_level_parameters` tell
+            them apart.
         response: Free text describing what the tool returns.
         examples: User intents the tool serves, one sentence each.
         tags: Free labels (domain, server, risk ...).
@@ -167,6 +181,22 @@ class Tool:
         object.__setattr__(self, "tags", _text_tuple(self.tags, f"{where}.tags"))
         if self.source is not None and not isinstance(self.source, Mapping):
             raise SchemaError(f"{where}.source", "expected a mapping or None")
+
+    def parent_of(self, name: str) -> str | None:
+        """The parameter that parameter ``name`` is nested in, or ``None`` at top level.
+
+        A sub-parameter is named ``<parent>.<key>``, or ``<parent>[].<key>`` for the
+        objects of an array parameter; the parent is the longest such prefix that is
+        itself a parameter of this tool (so a top-level name that merely contains a dot,
+        like ``"filter.name"``, stays top-level).
+        """
+        return _parent(name, {p.name for p in self.parameters})
+
+    @property
+    def top_level_parameters(self) -> tuple[Parameter, ...]:
+        """The parameters that are not nested in another one (the tool's own arguments)."""
+        names = {p.name for p in self.parameters}
+        return tuple(p for p in self.parameters if _parent(p.name, names) is None)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the toolsift native catalogue format)."""

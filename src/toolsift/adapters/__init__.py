@@ -11,6 +11,11 @@ Supported formats (:data:`FORMATS`):
 * ``"toolret"``: ToolRet benchmark ``tools.json`` records.
 * ``"mftr-augmented"``: MFTR LLM-standardized benchmark tools.
 
+JSON Schema inputs (OpenAI, Anthropic, MCP, Gemini, LangChain, OpenAPI bodies) accept
+legacy type spellings such as BFCL's ``"type": "dict"``, and properties of nested objects
+become sub-parameters of their own (``address.city``, ``stops[].name``); the tool's
+``source`` keeps the schema exactly as given. See :mod:`toolsift.adapters._nested`.
+
 Example:
     >>> from toolsift.adapters import load_catalog
     >>> catalog = load_catalog("tools.json")            # format detected from content
@@ -26,7 +31,7 @@ from typing import Any
 
 from ..errors import CatalogFormatError, SchemaError
 from ..schema import Catalog, Tool
-from ._common import read_json
+from ._common import checked_path, read_json
 from .anthropic import anthropic_tool, from_anthropic
 from .benchmark import (
     BenchmarkQuery,
@@ -189,8 +194,9 @@ def load_catalog(
 
     Raises:
         CatalogFormatError: If the file cannot be read or parsed (the message names the
-            file, and the line and column of a JSON syntax error), or the format is
-            unknown or does not match the payload.
+            file, and the line and column of a JSON syntax error), if a string source
+            cannot be a path (empty, a NUL byte, JSON text passed instead of a path), or
+            if the format is unknown or does not match the payload.
         SchemaError: If a tool is invalid or two tools share an id; the message names
             the file (for file sources) and the tool's position, e.g.
             ``"tools.json: tools[3] (name='send_mail').inputSchema: ..."``.
@@ -201,10 +207,11 @@ def load_catalog(
         )
     label = ""
     if isinstance(source, (str, os.PathLike)):
-        label = os.fspath(source)
+        path = checked_path(source)
+        label = str(path)
         yaml_file = label.lower().endswith((".yaml", ".yml"))
-        payload = read_openapi(source) if (format == "openapi" or yaml_file) else read_json(source)
-        name = name or Path(label).name
+        payload = read_openapi(path) if (format == "openapi" or yaml_file) else read_json(path)
+        name = name or path.name
     elif isinstance(source, (list, Mapping)):
         payload = source
     else:

@@ -26,6 +26,8 @@ __all__ = [
     "text_or_empty",
     "require_name",
     "read_json",
+    "read_bytes",
+    "checked_path",
 ]
 
 T = TypeVar("T")
@@ -206,6 +208,68 @@ def require_name(entry: Mapping[str, Any], key: str = "name", *, path: str | Non
     return name
 
 
+def _shown(text: str) -> str:
+    """A path as messages show it: as is when short and printable, else quoted and cut."""
+    if len(text) <= 200 and text.isprintable():
+        return text
+    return repr(text[:60] + "...") if len(text) > 60 else repr(text)
+
+
+def checked_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, after checks that give a clear error.
+
+    Args:
+        path: A file path given by the caller.
+
+    Returns:
+        The path.
+
+    Raises:
+        CatalogFormatError: If ``path`` is empty, contains a NUL byte, is JSON text
+            passed where a path was expected, or is not a path at all.
+    """
+    try:
+        text = os.fsdecode(os.fspath(path))
+    except (TypeError, ValueError) as exc:
+        raise CatalogFormatError(f"not a usable file path: {exc}"[:200]) from None
+    if not text.strip():
+        raise CatalogFormatError("the file path is empty")
+    if "\x00" in text:
+        hint = ""
+        if text.lstrip().startswith(("{", "[")):
+            hint = "; it looks like JSON text: pass the parsed payload (json.loads) instead"
+        raise CatalogFormatError(
+            f"{_shown(text)}: not a usable file path (it contains a NUL byte){hint}"
+        )
+    return Path(text)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> tuple[Path, bytes]:
+    """Read a whole file, every failure a :class:`CatalogFormatError` naming the file.
+
+    Returns:
+        ``(path, content)``.
+    """
+    p = checked_path(path)
+    try:
+        return p, p.read_bytes()
+    except FileNotFoundError:
+        text = str(p)
+        if text.lstrip().startswith(("{", "[")):
+            raise CatalogFormatError(
+                f"{_shown(text)}: no such file; it looks like JSON text: pass the parsed "
+                "payload (json.loads) or a file path"
+            ) from None
+        raise CatalogFormatError(f"{p}: no such file") from None
+    except OSError as exc:
+        raise CatalogFormatError(
+            f"{_shown(str(p))}: cannot read the file ({exc.strerror or exc})"
+        ) from None
+    except ValueError as exc:
+        # e.g. a lone surrogate the file system encoding cannot represent
+        raise CatalogFormatError(f"{_shown(str(p))}: not a usable file path ({exc})"[:300]) from None
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Parse a UTF-8 JSON file.
 
@@ -216,15 +280,10 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         The parsed payload.
 
     Raises:
-        CatalogFormatError: Naming the file, and the line and column for invalid JSON.
+        CatalogFormatError: Naming the file, and the line and column for invalid JSON;
+            also for a path that cannot name a file (empty, NUL byte, JSON text).
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CatalogFormatError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise CatalogFormatError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+    p, raw = read_bytes(path)
     try:
         text = raw.decode("utf-8-sig")  # tolerate a BOM written by Windows editors
     except UnicodeDecodeError as exc:

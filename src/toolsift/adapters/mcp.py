@@ -8,10 +8,11 @@ Accepted payloads:
 
 Each tool ``{"name", "title"?, "description"?, "inputSchema", "outputSchema"?,
 "annotations"?, "_meta"?}`` maps to the four fields as follows: ``inputSchema`` gives
-the parameters (required flags: see :mod:`toolsift.adapters._jsonschema`);
-``outputSchema`` becomes a sentence for ``response``; ``_meta["toolsift/examples"]``
-gives ``examples``; ``_meta["toolsift/tags"]`` plus the behaviour hints set to ``true``
-in ``annotations`` give ``tags``. ``title`` stands in for a missing description.
+the parameters, nested objects flattened (see :mod:`toolsift.adapters._jsonschema`);
+``outputSchema`` becomes a sentence for ``response`` (titles a generator derived from
+the tool name, such as FastMCP's ``"<name>Output"``, are left out);
+``_meta["toolsift/examples"]`` gives ``examples``; ``_meta["toolsift/tags"]`` plus the
+behaviour hints set to ``true`` in ``annotations`` give ``tags``. ``title`` stands in for a missing description.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def mcp_tool(entry: Mapping[str, Any]) -> Tool:
         name=name,
         description=description,
         parameters=parameters_from_schema(entry.get("inputSchema"), where=".inputSchema"),
-        response=describe_output(entry.get("outputSchema"), where=".outputSchema"),
+        response=describe_output(entry.get("outputSchema"), where=".outputSchema", name=name),
         examples=_string_list(meta.get(EXAMPLES_KEY), f"._meta[{EXAMPLES_KEY!r}]"),
         tags=_tags(entry, meta),
         source=entry,

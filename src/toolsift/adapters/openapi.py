@@ -29,13 +29,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 from ..errors import CatalogFormatError, SchemaError
 from ..schema import Parameter, Tool
-from ._common import located, parse_json_text, text_or_empty
+from ._common import located, parse_json_text, read_bytes, text_or_empty
 from ._jsonschema import describe_output, parameters_from_schema, type_name
 
 __all__ = ["from_openapi", "read_openapi", "load_openapi", "openapi_tools"]
@@ -372,8 +371,13 @@ class _Operation:
         description = " ".join(p for p in (_sentence(summary), detail.strip()) if p)
         params = self.parameters()
         taken = {p.name for p in params}
+        top, renamed = "", False
         for p in self.body():
-            if p.name in taken:  # a body field named like a query parameter stays distinct
+            # A body field named like a query parameter stays distinct as "body.<name>",
+            # and so do its sub-parameters (they follow it), keeping them under it.
+            if not (top and p.name.startswith((top + ".", top + "[]"))):
+                top, renamed = p.name, p.name in taken
+            if renamed or p.name in taken:
                 p = Parameter(name=f"body.{p.name}", type=p.type, description=p.description,
                               required=p.required, example=p.example)
             taken.add(p.name)
@@ -517,13 +521,9 @@ def read_openapi(path: str | os.PathLike[str]) -> Any:
     Raises:
         CatalogFormatError: Naming the file, and the line and column of a syntax error.
     """
-    p = Path(path)
+    p, raw = read_bytes(path)
     try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise CatalogFormatError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise CatalogFormatError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CatalogFormatError(f"{p}: not UTF-8 text (invalid byte at offset {exc.start})") from None
     if p.suffix.lower() == ".json" or (p.suffix.lower() not in (".yaml", ".yml")

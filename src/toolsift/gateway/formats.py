@@ -88,7 +88,10 @@ def _json_type(name: str) -> str | list[str] | None:
 
 def _built_schema(tool: Tool) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    for p in tool.parameters:
+    # Sub-parameters (address.city) exist for retrieval; the call schema has only the
+    # tool's own arguments.
+    top = tool.top_level_parameters
+    for p in top:
         prop: dict[str, Any] = {}
         t = _json_type(p.type)
         if t is not None:
@@ -101,7 +104,7 @@ def _built_schema(tool: Tool) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": props,
-        "required": [p.name for p in tool.parameters if p.required],
+        "required": [p.name for p in top if p.required],
     }
 
 

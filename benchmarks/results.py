@@ -100,36 +100,42 @@ class Figure:
         """The figure as one table cell."""
         if self.unit == "ms":
             return f"{self.p50:8.3f} /{self.p99:8.3f}"
-        return f"{self.value:,.1f} {self.unit}"
+        v = self.value
+        digits = f"{v:,.0f}" if v >= 100 else f"{v:.2f}" if v >= 1 else f"{v:.3g}"
+        return f"{digits} {self.unit}"
 
 
 def ratio(fig: Figure, figures: Iterable[Figure]) -> float | None:
-    """``fig`` relative to its baseline under the same condition: how many times slower
-    (latency) or faster (throughput) than bm25s; ``None`` without a baseline."""
+    """How many times better ``fig`` is than its baseline under the same condition (> 1:
+    toolsift is faster, or smaller); ``None`` without a baseline."""
     if fig.baseline is None:
         return None
     base = next((f for f in figures if f.name == fig.baseline and f.condition == fig.condition), None)
     if base is None or not base.headline() or not fig.headline():
         return None
-    return fig.headline() / base.headline()
+    if fig.unit == "q/s":  # higher is better
+        return fig.headline() / base.headline()
+    return base.headline() / fig.headline()
 
 
 def table(figures: Sequence[Figure], conditions: Sequence[str]) -> list[str]:
-    """Rows of ``name | condition: p50 / p99 (xbm25s) | ...``, one per figure name."""
+    """Rows of ``name | condition: p50 / p99 (ratio) | ...``, one per figure name, after a
+    header and a legend line."""
     names = list(dict.fromkeys(f.name for f in figures))
-    head = f"{'figure':<28}" + "".join(f"| {c + ' p50 / p99 ms, or value':<36}" for c in conditions)
+    head = f"{'figure':<28}" + "".join(f"| {c + ': p50 / p99 ms, or value':<44}" for c in conditions)
     rows = [head, "-" * len(head)]
     for name in names:
         cells = []
         for c in conditions:
             fig = next((f for f in figures if f.name == name and f.condition == c), None)
             if fig is None:
-                cells.append(f"| {'-':<36}")
+                cells.append(f"| {'-':<44}")
                 continue
             r = ratio(fig, figures)
             tail = f" ({r:.2f}x {fig.baseline})" if r is not None else ""
-            cells.append(f"| {fig.cell() + tail:<36}")
+            cells.append(f"| {fig.cell() + tail:<44}")
         rows.append(f"{name:<28}" + "".join(cells))
+    rows.append("(Nx baseline: N > 1 means toolsift is N times faster / smaller than the baseline)")
     return rows
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "DonorPool",
     "data_dir",
     "flat_document",
+    "real_queries",
     "real_tools",
     "synthetic_chunks",
     "synthetic_tools",
@@ -115,6 +116,21 @@ def real_tools(data: Path | None = None) -> list[Tool]:
                                     f"expected one file, found {len(files)}")
         tools.extend(load_catalog(files[0]))
     return tools
+
+
+def real_queries(data: Path | None = None) -> list:
+    """The test-fold queries (raw text + MFTR rewrite) of the four ``mftr-*`` sets, as
+    :class:`toolsift.adapters.BenchmarkQuery`, in set and fold order."""
+    from toolsift.adapters.benchmark import load_queries
+
+    root = Path(data) if data is not None else data_dir()
+    out: list = []
+    for name in MFTR_SETS:
+        out.extend(q for f in sorted((root / name / "dataset" / "train_and_test").glob("*/fold_*/test_queries.json"))
+                   for q in load_queries(f))
+    if not out:
+        raise FileNotFoundError(f"{root}: no mftr-*/dataset/train_and_test/*/fold_*/test_queries.json")
+    return out
 
 
 def _words(name: str) -> list[str]:

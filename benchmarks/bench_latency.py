@@ -44,6 +44,7 @@ HYBRID = {"description": "hybrid", "parameters": "bm25", "response": "hybrid", "
 
 _FIGURES: list[Figure] = []
 _META: dict = {}
+_LOAD: list[float] = []  # load average before each timed run, in test order
 
 
 def _spread(items: list, n: int) -> list:
@@ -91,8 +92,9 @@ def hybrid_index(corpus):
     seconds = time.perf_counter() - t0
     # Field documents the encoder embeds: descriptions, responses and example intents.
     docs = sum(bool(t.description) + bool(t.response) + len(t.examples) for t in tools)
-    _FIGURES.append(Figure("hybrid build", "idle", "s", value=seconds,
-                           extra={"field_documents": docs, "documents_per_s": docs / seconds}))
+    extra = {"field_documents": docs, "tools": len(tools), "load_avg_1m": os.getloadavg()[0]}
+    _FIGURES.append(Figure("hybrid build", "idle", "s", value=seconds, extra=extra))
+    _FIGURES.append(Figure("hybrid build rate", "idle", "docs/s", value=docs / seconds, extra=extra))
     return index
 
 
@@ -109,7 +111,11 @@ def bm25s_retriever(corpus):
 
 
 def _timed(benchmark, condition: str, warm, run):
-    """``run()`` under ``condition`` (after ``warm()``), timed by pytest-benchmark once."""
+    """``run()`` under ``condition`` (after ``warm()``), timed by pytest-benchmark once.
+
+    The machine's 1-minute load average before the spinners start is kept with the
+    figure: "idle" only means this module adds no load."""
+    _LOAD.append(os.getloadavg()[0])
     with busy(BUSY_PROCESSES if condition == "busy" else 0):
         warm()
         return benchmark.pedantic(run, rounds=1, iterations=1)
@@ -121,7 +127,8 @@ def test_search(benchmark, corpus, bm25_index, condition, form):
     queries = corpus[1] if form == "raw" else corpus[2]
     lat = _timed(benchmark, condition, lambda: [bm25_index.search(q, k=K) for q in queries[:20]],
                  lambda: per_call(lambda q: bm25_index.search(q, k=K), queries))
-    _FIGURES.append(Figure.latency(f"search {form}", condition, lat, baseline="bm25s search"))
+    _FIGURES.append(Figure.latency(f"search {form}", condition, lat, baseline="bm25s search",
+                                   extra={"load_avg_1m": _LOAD[-1]}))
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
@@ -130,7 +137,8 @@ def test_search_hybrid(benchmark, corpus, hybrid_index, condition, form):
     queries = (corpus[1] if form == "raw" else corpus[2])[: max(1, N_QUERIES // 2)]
     lat = _timed(benchmark, condition, lambda: [hybrid_index.search(q, k=K) for q in queries[:10]],
                  lambda: per_call(lambda q: hybrid_index.search(q, k=K), queries))
-    _FIGURES.append(Figure.latency(f"hybrid search {form}", condition, lat, baseline="bm25s search"))
+    _FIGURES.append(Figure.latency(f"hybrid search {form}", condition, lat, baseline="bm25s search",
+                                   extra={"load_avg_1m": _LOAD[-1]}))
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
@@ -145,7 +153,8 @@ def test_search_batch(benchmark, corpus, bm25_index, condition, form):
 
     seconds = _timed(benchmark, condition, lambda: bm25_index.search_batch(queries[:50], k=K), run)
     _FIGURES.append(Figure(f"search_batch {form}", condition, "q/s", value=len(queries) / seconds,
-                           n=len(queries), baseline="bm25s batch", extra={"threads": 1}))
+                           n=len(queries), baseline="bm25s batch",
+                           extra={"threads": 1, "load_avg_1m": _LOAD[-1]}))
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
@@ -158,7 +167,7 @@ def test_bm25s_search(benchmark, corpus, bm25s_retriever, condition):
 
     texts = corpus[1]
     lat = _timed(benchmark, condition, lambda: [one(t) for t in texts[:20]], lambda: per_call(one, texts))
-    _FIGURES.append(Figure.latency("bm25s search", condition, lat))
+    _FIGURES.append(Figure.latency("bm25s search", condition, lat, extra={"load_avg_1m": _LOAD[-1]}))
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
@@ -175,4 +184,5 @@ def test_bm25s_batch(benchmark, corpus, bm25s_retriever, condition):
     seconds = _timed(benchmark, condition, lambda: retriever.retrieve(
         bm25s.tokenize(texts[:50], stopwords="en", show_progress=False, return_ids=False),
         k=K, show_progress=False, n_threads=1), run)
-    _FIGURES.append(Figure("bm25s batch", condition, "q/s", value=len(texts) / seconds, n=len(texts)))
+    _FIGURES.append(Figure("bm25s batch", condition, "q/s", value=len(texts) / seconds, n=len(texts),
+                           extra={"load_avg_1m": _LOAD[-1]}))

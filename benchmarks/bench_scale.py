@@ -74,7 +74,8 @@ def _catalogue(n: int) -> tuple[list, dict]:
 
     t0 = time.perf_counter()
     tools = list(synthetic_tools(n, seed=SEED))
-    return tools, {"generate_s": time.perf_counter() - t0, "catalogue_rss_mb": peak_rss_mb()}
+    return tools, {"generate_s": time.perf_counter() - t0, "catalogue_rss_mb": peak_rss_mb(),
+                   "load_avg_1m": os.getloadavg()[0]}
 
 
 def _lat_ms(seconds: np.ndarray) -> dict:
@@ -196,13 +197,14 @@ if pytest is not None and __name__ != "__main__":
             base = f"bm25s {name}" if engine == "toolsift" else None
             _FIGURES.append(Figure(prefix + name, label, unit, value=out[key], baseline=base,
                                    extra={"tools": n, "generate_s": out["generate_s"],
-                                          "catalogue_rss_mb": out["catalogue_rss_mb"]}))
+                                          "catalogue_rss_mb": out["catalogue_rss_mb"],
+                                          "load_avg_1m": out["load_avg_1m"]}))
         for form in ("raw", "structured"):
             if form in out:
                 base = "bm25s search raw" if engine == "toolsift" else None
                 _FIGURES.append(Figure(f"{prefix}search {form}", label, "ms", p50=out[form]["p50_ms"],
                                        p99=out[form]["p99_ms"], n=N_QUERIES, baseline=base,
-                                       extra={"tools": n, "threads": 1}))
+                                       extra={"tools": n, "threads": 1, "load_avg_1m": out["load_avg_1m"]}))
 
     @pytest.mark.parametrize("n", _sizes(), ids=_label)
     @pytest.mark.parametrize("engine", ["bm25s", "toolsift"])

@@ -132,7 +132,7 @@ def table(figures: Sequence[Figure], conditions: Sequence[str]) -> list[str]:
                 cells.append(f"| {'-':<44}")
                 continue
             r = ratio(fig, figures)
-            tail = f" ({r:.2f}x {fig.baseline})" if r is not None else ""
+            tail = f" ({r:.3g}x {fig.baseline})" if r is not None else ""
             cells.append(f"| {fig.cell() + tail:<44}")
         rows.append(f"{name:<28}" + "".join(cells))
     rows.append("(Nx baseline: N > 1 means toolsift is N times faster / smaller than the baseline)")

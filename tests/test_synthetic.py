@@ -80,17 +80,21 @@ def test_recombined_from_real_parts_not_copied(real, pool, sample):
     real_names = {t.name for t in real}
     # Every description opens with a real first sentence, or its opening up to a clause
     # boundary (the splice point).
-    openings = {h[:c] if c else h for h, c in zip(pool.heads, pool.cuts) if h}
+    openings: dict[str, list[str]] = {}
+    for h, c in zip(pool.heads, pool.cuts):
+        if h:
+            openings.setdefault(h.split(" ", 1)[0], []).append(h[:c] if c else h)
     real_params = {(p.name, p.type, p.description) for t in real for p in t.parameters}
     real_docs = {(t.description, tuple(p.name for p in t.parameters)) for t in real}
+    verbs, objects = set(pool.verbs), set(pool.objects)
     copies = 0
     for t in sample[:5000]:
         assert t.name not in real_names
         service, verb, rest = t.name.split("_", 2)
-        assert service.isalpha() and verb in set(pool.verbs)
-        assert rest in set(pool.objects) or re.sub(r"_\d+$", "", rest) in set(pool.objects)
-        assert t.description == "" or any(t.description.startswith(h) for h in openings
-                                          if h[:12] == t.description[:12])
+        assert service.isalpha() and verb in verbs
+        assert rest in objects or re.sub(r"_\d+$", "", rest) in objects
+        assert t.description == "" or any(t.description.startswith(h)
+                                          for h in openings.get(t.description.split(" ", 1)[0], ()))
         assert all((p.name, p.type, p.description) in real_params for p in t.parameters)
         assert len({p.name for p in t.parameters}) == len(t.parameters)
         copies += (t.description, tuple(p.name for p in t.parameters)) in real_docs

@@ -86,8 +86,9 @@ def test_recombined_from_real_parts_not_copied(real, pool, sample):
             openings.setdefault(h.split(" ", 1)[0], []).append(h[:c] if c else h)
     real_params = {(p.name, p.type, p.description) for t in real for p in t.parameters}
     real_docs = {(t.description, tuple(p.name for p in t.parameters)) for t in real}
+    real_descriptions = {t.description for t in real}
     verbs, objects = set(pool.verbs), set(pool.objects)
-    copies = 0
+    copies = same_description = 0
     for t in sample[:5000]:
         assert t.name not in real_names
         service, verb, rest = t.name.split("_", 2)
@@ -98,9 +99,12 @@ def test_recombined_from_real_parts_not_copied(real, pool, sample):
         assert all((p.name, p.type, p.description) in real_params for p in t.parameters)
         assert len({p.name for p in t.parameters}) == len(t.parameters)
         copies += (t.description, tuple(p.name for p in t.parameters)) in real_docs
-    # A tool whose donors have one sentence each and no swapped parameter can coincide
-    # with a real tool's description and parameters, but only rarely.
-    assert copies < 0.2 * 5000
+        same_description += t.description in real_descriptions
+    # A first sentence without a clause boundary is kept whole (about 6% of real ones),
+    # so a description can equal a real one, and with no parameter swapped, a whole tool
+    # can too; both only rarely.
+    assert same_description < 0.15 * 5000
+    assert copies < 0.05 * 5000
 
 
 def test_field_statistics_close_to_real(real, sample):

@@ -36,7 +36,7 @@ Generation is deterministic: tool ``i`` depends only on the seed, the donor pool
 ``i`` (random draws are made per block of :data:`BLOCK` tools from a generator seeded
 with ``(seed, block)``), so the first 100k tools of the 1M catalogue are the 100k
 catalogue. It streams (:func:`synthetic_tools` is a generator, :func:`synthetic_chunks`
-yields lists) and makes about 100k tools per second on one core.
+yields lists) and makes about 50k tools per second on one core (1M in about 20 s).
 
 Example::
 

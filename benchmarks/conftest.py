@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from .synthetic import data_dir
+
+DATA = data_dir()  # ../shared/data beside the repository, or $TOOLSIFT_DATA (worktrees)
 SETS = {"apibank": "mftr-apibank", "apigen": "mftr-apigen",
         "gorilla-huggingface": "mftr-gorilla-huggingface", "toolink": "mftr-toolink"}
 _REPORT: list[str] = []
@@ -59,11 +61,19 @@ def combined():
     return Catalog(tools, name="mftr-all"), queries
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _pin_threads():
+@pytest.fixture(autouse=True, scope="module")
+def _pin_threads(request):
     # One thread unless a benchmark says otherwise: numbers comparable across machines.
+    # A module with PIN_THREADS = False measures what a user gets from the public API
+    # alone (IndexConfig(threads=...)), so Numba goes back to its process default.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from toolsift.kernels import set_threads, warmup
+    import numba
+    from toolsift.kernels import warmup
 
-    set_threads(1)
+    if getattr(request.module, "PIN_THREADS", True):
+        from toolsift.kernels import set_threads
+
+        set_threads(1)
+    else:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     warmup()

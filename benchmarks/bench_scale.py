@@ -1,0 +1,221 @@
+"""Scale: build, memory, disk, save/load and search latency on 100k and 1M synthetic tools,
+against bm25s on the same tools as flat documents.
+
+The catalogue is :mod:`benchmarks.synthetic` (real names, descriptions and parameters of
+the shared sets, recombined; seed 0); the queries are the shared sets' real queries
+(``raw`` text and ``structured`` MFTR rewrites). Every measurement runs in a fresh
+process, so peak RSS (``getrusage``) belongs to that one catalogue and library alone; it
+includes the catalogue's Python objects (a service holds them too). Search runs on the
+index as saved and loaded again (memory-mapped), one query at a time, with
+``IndexConfig(threads=1)``; bm25s tokenises and retrieves one query per call with
+``n_threads=1``.
+
+Run (opt-in; heavy; numbers are reported, never asserted)::
+
+    python -m pytest benchmarks/bench_scale.py -q -s                        # 100k
+    TOOLSIFT_BENCH_SCALE=100k,1M python -m pytest benchmarks/bench_scale.py  # and 1M
+
+``TOOLSIFT_BENCH_SCALE`` lists catalogue sizes (``25k``, ``100k``, ``1M`` ...; default
+``100k``); ``TOOLSIFT_BENCH_QUERIES`` (default 300) caps the timed queries;
+``TOOLSIFT_BENCH_OUT`` names a folder for ``bench_scale.json``. A worker can also be run
+by hand: ``python -m benchmarks.bench_scale toolsift 100000`` (prints JSON).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+N_QUERIES = int(os.environ.get("TOOLSIFT_BENCH_QUERIES", "300"))
+SEED = 0
+K = 10
+
+
+def _sizes() -> list[int]:
+    raw = os.environ.get("TOOLSIFT_BENCH_SCALE", "100k")
+    out = []
+    for item in raw.replace(" ", "").split(","):
+        mult = {"k": 1_000, "m": 1_000_000}.get(item[-1:].lower(), 1)
+        digits = item[:-1] if mult > 1 else item
+        if not digits.isdigit():
+            raise ValueError(f"TOOLSIFT_BENCH_SCALE: {item!r} is not a size such as 100k or 1M")
+        out.append(int(digits) * mult)
+    return out
+
+
+def _label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def _disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def _queries() -> tuple[list[str], list]:
+    from .synthetic import real_queries
+
+    qs = [q for q in real_queries() if q.rewritten is not None]
+    pick = np.linspace(0, len(qs) - 1, min(N_QUERIES, len(qs))).astype(int)
+    return [qs[i].text for i in pick], [qs[i].rewritten for i in pick]
+
+
+def _catalogue(n: int) -> tuple[list, dict]:
+    from .results import peak_rss_mb
+    from .synthetic import synthetic_tools
+
+    t0 = time.perf_counter()
+    tools = list(synthetic_tools(n, seed=SEED))
+    return tools, {"generate_s": time.perf_counter() - t0, "catalogue_rss_mb": peak_rss_mb(),
+                   "load_avg_1m": os.getloadavg()[0]}
+
+
+def _lat_ms(seconds: np.ndarray) -> dict:
+    return {"p50_ms": float(np.percentile(seconds, 50) * 1e3), "p99_ms": float(np.percentile(seconds, 99) * 1e3)}
+
+
+def worker_toolsift(n: int) -> dict:
+    """Build, save, load and search a toolsift index of ``n`` synthetic tools."""
+    from toolsift import IndexConfig, ToolIndex
+
+    from .results import peak_rss_mb, per_call
+
+    raw, structured = _queries()
+    tools, out = _catalogue(n)
+    t0 = time.perf_counter()
+    index = ToolIndex.build(tools, config=IndexConfig(threads=1))
+    out.update(build_s=time.perf_counter() - t0, build_rss_mb=peak_rss_mb())
+    del tools
+    with tempfile.TemporaryDirectory(prefix="toolsift-scale-") as tmp:
+        path = Path(tmp) / "index"
+        t0 = time.perf_counter()
+        index.save(path)
+        out.update(save_s=time.perf_counter() - t0, disk_mb=_disk_mb(path))
+        del index
+        gc.collect()
+        t0 = time.perf_counter()
+        index = ToolIndex.load(path)
+        out["load_s"] = time.perf_counter() - t0
+        for q in raw[:20] + structured[:20]:
+            index.search(q, k=K)
+        out["raw"] = _lat_ms(per_call(lambda q: index.search(q, k=K), raw))
+        out["structured"] = _lat_ms(per_call(lambda q: index.search(q, k=K), structured))
+        out["peak_rss_mb"] = peak_rss_mb()
+        del index
+    return out
+
+
+def worker_bm25s(n: int) -> dict:
+    """Index, save, load and query bm25s over the same tools as flat documents."""
+    import bm25s
+
+    from .results import peak_rss_mb, per_call
+    from .synthetic import flat_document
+
+    raw, _ = _queries()
+    tools, out = _catalogue(n)
+    docs = [flat_document(t) for t in tools]
+    del tools
+    t0 = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)
+    out.update(build_s=time.perf_counter() - t0, build_rss_mb=peak_rss_mb())
+    del docs
+    with tempfile.TemporaryDirectory(prefix="bm25s-scale-") as tmp:
+        path = Path(tmp) / "index"
+        t0 = time.perf_counter()
+        retriever.save(str(path))
+        out.update(save_s=time.perf_counter() - t0, disk_mb=_disk_mb(path))
+        del retriever
+        gc.collect()
+        t0 = time.perf_counter()
+        retriever = bm25s.BM25.load(str(path), mmap=True)
+        out["load_s"] = time.perf_counter() - t0
+
+        def one(text):
+            tokens = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)
+            return retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+
+        for q in raw[:20]:
+            one(q)
+        out["raw"] = _lat_ms(per_call(one, raw))
+        out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def run_worker(engine: str, n: int, *, timeout: float = 3600) -> dict:
+    """Run one worker in a fresh Python process and return its measurements."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_scale", engine, str(n)],
+                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{engine} worker at {n} tools failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------- pytest
+try:
+    import pytest
+except ImportError:  # the worker runs without pytest
+    pytest = None
+
+if pytest is not None and __name__ != "__main__":
+    from .conftest import report
+    from .results import Figure, table, write_json
+
+    PIN_THREADS = False  # the public configuration: IndexConfig(threads=1) alone
+    _FIGURES: list = []
+    _LABELS: list[str] = []
+    _ROWS = {  # figure name -> (unit, key in the worker's output)
+        "build": ("s", "build_s"), "peak RSS": ("MB", "peak_rss_mb"), "index on disk": ("MB", "disk_mb"),
+        "save": ("s", "save_s"), "load": ("s", "load_s"),
+    }
+
+    @pytest.fixture(scope="module", autouse=True)
+    def _summary():
+        yield
+        if _FIGURES:
+            for line in table(_FIGURES, _LABELS):
+                report(line)
+            path = write_json("bench_scale", _FIGURES, seed=SEED, k=K, queries=N_QUERIES)
+            if path is not None:
+                report(f"written: {path}")
+
+    def _record(engine: str, n: int, out: dict) -> None:
+        label = _label(n)
+        if label not in _LABELS:
+            _LABELS.append(label)
+        prefix = "" if engine == "toolsift" else "bm25s "
+        for name, (unit, key) in _ROWS.items():
+            base = f"bm25s {name}" if engine == "toolsift" else None
+            _FIGURES.append(Figure(prefix + name, label, unit, value=out[key], baseline=base,
+                                   extra={"tools": n, "generate_s": out["generate_s"],
+                                          "catalogue_rss_mb": out["catalogue_rss_mb"],
+                                          "load_avg_1m": out["load_avg_1m"]}))
+        for form in ("raw", "structured"):
+            if form in out:
+                base = "bm25s search raw" if engine == "toolsift" else None
+                _FIGURES.append(Figure(f"{prefix}search {form}", label, "ms", p50=out[form]["p50_ms"],
+                                       p99=out[form]["p99_ms"], n=N_QUERIES, baseline=base,
+                                       extra={"tools": n, "threads": 1, "load_avg_1m": out["load_avg_1m"]}))
+
+    @pytest.mark.parametrize("n", _sizes(), ids=_label)
+    @pytest.mark.parametrize("engine", ["bm25s", "toolsift"])
+    def test_scale(benchmark, engine, n):
+        if engine == "bm25s":
+            pytest.importorskip("bm25s")
+        out = benchmark.pedantic(run_worker, args=(engine, n), rounds=1, iterations=1)
+        _record(engine, n, out)
+
+
+if __name__ == "__main__":
+    engine, n = sys.argv[1], int(sys.argv[2])
+    worker = {"toolsift": worker_toolsift, "bm25s": worker_bm25s}[engine]
+    print(json.dumps(worker(n)))

@@ -247,3 +247,32 @@ def test_empty_batches():
     off, vals = core.gather(terms, qoff, np.zeros(0, np.int64), ptr, ids)
     assert off.tolist() == [0] and vals.size == 0
     assert math.isfinite(core.avgdl)
+
+
+def test_field_index_wrappers_follow_score_tools():
+    """The FieldIndex methods toolsift search calls: candidates unioned over fields, gathered."""
+    from toolsift.analyze import TermBatch
+    from toolsift.config import Bm25Config
+    from toolsift.index.field_index import FieldIndex, union_candidates
+
+    _, tokens, offsets, groups, ng = _random_index(8, 300, 30, grouping="contiguous")
+    fi = FieldIndex.from_batch(TermBatch(tokens, offsets), groups, n_tools=ng, n_terms=30, bm25=Bm25Config())
+    plain_tok, plain_off = tokens, offsets[: ng + 1] if ng + 1 <= len(offsets) else offsets
+    plain = FieldIndex.from_batch(TermBatch(plain_tok[: plain_off[-1]], plain_off), None, n_tools=len(plain_off) - 1,
+                                  n_terms=30, bm25=Bm25Config())
+    terms, qoff = _random_queries(8, 6, 30)
+    batch = TermBatch(terms, qoff)
+    tq = np.array([0, 0, 1, 1, 1, 2], np.int64)
+    a = fi.candidates(batch, tq, 3, 7, scale="bounded", threads=1)
+    b = plain.candidates(batch, tq, 3, 7, scale="bounded", threads=1)
+    ptr, ids = union_candidates([a, b])
+    for q in range(3):
+        want = set(a[1][a[0][q]:a[0][q + 1]]) | set(b[1][b[0][q]:b[0][q + 1]])
+        assert ids[ptr[q]:ptr[q + 1]].tolist() == sorted(want)
+    keep = ids < min(fi.n_tools, plain.n_tools)  # ids valid in both fields
+    kept_ptr = np.concatenate([[0], np.cumsum([keep[ptr[q]:ptr[q + 1]].sum() for q in range(3)])]).astype(np.int64)
+    kept = ids[keep]
+    dense = fi.score_tools(batch, scale="bounded", threads=1)
+    off, vals = fi.gather(batch, tq, kept_ptr, kept, scale="bounded", threads=1)
+    for i, q in enumerate(tq):
+        assert np.array_equal(vals[off[i]:off[i + 1]], dense[i, kept[kept_ptr[q]:kept_ptr[q + 1]]])

@@ -4,8 +4,8 @@
 //
 // score_dense is term-at-a-time into a dense row. Everything else (topk, candidates,
 // gather) costs what the query's postings cost: term-at-a-time into a pooled sparse
-// accumulator cleared through a touched list, document-at-a-time MaxScore when the
-// postings are long, and galloping search of candidates inside long posting lists.
+// accumulator cleared through a touched list (optionally windowed MaxScore), and galloping
+// search of candidates inside long posting lists.
 // All paths add a document's term weights in query order, so their scores equal
 // score_dense's bit for bit.
 #pragma once
@@ -30,7 +30,7 @@ enum class Scale : int32_t {
   kLinear = 2,   // raw / sum idf: in [0, 1), linear
 };
 
-// How topk finds the best ids: kAuto picks MaxScore when the query's postings are long.
+// How topk finds the best ids (all exact, same results): kAuto is currently exhaustive.
 enum class Prune : int32_t { kAuto = 0, kExhaustive = 1, kMaxScore = 2 };
 
 // Query texts grouped into queries: text i belongs to query text_query[i] (nondecreasing).

@@ -24,6 +24,7 @@ struct Scratch {
   std::vector<int32_t> slot;    // per document, all -1 between uses
   std::vector<int32_t> touched;
   std::vector<int32_t> touched_groups;
+  std::vector<float> heap;
 
   // Growing keeps the invariant: new entries get the clean value.
   void need_docs(std::size_t n) {

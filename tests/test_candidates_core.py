@@ -276,3 +276,26 @@ def test_field_index_wrappers_follow_score_tools():
     off, vals = fi.gather(batch, tq, kept_ptr, kept, scale="bounded", threads=1)
     for i, q in enumerate(tq):
         assert np.array_equal(vals[off[i]:off[i + 1]], dense[i, kept[kept_ptr[q]:kept_ptr[q + 1]]])
+
+
+def test_ties_on_the_scaled_floats_break_by_id_not_by_raw_score():
+    """Documents made only of the query term have raw scores converging with length, so on
+    the bounded scale distinct raw scores round to the same float: the top-n must then be
+    cut by id, as on a dense row, not by the (finer) raw order."""
+    lengths = np.random.default_rng(0).permutation(np.concatenate([np.arange(1, 3001), np.full(2000, 5)]))
+    filler = lengths == 5
+    tokens = np.concatenate([np.full(n, 1 if f else 0, np.int32) for n, f in zip(lengths, filler)])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    core = _core.InvertedIndex.build(tokens, offsets, 2)
+    terms, qoff = np.array([0], np.int32), np.array([0, 1], np.int64)
+    scaled = core.score_dense(terms, qoff, scale="bounded")[0]
+    raw = core.score_dense(terms, qoff, scale="raw")[0]
+    ids = np.flatnonzero(scaled > 0)
+    order = ids[np.lexsort((ids, -scaled[ids]))]
+    cuts = np.flatnonzero((scaled[order][:-1] == scaled[order][1:]) & (raw[order][:-1] < raw[order][1:])) + 1
+    assert cuts.size > 10  # the construction does produce such ties
+    for n in cuts[:40]:
+        for prune in ("exhaustive", "maxscore"):
+            got, sc = core.topk(terms, qoff, int(n), scale="bounded", prune=prune)
+            assert got[0].tolist() == order[:n].tolist(), (prune, n)
+            assert np.array_equal(sc[0], scaled[order[:n]])

@@ -65,19 +65,28 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
   s.need_docs(n_docs());
   float* acc = s.acc.data();
   auto& touched = s.touched;
-  touched.clear();
+  std::size_t postings = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (terms[i] >= 0) postings += static_cast<std::size_t>(ip[terms[i] + 1] - ip[terms[i]]);
+  }
+  if (touched.size() < postings) touched.resize(postings);
+  int32_t* tl = touched.data();
+  std::size_t nt = 0;
   for (std::size_t i = 0; i < m; ++i) {
     const int32_t t = terms[i];
     // Skipping all-zero terms (ATIRE idf of a term in every document) keeps every add
-    // positive, so acc[d] == 0 is an exact first-touch test and touched has no repeats.
+    // positive, so acc[d] == 0 is an exact first-touch test and the list has no repeats.
     if (t < 0 || max_weight_[t] == 0.0f) continue;
     for (int64_t j = ip[t], e = ip[t + 1]; j < e; ++j) {
       const int32_t d = docs[j];
-      if (acc[d] == 0.0f) touched.push_back(d);
+      // Branch-free append: whether a document is new is unpredictable after the first term.
+      tl[nt] = d;
+      nt += acc[d] == 0.0f ? 1 : 0;
       acc[d] += w[j];
     }
   }
-  const std::vector<int32_t>* ids = &touched;
+  const int32_t* ids = tl;
+  std::size_t n_ids = nt;
   float* val = acc;
   if (group && grouped_) {
     s.need_groups(n_groups());
@@ -85,14 +94,16 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
     auto& tg = s.touched_groups;
     tg.clear();
     const int32_t* dg = cols_.doc_group.data();
-    for (const int32_t d : touched) {
+    for (std::size_t k = 0; k < nt; ++k) {
+      const int32_t d = tl[k];
       const float v = acc[d];
       acc[d] = 0.0f;
       const int32_t g = dg[d];
       if (best[g] == 0.0f) tg.push_back(g);
       best[g] = std::max(best[g], v);
     }
-    ids = &tg;
+    ids = tg.data();
+    n_ids = tg.size();
     val = best;
   }
   // Select on raw scores (a cheap float compare per id) and scale only the few that can
@@ -100,11 +111,11 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
   // score reaches that bar has a raw score >= raw_floor(f(r)). Ties on the (coarser)
   // scaled floats are then broken by id exactly as on a dense row.
   float floor = 0.0f;
-  if (ids->size() > n) {
+  if (n_ids > n) {
     std::vector<float>& heap = s.heap;
     heap.clear();
-    for (const int32_t id : *ids) {
-      const float v = val[id];
+    for (std::size_t k = 0; k < n_ids; ++k) {
+      const float v = val[ids[k]];
       if (heap.size() < n) {
         heap.push_back(v);
         std::push_heap(heap.begin(), heap.end(), std::greater<float>());
@@ -117,7 +128,8 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
     const float bar = f(heap.front());
     if (bar > 0.0f) floor = std::max(floor, f.raw_floor(bar));
   }
-  for (const int32_t id : *ids) {
+  for (std::size_t k = 0; k < n_ids; ++k) {
+    const int32_t id = ids[k];
     const float v = val[id];
     val[id] = 0.0f;
     if (v < floor) continue;

@@ -275,6 +275,9 @@ void InvertedIndex::top_maxscore(const int32_t* terms, std::size_t m, std::size_
             partial += static_cast<double>(contrib[u]) * uniq[u].count;
           }
         }
+        // Every term is now accounted for, so partial is the score up to rounding: only
+        // documents that can reach the threshold pay for the exact, query-ordered sum.
+        if (!pruned && partial * slack < floor) pruned = true;
         if (!pruned) {
           for (std::size_t u = fe; u < nu; ++u) {
             probe[u] = detail::gallop(docs, probe[u], end[u], d);

@@ -1,9 +1,10 @@
 // Top-n per query text and candidate generation, at the cost of the query's postings.
 //
 // Two exact strategies:
-//  * exhaustive (the default): term-at-a-time into a pooled sparse accumulator, then a
-//    selection over the touched documents only, on raw scores, scaling only the few that
-//    can rank;
+//  * exhaustive (the default): windows of 8192 document ids; each term's postings in the
+//    window are scattered (in query order) into a cache-resident accumulator, which is
+//    read out through two-level marks, so the cost is the postings plus a selection on
+//    raw scores that scales only the few ids that can rank;
 //  * MaxScore (Turtle & Flood 1995): document-at-a-time over the terms sorted by their
 //    maximal weight; once the current n-th best score is known, terms whose summed maxima
 //    cannot reach it become "non-essential" and are only probed (galloping) for documents
@@ -59,82 +60,127 @@ void InvertedIndex::top_one(const int32_t* terms, std::size_t m, std::size_t n, 
 void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group,
                                    Scratch& s, std::vector<Hit>& hits) const {
   const detail::Scaler f(scale, upper_bound(terms, m), params_.k1);
+  if (f.all_zero()) return;
   const int64_t* ip = cols_.indptr.data();
   const int32_t* docs = cols_.doc_ids.data();
   const float* w = weight_.data();
-  s.need_docs(n_docs());
-  float* acc = s.acc.data();
-  auto& touched = s.touched;
-  std::size_t postings = 0;
-  for (std::size_t i = 0; i < m; ++i) {
-    if (terms[i] >= 0) postings += static_cast<std::size_t>(ip[terms[i] + 1] - ip[terms[i]]);
-  }
-  if (touched.size() < postings) touched.resize(postings);
-  int32_t* tl = touched.data();
-  std::size_t nt = 0;
+  const bool use_groups = group && grouped_;
+
+  // Terms in query order (repeats kept), so each document receives its weights in the
+  // same order as score_dense's accumulator: the sums are bit-identical. All-zero terms
+  // (ATIRE idf of a term in every document) add nothing and are skipped.
+  std::vector<int64_t> cur, end;
   for (std::size_t i = 0; i < m; ++i) {
     const int32_t t = terms[i];
-    // Skipping all-zero terms (ATIRE idf of a term in every document) keeps every add
-    // positive, so acc[d] == 0 is an exact first-touch test and the list has no repeats.
-    if (t < 0 || max_weight_[t] == 0.0f) continue;
-    for (int64_t j = ip[t], e = ip[t + 1]; j < e; ++j) {
-      const int32_t d = docs[j];
-      // Branch-free append: whether a document is new is unpredictable after the first term.
-      tl[nt] = d;
-      nt += acc[d] == 0.0f ? 1 : 0;
-      acc[d] += w[j];
-    }
+    if (t < 0 || max_weight_[t] == 0.0f || ip[t] == ip[t + 1]) continue;
+    cur.push_back(ip[t]);
+    end.push_back(ip[t + 1]);
   }
-  const int32_t* ids = tl;
-  std::size_t n_ids = nt;
-  float* val = acc;
-  if (group && grouped_) {
-    s.need_groups(n_groups());
-    float* best = s.best.data();
-    auto& tg = s.touched_groups;
-    tg.clear();
-    const int32_t* dg = cols_.doc_group.data();
-    for (std::size_t k = 0; k < nt; ++k) {
-      const int32_t d = tl[k];
-      const float v = acc[d];
-      acc[d] = 0.0f;
-      const int32_t g = dg[d];
-      if (best[g] == 0.0f) tg.push_back(g);
-      best[g] = std::max(best[g], v);
-    }
-    ids = tg.data();
-    n_ids = tg.size();
-    val = best;
-  }
-  // Select on raw scores (a cheap float compare per id) and scale only the few that can
-  // rank: the n-th best raw score r gives the scaled bar f(r), and every id whose scaled
-  // score reaches that bar has a raw score >= raw_floor(f(r)). Ties on the (coarser)
-  // scaled floats are then broken by id exactly as on a dense row.
+  const std::size_t nt = cur.size();
+  if (nt == 0) return;
+
+  // Running selection on raw scores (a float compare per document): a min-heap of the n
+  // best raw scores, and every id whose raw score reaches `floor`, a lower bound of
+  // raw_floor(f(n-th best raw)) -- the raw score needed to reach the scaled bar. Ties on
+  // the (coarser) scaled floats are then broken by id exactly as on a dense row.
+  std::vector<float>& heap = s.heap;
+  heap.clear();
+  std::vector<Hit> keep;
   float floor = 0.0f;
-  if (n_ids > n) {
-    std::vector<float>& heap = s.heap;
-    heap.clear();
-    for (std::size_t k = 0; k < n_ids; ++k) {
-      const float v = val[ids[k]];
-      if (heap.size() < n) {
-        heap.push_back(v);
-        std::push_heap(heap.begin(), heap.end(), std::greater<float>());
-      } else if (v > heap.front()) {
-        std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
-        heap.back() = v;
-        std::push_heap(heap.begin(), heap.end(), std::greater<float>());
-      }
+  std::size_t compact_at = 4 * n + 64;
+  const auto consider = [&](int32_t id, float v) {
+    if (heap.size() < n) {
+      heap.push_back(v);
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    } else if (v > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+      heap.back() = v;
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    } else if (v < floor) {
+      return;
     }
+    keep.push_back({v, id});
+    if (keep.size() >= compact_at && heap.size() == n) {
+      // Raising the floor is a few expm1 calls; do it when the kept list has grown.
+      const float bar = f(heap.front());
+      if (bar > 0.0f) floor = std::max(floor, f.raw_floor(bar));
+      keep.erase(std::remove_if(keep.begin(), keep.end(), [&](const Hit& h) { return h.score < floor; }), keep.end());
+      compact_at = std::max(compact_at, 2 * keep.size());
+    }
+  };
+
+  // Documents in windows of ids: every term's postings inside the window are scattered
+  // into a small, cache-resident accumulator, then the window is read out in id order.
+  // Postings stream; no n_docs-sized array is touched at random.
+  constexpr int32_t kWindow = 8192;
+  s.need_window(kWindow);
+  float* wacc = s.acc.data();
+  // Two-level marks: a bit per document and a bit per non-empty mark word, so reading out
+  // a window whose few postings are scattered costs the postings, not kWindow.
+  uint64_t mark[kWindow / 64] = {};
+  uint64_t summary[kWindow / 64 / 64] = {};
+  float* best = nullptr;
+  const int32_t* dg = nullptr;
+  auto& tg = s.touched_groups;
+  if (use_groups) {
+    s.need_groups(n_groups());
+    best = s.best.data();
+    dg = cols_.doc_group.data();
+    tg.clear();
+  }
+  for (;;) {
+    int32_t base = std::numeric_limits<int32_t>::max();
+    for (std::size_t k = 0; k < nt; ++k) {
+      if (cur[k] < end[k]) base = std::min(base, docs[cur[k]]);
+    }
+    if (base == std::numeric_limits<int32_t>::max()) break;
+    const int64_t wend = static_cast<int64_t>(base) + kWindow;
+    for (std::size_t k = 0; k < nt; ++k) {
+      int64_t j = cur[k];
+      const int64_t e = end[k];
+      for (; j < e && docs[j] < wend; ++j) {
+        const int32_t r = docs[j] - base;
+        mark[r >> 6] |= uint64_t{1} << (r & 63);
+        summary[r >> 12] |= uint64_t{1} << ((r >> 6) & 63);
+        wacc[r] += w[j];
+      }
+      cur[k] = j;
+    }
+    for (int32_t sw = 0; sw < kWindow / 64 / 64; ++sw) {
+      for (uint64_t words = summary[sw]; words; words &= words - 1) {
+        const int32_t word = sw * 64 + __builtin_ctzll(words);
+        for (uint64_t bitsleft = mark[word]; bitsleft; bitsleft &= bitsleft - 1) {
+          const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
+          const float v = wacc[r];
+          wacc[r] = 0.0f;
+          if (use_groups) {
+            const int32_t g = dg[base + r];
+            if (best[g] == 0.0f) tg.push_back(g);
+            best[g] = std::max(best[g], v);
+          } else {
+            consider(base + r, v);
+          }
+        }
+        mark[word] = 0;
+      }
+      summary[sw] = 0;
+    }
+  }
+  if (use_groups) {
+    // A group's score is only final once all its documents are seen.
+    for (const int32_t g : tg) {
+      consider(g, best[g]);
+      best[g] = 0.0f;
+    }
+  }
+  if (heap.size() == n) {
     const float bar = f(heap.front());
     if (bar > 0.0f) floor = std::max(floor, f.raw_floor(bar));
   }
-  for (std::size_t k = 0; k < n_ids; ++k) {
-    const int32_t id = ids[k];
-    const float v = val[id];
-    val[id] = 0.0f;
-    if (v < floor) continue;
-    const float sv = f(v);
-    if (sv > 0.0f) hits.push_back({sv, id});
+  for (const Hit& h : keep) {
+    if (h.score < floor) continue;
+    const float sv = f(h.score);
+    if (sv > 0.0f) hits.push_back({sv, h.id});
   }
   const auto cmp = [](const Hit& x, const Hit& y) { return better(x, y); };
   if (hits.size() > n) {

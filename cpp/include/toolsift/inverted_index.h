@@ -3,9 +3,9 @@
 // example intents, reduce to one score per tool by max).
 //
 // score_dense is term-at-a-time into a dense row. Everything else (topk, candidates,
-// gather) costs what the query's postings cost: term-at-a-time into a pooled sparse
-// accumulator cleared through a touched list (optionally windowed MaxScore), and galloping
-// search of candidates inside long posting lists.
+// gather) costs what the query's postings cost: top-k scatters postings window by window
+// into a small pooled accumulator (optionally with MaxScore pruning), gather adds
+// postings into candidate slots or gallops candidates through long posting lists.
 // All paths add a document's term weights in query order, so their scores equal
 // score_dense's bit for bit.
 #pragma once

@@ -1,11 +1,13 @@
 // Reusable per-thread working memory for sparse scoring.
 //
 // Scoring one query touches only the documents in its postings, but it needs O(1)
-// random access by document id (an accumulator, a doc -> candidate slot map). Allocating
-// and zeroing arrays of n_docs per call would cost more than the scoring itself at 10^6
-// documents (page faults), so the index keeps a small pool of these buffers. Every buffer
-// is handed out clean (accumulators all zero, slot map all -1) and must be returned clean,
-// which the users guarantee by resetting exactly the entries they touched.
+// random access by id (a window accumulator, per-group maxima, a doc -> candidate slot
+// map). Allocating and zeroing arrays of n_docs per call would cost more than the scoring
+// itself at 10^6 documents (page faults), so the index keeps a small pool of these
+// buffers. Every buffer is handed out clean (accumulators all zero, slot map all -1) and
+// must be returned clean, which the users guarantee by resetting exactly the entries they
+// touched. Per thread that has used an index: 32 KiB, plus 5 bytes per group (grouped
+// fields), plus 4 bytes per document once gather has scanned a posting list.
 #pragma once
 
 #include <cstddef>
@@ -18,16 +20,15 @@
 namespace toolsift {
 
 struct Scratch {
-  std::vector<float> acc;       // per document, all 0 between uses
+  std::vector<float> acc;       // window accumulator (top-k), all 0 between uses
   std::vector<float> best;      // per group, all 0 between uses
   std::vector<uint8_t> in_top;  // per group, all 0 between uses
   std::vector<int32_t> slot;    // per document, all -1 between uses
-  std::vector<int32_t> touched;
   std::vector<int32_t> touched_groups;
   std::vector<float> heap;
 
   // Growing keeps the invariant: new entries get the clean value.
-  void need_docs(std::size_t n) {
+  void need_window(std::size_t n) {
     if (acc.size() < n) acc.resize(n, 0.0f);
   }
   void need_groups(std::size_t n) {

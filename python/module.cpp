@@ -9,6 +9,7 @@
 #include <string>
 
 #include "arrow_bridge.h"
+#include "toolsift/csr.h"
 #include "toolsift/inverted_index.h"
 
 namespace py = pybind11;
@@ -17,7 +18,11 @@ using toolsift::Bm25Params;
 using toolsift::Column;
 using toolsift::IndexColumns;
 using toolsift::InvertedIndex;
+using toolsift::CandidateSet;
+using toolsift::CsrView;
+using toolsift::Prune;
 using toolsift::QueryBatch;
+using toolsift::TextQueries;
 using toolsift::py_bridge::ColumnView;
 using toolsift::py_bridge::import_column;
 
@@ -46,6 +51,21 @@ toolsift::Scale parse_scale(const std::string& s) {
   if (s == "bounded") return toolsift::Scale::kBounded;
   if (s == "linear") return toolsift::Scale::kLinear;
   throw std::invalid_argument("unknown scale '" + s + "' (expected 'raw', 'bounded' or 'linear')");
+}
+
+Prune parse_prune(const std::string& s) {
+  if (s == "auto") return Prune::kAuto;
+  if (s == "exhaustive") return Prune::kExhaustive;
+  if (s == "maxscore") return Prune::kMaxScore;
+  throw std::invalid_argument("unknown prune '" + s + "' (expected 'auto', 'exhaustive' or 'maxscore')");
+}
+
+// Hands a vector to NumPy without copying: the array owns it through a capsule.
+template <class T>
+py::array_t<T> to_array(std::vector<T>&& v) {
+  auto* heap = new std::vector<T>(std::move(v));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 
 std::string method_name(Bm25Method m) { return m == Bm25Method::kAtire ? "atire" : "lucene"; }
@@ -119,8 +139,9 @@ py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, 
 }
 
 py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k,
-               const std::string& scale, bool group, int threads) {
+               const std::string& scale, bool group, int threads, const std::string& prune) {
   const toolsift::Scale sc = parse_scale(scale);
+  const Prune pr = parse_prune(prune);
   if (k < 0) throw std::invalid_argument("k must be >= 0");
   const QueryBatch q = make_batch(idx, terms, offsets);
   const auto nq = static_cast<py::ssize_t>(q.n_queries);
@@ -130,9 +151,88 @@ py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& 
   float* sc_ptr = scores.mutable_data();
   {
     py::gil_scoped_release release;
-    idx.topk(q, static_cast<std::size_t>(k), sc, group, id_ptr, sc_ptr, threads);
+    idx.topk(q, static_cast<std::size_t>(k), sc, group, id_ptr, sc_ptr, threads, pr);
   }
   return py::make_tuple(ids, scores);
+}
+
+py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k,
+               const std::string& scale, bool group, int threads, const std::string& prune);
+
+// Texts -> queries map: one entry per text of the batch.
+TextQueries make_text_queries(const QueryBatch& q, const I64Array& text_query, int64_t n_queries) {
+  require_1d(text_query, "text_query");
+  if (n_queries < 0) throw std::invalid_argument("n_queries must be >= 0");
+  if (static_cast<std::size_t>(text_query.shape(0)) != q.n_queries) {
+    throw std::invalid_argument("text_query has " + std::to_string(text_query.shape(0)) + " entries for " +
+                                std::to_string(q.n_queries) + " texts");
+  }
+  TextQueries tq;
+  tq.text_query = text_query.data();
+  tq.n_queries = static_cast<std::size_t>(n_queries);
+  InvertedIndex::check_text_queries(tq, q.n_queries);
+  return tq;
+}
+
+py::tuple candidates(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
+                     const I64Array& text_query, int64_t n_queries, int64_t n, const std::string& scale, bool group,
+                     int threads, const std::string& prune) {
+  const toolsift::Scale sc = parse_scale(scale);
+  const Prune pr = parse_prune(prune);
+  if (n < 0) throw std::invalid_argument("n must be >= 0");
+  const QueryBatch q = make_batch(idx, terms, offsets);
+  const TextQueries tq = make_text_queries(q, text_query, n_queries);
+  std::vector<int64_t> ids, ptr;
+  {
+    py::gil_scoped_release release;
+    ptr = idx.candidates(q, tq, static_cast<std::size_t>(n), sc, group, threads, pr, ids);
+  }
+  return py::make_tuple(to_array(std::move(ptr)), to_array(std::move(ids)));
+}
+
+py::tuple gather(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, const I64Array& text_query,
+                 const I64Array& cand_ptr, const I64Array& cand_ids, const std::string& scale, bool group,
+                 int threads) {
+  const toolsift::Scale sc = parse_scale(scale);
+  const QueryBatch q = make_batch(idx, terms, offsets);
+  require_1d(cand_ptr, "cand_ptr");
+  require_1d(cand_ids, "cand_ids");
+  if (cand_ptr.shape(0) < 1) throw std::invalid_argument("cand_ptr must have n_queries + 1 >= 1 entries");
+  const TextQueries tq = make_text_queries(q, text_query, cand_ptr.shape(0) - 1);
+  CandidateSet c;
+  c.ptr = cand_ptr.data();
+  c.ids = cand_ids.data();
+  idx.check_candidates(c, tq.n_queries, static_cast<std::size_t>(cand_ids.shape(0)), group);
+  std::vector<int64_t> off = InvertedIndex::gather_offsets(q.n_queries, tq, c);
+  py::array_t<float> out(static_cast<py::ssize_t>(off.back()));
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    idx.gather(q, tq, c, sc, group, off.data(), dst, threads);
+  }
+  return py::make_tuple(to_array(std::move(off)), out);
+}
+
+py::tuple union_csr(const std::vector<I64Array>& ptrs, const std::vector<I64Array>& ids) {
+  if (ptrs.size() != ids.size()) throw std::invalid_argument("union_csr: ptrs and ids differ in length");
+  if (ptrs.empty()) throw std::invalid_argument("union_csr: needs at least one CSR");
+  std::vector<CsrView> parts;
+  const py::ssize_t rows = ptrs[0].ndim() == 1 ? ptrs[0].shape(0) - 1 : -1;
+  for (std::size_t i = 0; i < ptrs.size(); ++i) {
+    const std::string what = "ptrs[" + std::to_string(i) + "]";
+    require_1d(ptrs[i], what.c_str());
+    require_1d(ids[i], ("ids[" + std::to_string(i) + "]").c_str());
+    if (ptrs[i].shape(0) - 1 != rows || rows < 0) throw std::invalid_argument(what + " has a different number of rows");
+    CsrView v{ptrs[i].data(), ids[i].data(), static_cast<std::size_t>(ids[i].shape(0))};
+    toolsift::check_csr(v, static_cast<std::size_t>(rows), what.c_str());
+    parts.push_back(v);
+  }
+  std::vector<int64_t> out_ids, out_ptr;
+  {
+    py::gil_scoped_release release;
+    out_ptr = toolsift::union_rows(parts, static_cast<std::size_t>(rows), out_ids);
+  }
+  return py::make_tuple(to_array(std::move(out_ptr)), to_array(std::move(out_ids)));
 }
 
 py::array_t<double> upper_bounds(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets) {
@@ -160,6 +260,8 @@ ColumnView column(const InvertedIndex& idx, const std::string& name) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "toolsift engine core (C++): per-field inverted index and BM25 scoring.";
   toolsift::py_bridge::register_column_view(m);
+  m.def("union_csr", &union_csr, py::arg("ptrs"), py::arg("ids"),
+        "Row-wise sorted union of several CSR id lists with the same rows: (ptr int64[], ids int64[]).");
 
   py::class_<InvertedIndex, std::shared_ptr<InvertedIndex>>(m, "InvertedIndex")
       .def_static("build", &build, py::arg("tokens"), py::arg("offsets"), py::arg("n_terms"), py::kw_only(),
@@ -171,7 +273,16 @@ PYBIND11_MODULE(_core, m) {
       .def("score_dense", &score_dense, py::arg("terms"), py::arg("offsets"), py::kw_only(),
            py::arg("scale") = "raw", py::arg("group") = false, py::arg("threads") = 1)
       .def("topk", &topk, py::arg("terms"), py::arg("offsets"), py::arg("k"), py::kw_only(),
-           py::arg("scale") = "raw", py::arg("group") = false, py::arg("threads") = 1)
+           py::arg("scale") = "raw", py::arg("group") = false, py::arg("threads") = 1, py::arg("prune") = "auto")
+      .def("candidates", &candidates, py::arg("terms"), py::arg("offsets"), py::arg("text_query"),
+           py::arg("n_queries"), py::arg("n"), py::kw_only(), py::arg("scale") = "raw", py::arg("group") = false,
+           py::arg("threads") = 1, py::arg("prune") = "auto",
+           "Per query, the sorted union of each of its texts' top-n ids: (ptr int64[n_queries+1], ids int64[]).")
+      .def("gather", &gather, py::arg("terms"), py::arg("offsets"), py::arg("text_query"), py::arg("cand_ptr"),
+           py::arg("cand_ids"), py::kw_only(), py::arg("scale") = "raw", py::arg("group") = false,
+           py::arg("threads") = 1,
+           "Scores of each text against its query's candidates, text-major: (offsets int64[n_texts+1], "
+           "scores float32[]).")
       .def("upper_bounds", &upper_bounds, py::arg("terms"), py::arg("offsets"))
       .def("column", &column, py::arg("name"))
       .def("idf", [](const InvertedIndex& idx) {

@@ -7,18 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "scoring_detail.h"
 #include "toolsift/parallel.h"
 
 namespace toolsift {
-namespace {
-
-[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument(msg); }
-
-// Queries below this count run on the calling thread: a thread start costs more than
-// scoring one query against a few thousand documents.
-constexpr std::size_t kMinQueriesPerThread = 8;
-
-}  // namespace
+using detail::fail;
+using detail::kMinQueriesPerThread;
 
 InvertedIndex InvertedIndex::build(const int32_t* tokens, const int64_t* offsets, std::size_t n_docs,
                                    int32_t n_terms, const int32_t* doc_group, bool grouped,
@@ -134,15 +128,38 @@ InvertedIndex::InvertedIndex(IndexColumns cols, bool grouped, int32_t n_groups, 
   avgdl_ = n_docs > 0 ? total / static_cast<double>(n_docs) : 0.0;
   const std::size_t n_terms = cols_.indptr.size() - 1;
   idf_.resize(n_terms);
+  max_weight_.assign(n_terms, 0.0f);
   weight_.resize(cols_.doc_ids.size());
   for (std::size_t t = 0; t < n_terms; ++t) {
     const int64_t lo = cols_.indptr[t], hi = cols_.indptr[t + 1];
     const double idf = bm25_idf(params_, static_cast<double>(n_docs), static_cast<double>(hi - lo));
     idf_[t] = static_cast<float>(idf);
+    float mx = 0.0f;
     for (int64_t j = lo; j < hi; ++j) {
       const double tfc = bm25_tfc(params_, cols_.tfs[j], cols_.doc_len[cols_.doc_ids[j]], avgdl_);
       weight_[j] = static_cast<float>(idf * tfc);
+      mx = std::max(mx, weight_[j]);
     }
+    max_weight_[t] = mx;
+  }
+  // Group -> documents CSR by counting; the common contiguous layout needs only the row
+  // pointer (group g's documents are a range of doc ids).
+  const std::size_t ng = static_cast<std::size_t>(n_groups_);
+  group_ptr_.assign(ng + 1, 0);
+  if (grouped_) {
+    const int32_t* g = cols_.doc_group.data();
+    for (std::size_t d = 0; d < n_docs; ++d) {
+      ++group_ptr_[static_cast<std::size_t>(g[d]) + 1];
+      if (d > 0 && g[d] < g[d - 1]) groups_contiguous_ = false;
+    }
+    for (std::size_t i = 0; i < ng; ++i) group_ptr_[i + 1] += group_ptr_[i];
+    if (!groups_contiguous_) {
+      group_docs_.resize(n_docs);
+      std::vector<int64_t> cursor(group_ptr_.begin(), group_ptr_.end() - 1);
+      for (std::size_t d = 0; d < n_docs; ++d) group_docs_[cursor[g[d]]++] = static_cast<int32_t>(d);
+    }
+  } else {
+    for (std::size_t i = 0; i < ng; ++i) group_ptr_[i + 1] = static_cast<int64_t>(i + 1);
   }
 }
 
@@ -197,19 +214,9 @@ void InvertedIndex::score_one(const int32_t* terms, std::size_t n, Scale scale, 
     std::copy(acc, acc + nd, out);
   }
   if (scale != Scale::kRaw) {
-    const double ub = upper_bound(terms, n);
+    const detail::Scaler f(scale, upper_bound(terms, n), params_.k1);
     const std::size_t w = out_width(group);
-    if (ub <= 0.0) {
-      std::fill(out, out + w, 0.0f);
-    } else if (scale == Scale::kLinear) {
-      const double inv = 1.0 / ub;
-      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(out[i] * inv);
-    } else {
-      // ref = ub / (1 + k1): the score of an average-length document holding each query
-      // term once, so a typical full match lands near 1 - 1/e on any catalogue.
-      const double inv = (1.0 + params_.k1) / ub;
-      for (std::size_t i = 0; i < w; ++i) out[i] = static_cast<float>(-std::expm1(-static_cast<double>(out[i]) * inv));
-    }
+    for (std::size_t i = 0; i < w; ++i) out[i] = f(out[i]);
   }
 }
 
@@ -220,33 +227,6 @@ void InvertedIndex::score_dense(const QueryBatch& q, Scale scale, bool group, fl
     for (std::size_t i = lo; i < hi; ++i) {
       const int64_t a = q.offsets[i], b = q.offsets[i + 1];
       score_one(q.terms + a, static_cast<std::size_t>(b - a), scale, group, acc.data(), out + i * width);
-    }
-  });
-}
-
-void InvertedIndex::topk(const QueryBatch& q, std::size_t k, Scale scale, bool group, int64_t* ids,
-                         float* scores, int threads) const {
-  const std::size_t width = out_width(group);
-  parallel_chunks(q.n_queries, threads, kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
-    std::vector<float> acc(group ? n_docs() : 0);
-    std::vector<float> row(width);
-    std::vector<std::pair<float, int64_t>> hits;
-    const auto better = [](const std::pair<float, int64_t>& x, const std::pair<float, int64_t>& y) {
-      return x.first > y.first || (x.first == y.first && x.second < y.second);
-    };
-    for (std::size_t i = lo; i < hi; ++i) {
-      const int64_t a = q.offsets[i], b = q.offsets[i + 1];
-      score_one(q.terms + a, static_cast<std::size_t>(b - a), scale, group, acc.data(), row.data());
-      hits.clear();
-      for (std::size_t d = 0; d < width; ++d) {
-        if (row[d] > 0.0f) hits.emplace_back(row[d], static_cast<int64_t>(d));
-      }
-      const std::size_t m = std::min(k, hits.size());
-      std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(m), hits.end(), better);
-      for (std::size_t r = 0; r < k; ++r) {
-        ids[i * k + r] = r < m ? hits[r].second : -1;
-        scores[i * k + r] = r < m ? hits[r].first : 0.0f;
-      }
     }
   });
 }

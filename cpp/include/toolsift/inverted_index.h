@@ -2,16 +2,22 @@
 // lengths and an optional doc -> group map (several documents of one tool, such as its
 // example intents, reduce to one score per tool by max).
 //
-// Scoring is term-at-a-time into a dense accumulator, which for tool catalogues (10^3 to
-// 10^5 short documents) beats document-at-a-time and needs no skip lists.
+// score_dense is term-at-a-time into a dense row. Everything else (topk, candidates,
+// gather) costs what the query's postings cost: top-k scatters postings window by window
+// into a small pooled accumulator (optionally with MaxScore pruning), gather adds
+// postings into candidate slots or gallops candidates through long posting lists.
+// All paths add a document's term weights in query order, so their scores equal
+// score_dense's bit for bit.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "toolsift/bm25.h"
 #include "toolsift/column.h"
+#include "toolsift/scratch.h"
 
 namespace toolsift {
 
@@ -22,6 +28,21 @@ enum class Scale : int32_t {
   kRaw = 0,      // plain BM25
   kBounded = 1,  // 1 - exp(-raw / ref), ref = sum idf / (1 + k1): in [0, 1), saturating
   kLinear = 2,   // raw / sum idf: in [0, 1), linear
+};
+
+// How topk finds the best ids (all exact, same results): kAuto is currently exhaustive.
+enum class Prune : int32_t { kAuto = 0, kExhaustive = 1, kMaxScore = 2 };
+
+// Query texts grouped into queries: text i belongs to query text_query[i] (nondecreasing).
+struct TextQueries {
+  const int64_t* text_query = nullptr;  // n_texts entries
+  std::size_t n_queries = 0;
+};
+
+// Candidate ids per query as CSR: query q has ids[ptr[q] : ptr[q+1]], strictly increasing.
+struct CandidateSet {
+  const int64_t* ptr = nullptr;  // n_queries + 1
+  const int64_t* ids = nullptr;
 };
 
 struct QueryBatch {
@@ -70,20 +91,53 @@ class InvertedIndex {
   void score_dense(const QueryBatch& q, Scale scale, bool group, float* out, int threads) const;
 
   // Top-k per query, ties broken by lower id. Rows with fewer than k positive scores are
-  // padded with id -1 and score 0.
+  // padded with id -1 and score 0. Cost follows the query's postings, not n_docs.
   void topk(const QueryBatch& q, std::size_t k, Scale scale, bool group, int64_t* ids,
-            float* scores, int threads) const;
+            float* scores, int threads, Prune prune = Prune::kAuto) const;
+
+  // Per query, the sorted union over its texts of each text's top-n ids (positive
+  // scores only). Returns the CSR row pointer (n_queries + 1) and fills `ids`.
+  std::vector<int64_t> candidates(const QueryBatch& q, const TextQueries& tq, std::size_t n, Scale scale,
+                                  bool group, int threads, Prune prune, std::vector<int64_t>& ids) const;
+
+  // Output offsets of gather: text i's scores start at the returned [i] (n_texts + 1 entries).
+  static std::vector<int64_t> gather_offsets(std::size_t n_texts, const TextQueries& tq, const CandidateSet& c);
+
+  // Scores of each text against its query's candidate ids (groups when `group`, else
+  // documents), text-major at `offsets` (from gather_offsets). Equal to score_dense's.
+  void gather(const QueryBatch& q, const TextQueries& tq, const CandidateSet& c, Scale scale, bool group,
+              const int64_t* offsets, float* out, int threads) const;
 
   // Validates a query batch against this index; throws std::invalid_argument on a bad
   // offset or a term id >= n_terms.
   void check_batch(const QueryBatch& q, std::size_t n_terms_total) const;
+  // Validates text_query: n_texts entries in [0, n_queries), nondecreasing.
+  static void check_text_queries(const TextQueries& tq, std::size_t n_texts);
+  // Validates a candidate CSR: ptr from 0, nondecreasing, ending at n_ids; ids of a
+  // query strictly increasing and in [0, width(group)).
+  void check_candidates(const CandidateSet& c, std::size_t n_queries, std::size_t n_ids, bool group) const;
+
+  std::size_t out_width(bool group) const noexcept { return group ? n_groups() : n_docs(); }
 
  private:
+  struct Hit {
+    float score;
+    int64_t id;
+  };
   InvertedIndex(IndexColumns cols, bool grouped, int32_t n_groups, const Bm25Params& params);
   void accumulate(const int32_t* terms, std::size_t n, float* acc) const noexcept;
-  std::size_t out_width(bool group) const noexcept { return group ? n_groups() : n_docs(); }
   void score_one(const int32_t* terms, std::size_t n, Scale scale, bool group, float* acc,
                  float* out) const noexcept;
+  // Best n (scaled score, id) of one text, best first, into `hits`.
+  void top_one(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group, Prune prune,
+               Scratch& s, std::vector<Hit>& hits) const;
+  void top_exhaustive(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group, Scratch& s,
+                      std::vector<Hit>& hits) const;
+  void top_maxscore(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group, Scratch& s,
+                    std::vector<Hit>& hits) const;
+  void gather_query(const QueryBatch& q, int64_t t0, int64_t t1, const int64_t* cands, std::size_t nc,
+                    Scale scale, bool group, Scratch& s, std::vector<int32_t>& slot_docs,
+                    std::vector<int32_t>& slot_ptr, std::vector<float>& sacc, float* out) const;
 
   IndexColumns cols_;
   int32_t n_groups_ = 0;
@@ -92,6 +146,14 @@ class InvertedIndex {
   double avgdl_ = 0.0;
   std::vector<float> idf_;     // per term
   std::vector<float> weight_;  // per posting: idf * tfc, precomputed
+  std::vector<float> max_weight_;  // per term: max weight over its postings (MaxScore bound)
+  // Group -> documents as CSR. When doc_group is nondecreasing (the documents of a group
+  // are contiguous and in group order, as toolsift writes them) group_docs_ stays empty
+  // and group g's documents are simply [group_ptr_[g], group_ptr_[g+1]).
+  std::vector<int64_t> group_ptr_;
+  std::vector<int32_t> group_docs_;
+  bool groups_contiguous_ = true;
+  std::shared_ptr<ScratchPool> pool_ = std::make_shared<ScratchPool>();
 };
 
 }  // namespace toolsift

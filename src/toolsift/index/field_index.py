@@ -8,7 +8,7 @@ from .. import _core
 from ..analyze import TermBatch
 from ..config import Bm25Config
 
-__all__ = ["FieldIndex", "COLUMNS"]
+__all__ = ["FieldIndex", "COLUMNS", "union_candidates"]
 
 #: Arrays that make up a stored field index.
 COLUMNS = ("indptr", "doc_ids", "tfs", "doc_len", "doc_group")
@@ -73,3 +73,49 @@ class FieldIndex:
     def topk(self, batch: TermBatch, k: int, *, scale: str, threads: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` tools per text: ``(ids int64[n, k], scores float32[n, k])``, padded with -1."""
         return self.core.topk(batch.terms, batch.offsets, k, scale=scale, group=True, threads=threads)
+
+    def candidates(self, batch: TermBatch, text_query: np.ndarray, n_queries: int, n: int, *, scale: str,
+                   group: bool = True, threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per query, the sorted union of its texts' top-``n`` ids, at the cost of the postings.
+
+        Args:
+            batch: Analysed texts (one per tool need or argument).
+            text_query: ``int64[n_texts]``, the query each text belongs to, nondecreasing.
+            n_queries: Number of queries (queries without texts get no candidates).
+            n: Ids taken per text (only positive scores; ties by lower id).
+            scale: Score scale the ranking is taken on (``raw``, ``bounded`` or ``linear``).
+            group: Tool ids (max over a tool's documents) rather than document ids.
+            threads: Threads for large batches; a single query never starts one.
+
+        Returns:
+            ``(ptr int64[n_queries + 1], ids int64[ptr[-1]])``: query ``q`` has
+            ``ids[ptr[q]:ptr[q + 1]]``, strictly increasing.
+        """
+        return self.core.candidates(batch.terms, batch.offsets, text_query, n_queries, n, scale=scale,
+                                    group=group, threads=threads)
+
+    def gather(self, batch: TermBatch, text_query: np.ndarray, cand_ptr: np.ndarray, cand_ids: np.ndarray, *,
+               scale: str, group: bool = True, threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of each text against its query's candidates, equal to :meth:`score_tools`' columns.
+
+        Args:
+            batch: Analysed texts.
+            text_query: ``int64[n_texts]``, the query of each text, nondecreasing.
+            cand_ptr, cand_ids: Candidates per query as CSR (``int64``; ids strictly
+                increasing within a query): tool ids if ``group``, else document ids.
+            scale: Score scale.
+            group: Score tools (max over their documents) rather than documents.
+            threads: Threads for large batches.
+
+        Returns:
+            ``(offsets int64[n_texts + 1], scores float32[offsets[-1]])``: text ``i`` of
+            query ``q`` has ``scores[offsets[i]:offsets[i + 1]]``, one per
+            ``cand_ids[cand_ptr[q]:cand_ptr[q + 1]]``.
+        """
+        return self.core.gather(batch.terms, batch.offsets, text_query, cand_ptr, cand_ids, scale=scale,
+                                group=group, threads=threads)
+
+
+def union_candidates(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise sorted union of several ``(ptr, ids)`` candidate CSRs over the same queries."""
+    return _core.union_csr([p for p, _ in parts], [i for _, i in parts])

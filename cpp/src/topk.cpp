@@ -1,0 +1,400 @@
+// Top-n per query text and candidate generation, at the cost of the query's postings.
+//
+// Two exact strategies:
+//  * exhaustive (the default): windows of 8192 document ids; each term's postings in the
+//    window are scattered (in query order) into a cache-resident accumulator, which is
+//    read out through two-level marks, so the cost is the postings plus a selection on
+//    raw scores that scales only the few ids that can rank;
+//  * MaxScore (Turtle & Flood 1995): document-at-a-time over the terms sorted by their
+//    maximal weight; once the current n-th best score is known, terms whose summed maxima
+//    cannot reach it become "non-essential" and are only probed (galloping) for documents
+//    the essential terms produce, and a document is dropped as soon as its partial score
+//    plus the remaining maxima falls below the threshold.
+// Both add a document's weights in query-term order, so scores equal score_dense's bit
+// for bit and both return the same ids (ties broken by lower id on the scaled floats).
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "scoring_detail.h"
+#include "toolsift/inverted_index.h"
+#include "toolsift/parallel.h"
+
+namespace toolsift {
+namespace {
+
+// kAuto runs the exhaustive sparse path. Measured on synthetic Zipf catalogues of 10^6
+// documents (3-16 query terms, top-100, one thread) the windowed MaxScore below was never
+// faster: with BM25's per-term bounds (idf x max tfc, near idf for short documents) the
+// summed bounds of the cheap terms rarely fall under the 100th best score, so few
+// documents are skipped while each survivor pays for probing. It stays available
+// (Prune::kMaxScore) and exact; block-max bounds would be the next step.
+// Relative slack on summed float bounds: a float sum of m positive weights exceeds the
+// exact sum by at most about m ulps, and pruning must never drop a document that the
+// exhaustive path would rank.
+inline double bound_slack(std::size_t m) { return 1.0 + static_cast<double>(m + 2) * 1.2e-7; }
+
+template <class H>
+bool better(const H& x, const H& y) {
+  return x.score > y.score || (x.score == y.score && x.id < y.id);
+}
+
+}  // namespace
+
+void InvertedIndex::top_one(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group,
+                            Prune prune, Scratch& s, std::vector<Hit>& hits) const {
+  hits.clear();
+  if (n == 0) return;
+  if (prune == Prune::kMaxScore) {
+    top_maxscore(terms, m, n, scale, group, s, hits);
+  } else {
+    top_exhaustive(terms, m, n, scale, group, s, hits);
+  }
+}
+
+void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group,
+                                   Scratch& s, std::vector<Hit>& hits) const {
+  const detail::Scaler f(scale, upper_bound(terms, m), params_.k1);
+  if (f.all_zero()) return;
+  const int64_t* ip = cols_.indptr.data();
+  const int32_t* docs = cols_.doc_ids.data();
+  const float* w = weight_.data();
+  const bool use_groups = group && grouped_;
+
+  // Terms in query order (repeats kept), so each document receives its weights in the
+  // same order as score_dense's accumulator: the sums are bit-identical. All-zero terms
+  // (ATIRE idf of a term in every document) add nothing and are skipped.
+  std::vector<int64_t> cur, end;
+  for (std::size_t i = 0; i < m; ++i) {
+    const int32_t t = terms[i];
+    if (t < 0 || max_weight_[t] == 0.0f || ip[t] == ip[t + 1]) continue;
+    cur.push_back(ip[t]);
+    end.push_back(ip[t + 1]);
+  }
+  const std::size_t nt = cur.size();
+  if (nt == 0) return;
+
+  // Running selection on raw scores (a float compare per document): a min-heap of the n
+  // best raw scores, and every id whose raw score reaches `floor`, a lower bound of
+  // raw_floor(f(n-th best raw)) -- the raw score needed to reach the scaled bar. Ties on
+  // the (coarser) scaled floats are then broken by id exactly as on a dense row.
+  std::vector<float>& heap = s.heap;
+  heap.clear();
+  std::vector<Hit> keep;
+  float floor = 0.0f;
+  std::size_t compact_at = 4 * n + 64;
+  const auto consider = [&](int32_t id, float v) {
+    if (heap.size() < n) {
+      heap.push_back(v);
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    } else if (v > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+      heap.back() = v;
+      std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+    } else if (v < floor) {
+      return;
+    }
+    keep.push_back({v, id});
+    if (keep.size() >= compact_at && heap.size() == n) {
+      // Raising the floor is a few expm1 calls; do it when the kept list has grown.
+      const float bar = f(heap.front());
+      if (bar > 0.0f) floor = std::max(floor, f.raw_floor(bar));
+      keep.erase(std::remove_if(keep.begin(), keep.end(), [&](const Hit& h) { return h.score < floor; }), keep.end());
+      compact_at = std::max(compact_at, 2 * keep.size());
+    }
+  };
+
+  // Documents in windows of ids: every term's postings inside the window are scattered
+  // into a small, cache-resident accumulator, then the window is read out in id order.
+  // Postings stream; no n_docs-sized array is touched at random.
+  constexpr int32_t kWindow = 8192;
+  s.need_window(kWindow);
+  float* wacc = s.acc.data();
+  // Two-level marks: a bit per document and a bit per non-empty mark word, so reading out
+  // a window whose few postings are scattered costs the postings, not kWindow.
+  uint64_t mark[kWindow / 64] = {};
+  uint64_t summary[kWindow / 64 / 64] = {};
+  float* best = nullptr;
+  const int32_t* dg = nullptr;
+  auto& tg = s.touched_groups;
+  if (use_groups) {
+    s.need_groups(n_groups());
+    best = s.best.data();
+    dg = cols_.doc_group.data();
+    tg.clear();
+  }
+  for (;;) {
+    int32_t base = std::numeric_limits<int32_t>::max();
+    for (std::size_t k = 0; k < nt; ++k) {
+      if (cur[k] < end[k]) base = std::min(base, docs[cur[k]]);
+    }
+    if (base == std::numeric_limits<int32_t>::max()) break;
+    const int64_t wend = static_cast<int64_t>(base) + kWindow;
+    for (std::size_t k = 0; k < nt; ++k) {
+      int64_t j = cur[k];
+      const int64_t e = end[k];
+      for (; j < e && docs[j] < wend; ++j) {
+        const int32_t r = docs[j] - base;
+        mark[r >> 6] |= uint64_t{1} << (r & 63);
+        summary[r >> 12] |= uint64_t{1} << ((r >> 6) & 63);
+        wacc[r] += w[j];
+      }
+      cur[k] = j;
+    }
+    for (int32_t sw = 0; sw < kWindow / 64 / 64; ++sw) {
+      for (uint64_t words = summary[sw]; words; words &= words - 1) {
+        const int32_t word = sw * 64 + __builtin_ctzll(words);
+        for (uint64_t bitsleft = mark[word]; bitsleft; bitsleft &= bitsleft - 1) {
+          const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
+          const float v = wacc[r];
+          wacc[r] = 0.0f;
+          if (use_groups) {
+            const int32_t g = dg[base + r];
+            if (best[g] == 0.0f) tg.push_back(g);
+            best[g] = std::max(best[g], v);
+          } else {
+            consider(base + r, v);
+          }
+        }
+        mark[word] = 0;
+      }
+      summary[sw] = 0;
+    }
+  }
+  if (use_groups) {
+    // A group's score is only final once all its documents are seen.
+    for (const int32_t g : tg) {
+      consider(g, best[g]);
+      best[g] = 0.0f;
+    }
+  }
+  if (heap.size() == n) {
+    const float bar = f(heap.front());
+    if (bar > 0.0f) floor = std::max(floor, f.raw_floor(bar));
+  }
+  for (const Hit& h : keep) {
+    if (h.score < floor) continue;
+    const float sv = f(h.score);
+    if (sv > 0.0f) hits.push_back({sv, h.id});
+  }
+  const auto cmp = [](const Hit& x, const Hit& y) { return better(x, y); };
+  if (hits.size() > n) {
+    std::nth_element(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(n), hits.end(), cmp);
+    hits.resize(n);
+  }
+  std::sort(hits.begin(), hits.end(), cmp);
+}
+
+void InvertedIndex::top_maxscore(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group,
+                                 Scratch& s, std::vector<Hit>& hits) const {
+  const detail::Scaler f(scale, upper_bound(terms, m), params_.k1);
+  if (f.all_zero()) return;
+  const int64_t* ip = cols_.indptr.data();
+  const int32_t* docs = cols_.doc_ids.data();
+  const float* w = weight_.data();
+  const bool use_groups = group && grouped_;
+  const int32_t* dg = use_groups ? cols_.doc_group.data() : nullptr;
+
+  // Distinct terms with their multiplicity, by increasing bound; query position ->
+  // distinct term, so a document's exact score is summed in query order.
+  struct Term {
+    int32_t t;
+    int32_t count;
+    double ub;
+  };
+  std::vector<Term> uniq;
+  for (std::size_t i = 0; i < m; ++i) {
+    const int32_t t = terms[i];
+    if (t < 0 || max_weight_[t] == 0.0f) continue;
+    std::size_t u = 0;
+    while (u < uniq.size() && uniq[u].t != t) ++u;
+    if (u == uniq.size()) uniq.push_back({t, 0, 0.0});
+    ++uniq[u].count;
+  }
+  for (auto& u : uniq) u.ub = static_cast<double>(u.count) * max_weight_[u.t];
+  std::sort(uniq.begin(), uniq.end(), [](const Term& a, const Term& b) { return a.ub < b.ub || (a.ub == b.ub && a.t < b.t); });
+  const std::size_t nu = uniq.size();
+  if (nu == 0) return;
+  std::vector<int32_t> pos_to_u(m, -1);
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t u = 0; u < nu; ++u) {
+      if (uniq[u].t == terms[i]) pos_to_u[i] = static_cast<int32_t>(u);
+    }
+  }
+  std::vector<int64_t> scan(nu), probe(nu), end(nu);
+  std::vector<double> prefix(nu);
+  std::vector<float> contrib(nu, 0.0f);
+  for (std::size_t u = 0; u < nu; ++u) {
+    scan[u] = probe[u] = ip[uniq[u].t];
+    end[u] = ip[uniq[u].t + 1];
+    prefix[u] = (u ? prefix[u - 1] : 0.0) + uniq[u].ub;
+  }
+  const double slack = bound_slack(2 * m + nu);
+
+  s.need_groups(out_width(group));
+  float* best = s.best.data();
+  uint8_t* in_top = s.in_top.data();
+  auto& tg = s.touched_groups;
+  tg.clear();
+  const auto cmp = [](const Hit& x, const Hit& y) { return better(x, y); };
+  std::set<Hit, decltype(cmp)> top(cmp);
+  double floor = 0.0;  // raw scores below this cannot enter the top n
+  std::size_t first_essential = 0;
+
+  const auto offer = [&](int32_t d, float raw) {
+    if (raw < floor) return;
+    const float v = f(raw);
+    if (!(v > 0.0f)) return;
+    const int32_t g = use_groups ? dg[d] : d;
+    if (v <= best[g]) return;  // a group's score is the max over its documents
+    if (best[g] == 0.0f) tg.push_back(g);
+    const float old = best[g];
+    best[g] = v;
+    if (in_top[g]) {
+      top.erase(Hit{old, g});
+      top.insert(Hit{v, g});
+    } else if (top.size() < n) {
+      top.insert(Hit{v, g});
+      in_top[g] = 1;
+    } else {
+      const Hit worst = *top.rbegin();
+      if (!better(Hit{v, g}, worst)) return;
+      top.erase(std::prev(top.end()));
+      in_top[worst.id] = 0;
+      top.insert(Hit{v, g});
+      in_top[g] = 1;
+    }
+    if (top.size() == n) {
+      const double fl = f.raw_floor(top.rbegin()->score);
+      if (fl > floor) {
+        floor = fl;
+        while (first_essential < nu && prefix[first_essential] * slack < floor) ++first_essential;
+      }
+    }
+  };
+
+  // Windows of documents: the essential terms' postings are scattered into a small
+  // accumulator (cache resident), then the window's documents are visited in order and
+  // only those whose bound reaches the threshold are probed in the other terms.
+  constexpr int32_t kWindow = 4096;
+  std::vector<float> wacc(kWindow, 0.0f);
+  uint64_t mark[kWindow / 64] = {};
+  while (first_essential < nu) {
+    const std::size_t fe = first_essential;  // fixed for the window: wacc holds terms [fe, nu)
+    int32_t base = std::numeric_limits<int32_t>::max();
+    for (std::size_t u = fe; u < nu; ++u) {
+      if (scan[u] < end[u]) base = std::min(base, docs[scan[u]]);
+    }
+    if (base == std::numeric_limits<int32_t>::max()) break;
+    const int64_t wend = static_cast<int64_t>(base) + kWindow;
+    for (std::size_t u = fe; u < nu; ++u) {
+      const float c = static_cast<float>(uniq[u].count);
+      int64_t j = scan[u];
+      for (; j < end[u] && docs[j] < wend; ++j) {
+        const int32_t r = docs[j] - base;
+        mark[r >> 6] |= uint64_t{1} << (r & 63);
+        wacc[r] += w[j] * c;
+      }
+      scan[u] = j;
+    }
+    for (int32_t word = 0; word < kWindow / 64; ++word) {
+      for (uint64_t bitsleft = mark[word]; bitsleft; bitsleft &= bitsleft - 1) {
+        const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
+        const int32_t d = base + r;
+        double partial = wacc[r];
+        wacc[r] = 0.0f;
+        if ((partial + (fe ? prefix[fe - 1] : 0.0)) * slack < floor) continue;
+        bool pruned = false;
+        for (std::size_t u = fe; u-- > 0;) {
+          if ((partial + prefix[u]) * slack < floor) {
+            pruned = true;
+            break;
+          }
+          probe[u] = detail::gallop(docs, probe[u], end[u], d);
+          if (probe[u] < end[u] && docs[probe[u]] == d) {
+            contrib[u] = w[probe[u]];
+            partial += static_cast<double>(contrib[u]) * uniq[u].count;
+          }
+        }
+        // Every term is now accounted for, so partial is the score up to rounding: only
+        // documents that can reach the threshold pay for the exact, query-ordered sum.
+        if (!pruned && partial * slack < floor) pruned = true;
+        if (!pruned) {
+          for (std::size_t u = fe; u < nu; ++u) {
+            probe[u] = detail::gallop(docs, probe[u], end[u], d);
+            if (probe[u] < end[u] && docs[probe[u]] == d) contrib[u] = w[probe[u]];
+          }
+          float score = 0.0f;
+          for (std::size_t i = 0; i < m; ++i) {
+            if (pos_to_u[i] >= 0) score += contrib[static_cast<std::size_t>(pos_to_u[i])];
+          }
+          offer(d, score);
+        }
+        std::fill(contrib.begin(), contrib.end(), 0.0f);
+      }
+      mark[word] = 0;
+    }
+  }
+  hits.assign(top.begin(), top.end());
+  for (const int32_t g : tg) {
+    best[g] = 0.0f;
+    in_top[g] = 0;
+  }
+}
+
+void InvertedIndex::topk(const QueryBatch& q, std::size_t k, Scale scale, bool group, int64_t* ids,
+                         float* scores, int threads, Prune prune) const {
+  parallel_chunks(q.n_queries, threads, detail::kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
+    auto lease = pool_->acquire();
+    lease.begin();
+    std::vector<Hit> hits;
+    for (std::size_t i = lo; i < hi; ++i) {
+      const int64_t a = q.offsets[i], b = q.offsets[i + 1];
+      top_one(q.terms + a, static_cast<std::size_t>(b - a), k, scale, group, prune, *lease, hits);
+      for (std::size_t r = 0; r < k; ++r) {
+        ids[i * k + r] = r < hits.size() ? hits[r].id : -1;
+        scores[i * k + r] = r < hits.size() ? hits[r].score : 0.0f;
+      }
+    }
+    lease.done();
+  });
+}
+
+std::vector<int64_t> InvertedIndex::candidates(const QueryBatch& q, const TextQueries& tq, std::size_t n,
+                                               Scale scale, bool group, int threads, Prune prune,
+                                               std::vector<int64_t>& ids) const {
+  const std::size_t nq = tq.n_queries;
+  // Text range of each query (text_query is validated nondecreasing).
+  std::vector<int64_t> text_ptr(nq + 1, 0);
+  for (std::size_t i = 0; i < q.n_queries; ++i) ++text_ptr[static_cast<std::size_t>(tq.text_query[i]) + 1];
+  for (std::size_t i = 0; i < nq; ++i) text_ptr[i + 1] += text_ptr[i];
+  std::vector<std::vector<int64_t>> per_query(nq);
+  parallel_chunks(nq, threads, detail::kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
+    auto lease = pool_->acquire();
+    lease.begin();
+    std::vector<Hit> hits;
+    for (std::size_t qi = lo; qi < hi; ++qi) {
+      auto& out = per_query[qi];
+      for (int64_t t = text_ptr[qi]; t < text_ptr[qi + 1]; ++t) {
+        const int64_t a = q.offsets[t], b = q.offsets[t + 1];
+        top_one(q.terms + a, static_cast<std::size_t>(b - a), n, scale, group, prune, *lease, hits);
+        for (const Hit& h : hits) out.push_back(h.id);
+      }
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+    lease.done();
+  });
+  std::vector<int64_t> ptr(nq + 1, 0);
+  for (std::size_t qi = 0; qi < nq; ++qi) ptr[qi + 1] = ptr[qi] + static_cast<int64_t>(per_query[qi].size());
+  ids.resize(static_cast<std::size_t>(ptr[nq]));
+  for (std::size_t qi = 0; qi < nq; ++qi) std::copy(per_query[qi].begin(), per_query[qi].end(), ids.begin() + ptr[qi]);
+  return ptr;
+}
+
+}  // namespace toolsift

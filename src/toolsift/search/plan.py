@@ -9,7 +9,7 @@ the distinct strings (a raw query is the same string in three fields: encoded on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,17 +34,19 @@ class FieldTexts:
         terms: The analysed texts (term ids; -1 for words the index never saw).
         vectors: ``float32[len(texts), dim]`` unit embeddings for dense or hybrid
             fields, else ``None``.
+        owner: ``int64[len(texts)]``: the query each text belongs to.
     """
 
     texts: list[str]
     ptr: np.ndarray
     terms: TermBatch
     vectors: np.ndarray | None = None
+    owner: np.ndarray = field(init=False, repr=False)
 
-    @property
-    def owner(self) -> np.ndarray:
-        """``int64[len(texts)]``: the query each text belongs to."""
-        return np.repeat(np.arange(self.ptr.size - 1, dtype=np.int64), np.diff(self.ptr))
+    def __post_init__(self) -> None:
+        # int64[len(texts)]: the query each text belongs to (the engine's text_query).
+        owner = np.repeat(np.arange(self.ptr.size - 1, dtype=np.int64), self.ptr[1:] - self.ptr[:-1])
+        object.__setattr__(self, "owner", owner)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config import IndexConfig
 from ..index.dense_field import DenseField
-from ..index.field_index import FieldIndex
+from ..index.field_index import FieldIndex, union_candidates
 from ..kernels.int8 import gather as int8_gather
 from ..kernels.int8 import quantize_rows
 from .plan import FieldTexts
@@ -50,10 +50,12 @@ class Bm25Retriever(FieldRetriever):
         self.threads = config.threads
 
     def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return _bm25_candidates(self.fi, ft, n, self.scale, self.threads)
+        return self.fi.candidates(ft.terms, ft.owner, ft.ptr.size - 1, n, scale=self.scale, threads=self.threads)
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
-        return _bm25_gather(self.fi, ft, ptr, ids, docs, self.scale, self.threads)
+        _, scores = self.fi.gather(ft.terms, ft.owner, ptr, ids, scale=self.scale, group=not docs,
+                                   threads=self.threads)
+        return scores
 
 
 class DenseRetriever(FieldRetriever):
@@ -130,30 +132,6 @@ class HybridRetriever(FieldRetriever):
         return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
 
 
-# TEMPORARY (replaced by the engine's candidates/gather calls): dense score rows.
-def _bm25_candidates(fi, ft, n, scale, threads):
-    nq = ft.ptr.size - 1
-    if not ft.texts:
-        return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
-    scores = fi.score_tools(ft.terms, scale=scale, threads=threads)
-    m = min(n, scores.shape[1])
-    top = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < scores.shape[1] else \
-        np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
-    keep = np.take_along_axis(scores, top, axis=1) > 0
-    return union_by_query(ft.owner, top, keep, nq)
-
-
-def _bm25_gather(fi, ft, ptr, ids, docs, scale, threads):
-    if not ft.texts:
-        return np.zeros(0, np.float32)
-    scores = (fi.score_docs if docs else fi.score_tools)(ft.terms, scale=scale, threads=threads)
-    owner = ft.owner
-    counts = np.diff(ptr)[owner]
-    rows = np.repeat(np.arange(owner.size), counts)
-    cols = ids[_ranges(ptr[owner], counts)]
-    return scores[rows, cols].astype(np.float32)
-
-
 def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: IndexConfig) -> FieldRetriever:
     """The retriever ``config`` asks for on ``field``."""
     kind = config.retriever(field)
@@ -174,10 +152,9 @@ def union_by_query(owner: np.ndarray, ids: np.ndarray, keep: np.ndarray, nq: int
 
 def merge_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """Per query the sorted union of several CSR id lists over the same queries."""
-    nq = parts[0][0].size - 1
-    rows = np.concatenate([np.repeat(np.arange(nq, dtype=np.int64), np.diff(p)) for p, _ in parts])
-    ids = np.concatenate([i for _, i in parts])
-    return _csr_unique(rows, ids, nq)
+    if len(parts) == 1:
+        return parts[0]
+    return union_candidates(parts)
 
 
 def _csr_unique(rows: np.ndarray, ids: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:

@@ -3,8 +3,9 @@
 Each wrapper hands the peer the catalogue the way its README tells a user to: OpenAI-style
 function schemas (:func:`toolsift.evaluate.cold.openai_tool`) through the peer's own
 ingestion, and the raw request text; it returns tool ids, best first. All three run
-offline with no model: checked by reading their code paths (BM25 only, no embedder
-configured, telemetry off unless configured).
+offline with no model (BM25 only, no embedder, ratel's telemetry off unless configured):
+checked by running ``toolsift eval`` on them inside a network namespace with no
+interfaces (``unshare -n``).
 
 ==============  ========================================================================
 ``ratel``       ratel-ai's ``ToolRegistry`` (Rust BM25, model-free ``method="bm25"``):

@@ -69,7 +69,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool")
     ev.add_argument("--method", default=None,
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
-                         "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed)")
+                         "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
+                         "cold-start default,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
+                         "peer-dehydrator; all but the last two join the default list)")
     ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
                     help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
                          "(BM25 + dense for description/response/examples, BM25 for parameters)")
@@ -271,19 +273,20 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from .evaluate.methods import METHODS, MethodUnavailable, run_method
     from .evaluate.report import format_table, plot_recall, summary_json
     from .evaluate.ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
+    from .evaluate.cold import BASELINE_METHODS, COLD_METHODS
 
     root = Path(args.dataset)
     ultra = (root / "data" / "English-dataset").is_dir()
     if ultra:
         ds = UltraToolDataset.load(root)
-        methods = _split(args.method) or list(ULTRATOOL_METHODS)
+        methods = _split(args.method) or list(ULTRATOOL_METHODS + BASELINE_METHODS)
         metrics = ULTRATOOL_METRICS
     else:
         ds = MftrDataset.load(root)
-        methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free"]
+        methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free", *BASELINE_METHODS]
         metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
                    "recall@10", "recall@20", "mrr")
-    known = ULTRATOOL_METHODS if ultra else METHODS
+    known = (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
     bad = [m for m in methods if m not in known]
     if bad:
         raise ToolsiftError(f"unknown method(s) {', '.join(bad)} for {ds.name} (methods: {', '.join(known)})")
@@ -293,7 +296,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     for m in bar:
         try:
             if ultra:
-                res = run_ultratool(ds, m)
+                res = run_ultratool(ds, m, encoder=args.encoder)
             else:
                 res = run_method(ds, m, docs=args.docs, feedback=not args.no_feedback,
                                  retriever=args.retriever, encoder=args.encoder, progress=not args.quiet)
@@ -315,6 +318,10 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
                            title=f"{ds.name}: {len(qrels)} queries, {args.retriever}, pooled over all test queries"), file=out)
         for m, why in skipped.items():
             print(f"{m}: skipped: {why}", file=out)
+        cold = [m for m in results if m in COLD_METHODS]
+        if cold:
+            print(f"cold start ({', '.join(cold)}): raw tools, raw query, no labels, no LLM, no feedback, "
+                  "no training; --no-feedback and --retriever do not change them", file=out)
     if args.plot:
         plot_recall(curves, args.plot, title=f"{ds.name} ({args.retriever})")
     return 0

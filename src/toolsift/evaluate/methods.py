@@ -407,7 +407,9 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
 
     Args:
         ds: The dataset.
-        method: One of :data:`METHODS`.
+        method: One of :data:`METHODS`, or a cold-start method of
+            :data:`toolsift.evaluate.cold.COLD_METHODS` (raw tools, raw query text, no
+            folds, labels or feedback; only ``encoder`` is read from ``options``).
         **options: ``retriever`` (reproduce), ``encoder`` (model directory for dense
             fields; default the bundled int8 MiniLM), ``docs`` ("auto", "authors", "rules"),
             ``feedback`` (examples from training queries), ``train_config``.
@@ -416,8 +418,14 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         ValueError: Unknown method.
         MethodUnavailable: The dataset lacks what the method needs.
     """
+    from .cold import COLD_METHODS, run_cold  # imported here: cold imports this module
+
+    if method in COLD_METHODS:
+        # Cold-start methods use no fold, label or feedback: one pass over all queries.
+        return run_cold(method, ds.raw_tools, [(q.id, q.text) for q in ds.queries],
+                        encoder=options.get("encoder"))
     if method not in _RUNNERS:
-        raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS)})")
+        raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS + COLD_METHODS)})")
     return _RUNNERS[method](ds, **options)
 
 

@@ -18,7 +18,7 @@ from .methods import MethodOutput
 __all__ = ["ULTRATOOL_METHODS", "ULTRATOOL_METRICS", "run_ultratool"]
 
 ULTRATOOL_METHODS = ("plain", "decomposed")
-ULTRATOOL_METRICS = ("recall@1", "recall@2", "recall@5", "recall@10", "ndcg@1", "ndcg@3", "ndcg@5")
+ULTRATOOL_METRICS = ("recall@1", "recall@2", "recall@5", "recall@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10")
 
 
 def _query(q, method: str) -> Query | str:
@@ -29,10 +29,18 @@ def _query(q, method: str) -> Query | str:
 
 
 def run_ultratool(ds: UltraToolDataset, method: str, *, config: IndexConfig | None = None,
-                  depth: int = 100) -> MethodOutput:
-    """Rank the UltraTool corpus for every task with ``method`` ("plain" or "decomposed")."""
+                  depth: int = 100, encoder: str | None = None) -> MethodOutput:
+    """Rank the UltraTool corpus for every task with ``method``: "plain", "decomposed", or
+    a cold-start method of :data:`toolsift.evaluate.cold.COLD_METHODS` (``encoder`` is for
+    those; ``config`` and ``depth`` for the first two)."""
+    from .cold import COLD_METHODS, run_cold
+
+    if method in COLD_METHODS:
+        # The user's view: the corpus of distinct tools, the task's question as the query.
+        return run_cold(method, ds.tools, [(q.id, q.question) for q in ds.queries], encoder=encoder)
     if method not in ULTRATOOL_METHODS:
-        raise ValueError(f"unknown UltraTool method {method!r} (methods: {', '.join(ULTRATOOL_METHODS)})")
+        raise ValueError(f"unknown UltraTool method {method!r} "
+                         f"(methods: {', '.join(ULTRATOOL_METHODS + COLD_METHODS)})")
     t0 = time.perf_counter()
     index = ToolIndex.build(ds.tools, config=config or IndexConfig())
     fs = index.field_scores([_query(q, method) for q in ds.queries], query_ids=[q.id for q in ds.queries])

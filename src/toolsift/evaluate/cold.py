@@ -1,0 +1,256 @@
+"""Cold-start methods: what a new user gets on an unseen catalogue, and the baselines and
+peers they would compare with, all from the tools and the raw query text alone.
+
+No method here reads a label, an LLM output, a feedback example or a trained weight: the
+corpus is the dataset's raw tools converted by toolsift's adapters, the query is the raw
+request. They are the same on every fold, so they are run once over all queries.
+
+=================  =====================================================================
+``default``        ``ToolIndex.build(catalog)`` with ``IndexConfig()`` and
+                   ``search_batch(texts, k=100)``: exactly the README's first two lines
+``default-hybrid`` as ``default`` with hybrid (BM25 + dense) description, response and
+                   examples fields (needs the ``dense`` extra; the bundled int8 MiniLM)
+``bm25s-fulldoc``  the bm25s package over one flat text per tool (see :func:`flat_text`);
+                   bm25s defaults (Lucene BM25, k1 1.5, b .75, token pattern ``\\w\\w+``)
+                   with its English stop words and the PyStemmer English stemmer, as the
+                   bm25s README sets it up
+``dense-fulldoc``  cosine of all-MiniLM-L6-v2 embeddings (toolsift's OnnxEncoder, the
+                   ``dense`` extra's int8 model) of the same flat text and the query
+``peer-*``         other tool retrievers on PyPI, each given the tools as OpenAI-style
+                   function schemas (:func:`openai_tool`); see :mod:`.peers`
+=================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..config import IndexConfig
+from ..schema import Catalog, Tool
+from ..scores import scores_to_run
+from .methods import MethodOutput, MethodUnavailable
+
+__all__ = ["COLD_METHODS", "BASELINE_METHODS", "run_cold", "openai_tool", "flat_text", "ranked_run",
+           "BM25S_SETTINGS"]
+
+_DEPTH = 100
+
+#: The bm25s settings of ``bm25s-fulldoc`` (reported by ``toolsift eval`` and the docs).
+BM25S_SETTINGS: dict[str, Any] = {"method": "lucene", "k1": 1.5, "b": 0.75, "stopwords": "en",
+                                  "stemmer": "PyStemmer english", "token_pattern": r"(?u)\b\w\w+\b"}
+
+# snake_case, kebab-case, dotted and camelCase identifiers -> words.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[_\-./\s]+")
+
+
+def _split_identifier(name: str) -> str:
+    return " ".join(w for part in _SEPARATORS.split(name) for w in _CAMEL.split(part) if w)
+
+
+def openai_tool(tool: Tool) -> dict[str, Any]:
+    """The tool as an OpenAI function schema, built from its toolsift fields (what a user
+    exporting the catalogue from toolsift would hand another retriever).
+
+    Parameter types are left out when they are not JSON Schema types; enum values that
+    the adapters folded into a parameter's description stay there.
+    """
+    props: dict[str, Any] = {}
+    for p in tool.parameters:
+        prop: dict[str, Any] = {"type": p.type if p.type in _JSON_TYPES else "string"}
+        if p.description:
+            prop["description"] = p.description
+        props[p.name] = prop
+    fn = {"name": tool.name, "description": tool.description,
+          "parameters": {"type": "object", "properties": props,
+                         "required": [p.name for p in tool.parameters if p.required]}}
+    return {"type": "function", "function": fn}
+
+
+_JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+
+
+def _schema_words(schema: Mapping[str, Any], out: list[str]) -> None:
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return
+    for key, prop in props.items():
+        out.append(str(key))
+        split = _split_identifier(str(key))
+        if split != key:
+            out.append(split)
+        if not isinstance(prop, Mapping):
+            continue
+        if isinstance(prop.get("description"), str):
+            out.append(prop["description"])
+        enum = prop.get("enum")
+        if isinstance(enum, list):
+            out.extend(v for v in enum if isinstance(v, str))
+        _schema_words(prop, out)
+        if isinstance(prop.get("items"), Mapping):
+            _schema_words(prop["items"], out)
+
+
+def flat_text(schema: Mapping[str, Any]) -> str:
+    """One flat text per tool from its OpenAI function schema: the name as written and
+    split into words, the description, and for every (nested) parameter its key as
+    written and split, its description and its string enum values."""
+    fn = schema.get("function", schema)
+    name = str(fn.get("name", ""))
+    parts = [name]
+    if _split_identifier(name) != name:
+        parts.append(_split_identifier(name))
+    if isinstance(fn.get("description"), str):
+        parts.append(fn["description"])
+    if isinstance(fn.get("parameters"), Mapping):
+        _schema_words(fn["parameters"], parts)
+    return "\n".join(p for p in parts if p)
+
+
+def ranked_run(ranked: Sequence[Sequence[str]], query_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """A run from ranked id lists: score ``len - rank``, so trec_eval keeps each list's
+    order (no ties)."""
+    return {qid: {tid: float(len(ids) - r) for r, tid in enumerate(ids)} for qid, ids in zip(query_ids, ranked)}
+
+
+def _depth(catalog: Catalog) -> int:
+    return min(_DEPTH, len(catalog))
+
+
+def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], config: IndexConfig
+                ) -> tuple[dict, dict]:
+    from ..toolindex import ToolIndex
+
+    index = ToolIndex.build(catalog, config=config)
+    hits = index.search_batch(list(texts), k=_depth(catalog))
+    return ranked_run([[h.id for h in hs] for hs in hits], qids), {"config": index.config.to_dict()}
+
+
+def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
+             ) -> tuple[dict, dict]:
+    # Exactly IndexConfig(): whatever the package's defaults are, this measures them.
+    return _search_run(catalog, texts, qids, IndexConfig())
+
+
+def _dense_guard(encoder: str | None):
+    from ..encoders import EncoderError
+    from ..toolindex import get_encoder
+
+    try:
+        return get_encoder(IndexConfig(encoder=encoder))
+    except (ImportError, EncoderError) as exc:
+        raise MethodUnavailable(f"needs the dense extra (pip install 'toolsift[dense]'): {exc}") from None
+
+
+def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
+                    ) -> tuple[dict, dict]:
+    _dense_guard(encoder)
+    base = IndexConfig()
+    hybrid = {"description": "hybrid", "response": "hybrid", "examples": "hybrid"}
+    retrievers = tuple((f, hybrid.get(f, r)) for f, r in base.retrievers)
+    cfg = replace(base, retrievers=retrievers, encoder=encoder)
+    return _search_run(catalog, texts, qids, cfg)
+
+
+def _docs(catalog: Catalog) -> list[str]:
+    return [flat_text(openai_tool(t)) for t in catalog]
+
+
+def bm25s_scores(docs: Sequence[str], queries: Sequence[str]) -> np.ndarray:
+    """``[queries, docs]`` BM25 scores with the bm25s package and :data:`BM25S_SETTINGS`."""
+    try:
+        import bm25s
+        import Stemmer
+    except ImportError as exc:
+        raise MethodUnavailable(f"bm25s-fulldoc needs bm25s and PyStemmer (pip install 'toolsift[peers]'): "
+                                f"{exc}") from None
+    stemmer = Stemmer.Stemmer("english")
+    kw = dict(stopwords=BM25S_SETTINGS["stopwords"], stemmer=stemmer.stemWords, show_progress=False,
+              token_pattern=BM25S_SETTINGS["token_pattern"])
+    retriever = bm25s.BM25(method=BM25S_SETTINGS["method"], k1=BM25S_SETTINGS["k1"], b=BM25S_SETTINGS["b"])
+    retriever.index(bm25s.tokenize(list(docs), **kw), show_progress=False)
+    vocab = retriever.vocab_dict
+    q_tokens = bm25s.tokenize(list(queries), return_ids=False, **kw)
+    out = np.zeros((len(queries), len(docs)), dtype=np.float32)
+    for i, toks in enumerate(q_tokens):
+        # bm25s rejects terms outside the corpus vocabulary; they score 0 anyway.
+        known = [t for t in toks if t in vocab]
+        if known:
+            out[i] = retriever.get_scores(known)
+    return out
+
+
+def _bm25s(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], **_) -> tuple[dict, dict]:
+    scores = bm25s_scores(_docs(catalog), texts)
+    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"bm25s": BM25S_SETTINGS}
+
+
+def _dense(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
+           ) -> tuple[dict, dict]:
+    from ..index.dense_field import encode_texts
+
+    enc = _dense_guard(encoder)
+    scores = encode_texts(enc, list(texts)) @ encode_texts(enc, _docs(catalog)).T
+    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"encoder": encoder or "default"}
+
+
+def _peer(name: str) -> Callable[..., tuple[dict, dict]]:
+    def run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], **_) -> tuple[dict, dict]:
+        from .peers import PEERS
+
+        ranked, note = PEERS[name](catalog, [openai_tool(t) for t in catalog], texts, k=_depth(catalog))
+        return ranked_run(ranked, qids), note
+
+    return run
+
+
+_RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
+    "default": _default,
+    "default-hybrid": _default_hybrid,
+    "bm25s-fulldoc": _bm25s,
+    "dense-fulldoc": _dense,
+    "peer-ratel": _peer("ratel"),
+    "peer-toolpicker": _peer("toolpicker"),
+    "peer-dehydrator": _peer("dehydrator"),
+}
+
+#: Every cold-start method, in table order.
+COLD_METHODS: tuple[str, ...] = tuple(_RUNNERS)
+#: What ``toolsift eval DATASET`` adds to a table when no ``--method`` is given.
+BASELINE_METHODS: tuple[str, ...] = ("default", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
+
+
+def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
+             encoder: str | None = None) -> MethodOutput:
+    """Run one cold-start method over every query.
+
+    Args:
+        method: One of :data:`COLD_METHODS`.
+        catalog: The tools as a user would load them (adapters only, no LLM).
+        queries: ``(query id, raw text)`` pairs; nothing else about a query is used.
+        encoder: Encoder directory for the dense methods (default: the bundled MiniLM).
+
+    Returns:
+        The run (top 100 per query, ``search`` order for ranked-list methods), wall
+        time including index build, and a note with the settings used.
+
+    Raises:
+        ValueError: Unknown method.
+        MethodUnavailable: An optional dependency is missing (the message names the extra).
+    """
+    if method not in _RUNNERS:
+        raise ValueError(f"unknown cold-start method {method!r} (methods: {', '.join(COLD_METHODS)})")
+    if len(catalog) == 0:
+        raise ValueError("cold-start evaluation needs a non-empty catalogue")
+    qids = [q for q, _ in queries]
+    texts = [t for _, t in queries]
+    t0 = time.perf_counter()
+    run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder)
+    note = {"method": method, "labels": False, "llm": False, "feedback": False, **note}
+    return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

@@ -1,0 +1,126 @@
+"""Other tool retrievers on PyPI, wrapped for side-by-side evaluation (the ``peers`` extra).
+
+Each wrapper hands the peer the catalogue the way its README tells a user to: OpenAI-style
+function schemas (:func:`toolsift.evaluate.cold.openai_tool`) through the peer's own
+ingestion, and the raw request text; it returns tool ids, best first. All three run
+offline with no model (BM25 only, no embedder, ratel's telemetry off unless configured):
+checked by running ``toolsift eval`` on them inside a network namespace with no
+interfaces (``unshare -n``).
+
+==============  ========================================================================
+``ratel``       ratel-ai's ``ToolRegistry`` (Rust BM25, model-free ``method="bm25"``):
+                ``register(Tool(id, name, description, input_schema, {}))``, ``search``
+``toolpicker``  ``ToolPicker(FunctionSchemaSource(schemas))`` with no embedder (its BM25
+                stage only), ``select(query, k=...)``
+``dehydrator``  ``dehydrator.ToolIndex`` (rank_bm25 BM25L over name, description and
+                schema words) on Anthropic-style dicts, ``search(query)``
+==============  ========================================================================
+
+Not wrapped: graph-tool-call (its offline keyword mode took ~7 s per query on APIGen's
+3,605 tools, hours per data set), LangChain's ``BM25Retriever`` (rank_bm25 BM25Okapi
+over whitespace tokens: a weaker copy of ``bm25s-fulldoc`` that would pull in LangChain).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..schema import Catalog
+from .methods import MethodUnavailable
+
+__all__ = ["PEERS", "PeerUnavailable", "peer_versions"]
+
+_PACKAGES = {"ratel": ("ratel_ai", "ratel-ai"), "toolpicker": ("toolpicker", "toolpicker"),
+             "dehydrator": ("dehydrator", "dehydrator")}
+
+
+class PeerUnavailable(MethodUnavailable):
+    """A peer retriever's package is not installed (``pip install 'toolsift[peers]'``)."""
+
+
+def _import(peer: str):
+    module, dist = _PACKAGES[peer]
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise PeerUnavailable(f"peer-{peer} needs the {dist!r} package: pip install 'toolsift[peers]' "
+                              f"({exc})") from None
+
+
+def peer_versions() -> dict[str, str | None]:
+    """Installed version of each peer's distribution (``None`` when missing)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for _, dist in _PACKAGES.values():
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _unique_names(schemas: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Tool names, made unique with ``_2``, ``_3``... where a catalogue repeats one
+    (peers keyed by name reject duplicates; none of the shared sets has any)."""
+    seen: dict[str, int] = {}
+    out = []
+    for s in schemas:
+        name = s["function"]["name"]
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return out
+
+
+def _ratel(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: Sequence[str], *, k: int
+           ) -> tuple[list[list[str]], dict]:
+    ratel = _import("ratel")
+    registry = ratel.ToolRegistry(method="bm25")
+    tools = [ratel.Tool(t.id, s["function"]["name"], s["function"].get("description", ""),
+                        dict(s["function"]["parameters"]), {})
+             for t, s in zip(catalog, schemas)]
+    pending = registry.register(tools)
+    # BM25 indexing is synchronous; the awaitable only drives dense preparation, a no-op
+    # here, but ratel asks for it to be awaited.
+    asyncio.run(_await(pending))
+    ranked = [[h.tool_id for h in sorted(registry.search(q, k), key=lambda h: h.rank)] for q in queries]
+    return ranked, {"peer": "ratel-ai", "method": "bm25"}
+
+
+async def _await(pending) -> None:
+    await pending
+
+
+def _toolpicker(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: Sequence[str], *, k: int
+                ) -> tuple[list[list[str]], dict]:
+    tp = _import("toolpicker")
+    names = _unique_names(schemas)
+    source = tp.FunctionSchemaSource([{**s, "function": {**s["function"], "name": n}}
+                                      for s, n in zip(schemas, names)])
+    picker = tp.ToolPicker(source)
+    to_id = dict(zip(names, (t.id for t in catalog)))
+    ranked = [[to_id[t.id] for t in picker.select(q, k=k)] for q in queries]
+    return ranked, {"peer": "toolpicker", "retrievers": "bm25 (no embedder)"}
+
+
+def _dehydrator(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: Sequence[str], *, k: int
+                ) -> tuple[list[list[str]], dict]:
+    dh = _import("dehydrator")
+    names = _unique_names(schemas)
+    tools = [{"name": n, "description": s["function"].get("description", ""),
+              "input_schema": dict(s["function"]["parameters"])} for s, n in zip(schemas, names)]
+    index = dh.ToolIndex(tools, top_k=k)
+    to_id = dict(zip(names, (t.id for t in catalog)))
+    ranked = [[to_id[n] for n in index.search(q)] for q in queries]
+    return ranked, {"peer": "dehydrator", "method": "BM25L (rank_bm25), no reranker"}
+
+
+#: ``{peer: wrapper(catalog, openai_schemas, queries, k=...) -> (ranked ids, note)}``.
+PEERS: dict[str, Callable[..., tuple[list[list[str]], dict]]] = {
+    "ratel": _ratel,
+    "toolpicker": _toolpicker,
+    "dehydrator": _dehydrator,
+}

@@ -120,12 +120,14 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
   uint64_t mark[kWindow / 64] = {};
   uint64_t summary[kWindow / 64 / 64] = {};
   float* best = nullptr;
-  const int32_t* dg = nullptr;
+  const int32_t* dg = use_groups ? cols_.doc_group.data() : nullptr;
   auto& tg = s.touched_groups;
-  if (use_groups) {
+  const bool stream_groups = use_groups && groups_contiguous_;
+  int32_t run_group = -1;
+  float run_max = 0.0f;
+  if (use_groups && !stream_groups) {
     s.need_groups(n_groups());
     best = s.best.data();
-    dg = cols_.doc_group.data();
     tg.clear();
   }
   for (;;) {
@@ -153,7 +155,18 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
           const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
           const float v = wacc[r];
           wacc[r] = 0.0f;
-          if (use_groups) {
+          if (stream_groups) {
+            // Documents arrive in id order and each group's documents are contiguous, so
+            // a group is complete when the next group starts.
+            const int32_t g = dg[base + r];
+            if (g != run_group) {
+              if (run_group >= 0) consider(run_group, run_max);
+              run_group = g;
+              run_max = v;
+            } else {
+              run_max = std::max(run_max, v);
+            }
+          } else if (use_groups) {
             const int32_t g = dg[base + r];
             if (best[g] == 0.0f) tg.push_back(g);
             best[g] = std::max(best[g], v);
@@ -166,7 +179,8 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
       summary[sw] = 0;
     }
   }
-  if (use_groups) {
+  if (stream_groups && run_group >= 0) consider(run_group, run_max);
+  if (use_groups && !stream_groups) {
     // A group's score is only final once all its documents are seen.
     for (const int32_t g : tg) {
       consider(g, best[g]);

@@ -143,6 +143,16 @@ class Vocabulary:
             self._terms.append(term)
         return i
 
+    def add_all(self, terms: Sequence[str]) -> np.ndarray:
+        """``int32`` ids of ``terms``, assigning ids to new ones in first-seen order
+        (the same ids as :meth:`add` one by one, in bulk)."""
+        ids = self._ids
+        for t in dict.fromkeys(terms):
+            if t not in ids:
+                ids[t] = len(self._terms)
+                self._terms.append(t)
+        return np.fromiter(map(ids.__getitem__, terms), dtype=np.int32, count=len(terms))
+
     def get(self, term: str) -> int:
         """Id of ``term`` or ``-1``."""
         return self._ids.get(term, -1)

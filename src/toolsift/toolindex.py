@@ -154,13 +154,13 @@ class ToolIndex:
             idx = [i for i, t in enumerate(new_tools) if t.id in replaced]
             if idx:
                 fresh = DocumentTokens.analyse(Catalog([replaced[new_tools[i].id] for i in idx]), self._config,
-                                        vocab=new_tok.vocab, counts=new_tok.counts)
+                                        vocab=new_tok.vocab)
                 new_tok = new_tok.overwrite(idx, fresh)
                 for i in idx:
                     new_tools[i] = replaced[new_tools[i].id]
             catalog = Catalog(new_tools + list(add), name=st.catalog.name)  # validates ids
             if add:
-                fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab, counts=new_tok.counts)
+                fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.extend(fresh)
             new_tok.prune_dead_terms()
             dense = None

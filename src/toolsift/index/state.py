@@ -8,7 +8,8 @@ re-derives the postings without re-analysing unchanged tools.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .dense_field import DenseField
 from .field_index import FieldIndex
 from .fields import field_documents, parameter_layout
 
-__all__ = ["DocumentTokens", "IndexState"]
+__all__ = ["DocumentTokens", "FieldTokens", "IndexState"]
 
 
 class IndexState:
@@ -50,56 +51,89 @@ class IndexState:
         return self._groups
 
 
-class DocumentTokens:
-    """Analysed documents per tool and field, as term ids, kept so that updates re-derive
-    the postings without re-analysing unchanged tools.
+@dataclass(frozen=True)
+class FieldTokens:
+    """One field's analysed documents as CSR, grouped by tool.
 
-    ``docs[field][tool]`` is the list of that tool's documents in the field (one for
-    description and response; one per example, at least one; one per parameter).
-    ``counts[term]`` counts a term's occurrences over all fields, so terms no tool uses
-    any more can leave the vocabulary (a query word unknown to a fresh build must be
-    unknown to an updated one too, or the bounded scale's denominator would differ).
+    Tool ``t`` owns documents ``tool_ptr[t]:tool_ptr[t+1]``; document ``d`` holds term
+    ids ``terms[doc_ptr[d]:doc_ptr[d+1]]``. Flat arrays rather than one small array per
+    document: at a million tools that is the difference between a few hundred megabytes
+    of object overhead and none.
     """
 
-    def __init__(self, vocab: Vocabulary, counts: np.ndarray, docs: dict[str, list[list[np.ndarray]]]):
+    terms: np.ndarray    # int32
+    doc_ptr: np.ndarray  # int64[n_docs + 1]
+    tool_ptr: np.ndarray  # int64[n_tools + 1]
+
+    @property
+    def n_tools(self) -> int:
+        return self.tool_ptr.size - 1
+
+    def take(self, tools: np.ndarray) -> FieldTokens:
+        """The documents of ``tools`` (catalogue positions, any order), renumbered 0.."""
+        tools = np.asarray(tools, dtype=np.int64)
+        n_docs = self.tool_ptr[tools + 1] - self.tool_ptr[tools]
+        docs = _ranges(self.tool_ptr[tools], n_docs)
+        lens = self.doc_ptr[docs + 1] - self.doc_ptr[docs]
+        return FieldTokens(self.terms[_ranges(self.doc_ptr[docs], lens)], _ptr(lens), _ptr(n_docs))
+
+    def concat(self, other: FieldTokens) -> FieldTokens:
+        """This field's tools followed by ``other``'s."""
+        return FieldTokens(np.concatenate([self.terms, other.terms]),
+                           np.concatenate([self.doc_ptr, other.doc_ptr[1:] + self.doc_ptr[-1]]),
+                           np.concatenate([self.tool_ptr, other.tool_ptr[1:] + self.tool_ptr[-1]]))
+
+
+class DocumentTokens:
+    """Analysed documents per field, as term ids, kept so that updates re-derive the
+    postings without re-analysing unchanged tools.
+
+    ``fields[name]`` is a :class:`FieldTokens` (one document per tool for description
+    and response; one per example, at least one; one per parameter). ``counts[term]``
+    counts a term's occurrences over all fields, so terms no tool uses any more can leave
+    the vocabulary (a query word unknown to a fresh build must be unknown to an updated
+    one too, or the bounded scale's denominator would differ).
+    """
+
+    def __init__(self, vocab: Vocabulary, fields: dict[str, FieldTokens]):
         self.vocab = vocab
-        self.counts = counts
-        self.docs = docs
+        self.fields = fields
+        n = len(vocab)
+        self.counts = sum((np.bincount(ft.terms, minlength=n) for ft in fields.values()),
+                          np.zeros(n, np.int64))
 
     @classmethod
     def analyse(cls, catalog: Catalog, config: IndexConfig, *, progress: bool = False,
-                vocab: Vocabulary | None = None, counts: np.ndarray | None = None) -> DocumentTokens:
-        """Analyse ``catalog``'s field documents, growing ``vocab`` and ``counts`` in place."""
+                vocab: Vocabulary | None = None) -> DocumentTokens:
+        """Analyse ``catalog``'s field documents, growing ``vocab`` in place."""
         vocab = vocab if vocab is not None else Vocabulary()
         fd = field_documents(catalog, name_in_description=config.name_in_description,
                              split_identifiers=config.split_identifiers,
                              parameter_format=config.parameter_format)
-        analyzer = config.analyzer
-        docs: dict[str, list[list[np.ndarray]]] = {}
-        added: list[np.ndarray] = []
+        tokenize = config.analyzer.tokenize
+        n_tools = len(catalog)
+        fields: dict[str, FieldTokens] = {}
         for name in FIELDS:
             texts, groups = fd[name].texts, fd[name].groups
-            owner = groups if groups is not None else np.arange(len(catalog))
-            per_tool: list[list[np.ndarray]] = [[] for _ in range(len(catalog))]
-            for text, t in zip(progress_bar(texts, progress, f"analyse {name}"), owner):
-                ids = np.fromiter((vocab.add(w) for w in analyzer.tokenize(text)), dtype=np.int32)
-                per_tool[int(t)].append(ids)
-                added.append(ids)
-            docs[name] = per_tool
-        n = len(vocab)
-        base = np.zeros(n, np.int64) if counts is None else np.concatenate(
-            [counts, np.zeros(n - counts.size, np.int64)])
-        if added:
-            base += np.bincount(np.concatenate(added), minlength=n)
-        return cls(vocab, base, docs)
+            toks = [tokenize(t) for t in progress_bar(texts, progress, f"analyse {name}")]
+            lens = np.fromiter((len(x) for x in toks), dtype=np.int64, count=len(toks))
+            terms = vocab.add_all([w for x in toks for w in x])
+            if groups is None:
+                per_tool = np.ones(n_tools, np.int64)
+            else:
+                groups = np.asarray(groups)
+                if groups.size and (groups[1:] < groups[:-1]).any():
+                    raise IndexCorruptError(f"field {name}: documents are not grouped by tool")
+                per_tool = np.bincount(groups, minlength=n_tools).astype(np.int64)
+            fields[name] = FieldTokens(terms, _ptr(lens), _ptr(per_tool))
+        return cls(vocab, fields)
 
     @classmethod
     def from_fields(cls, st: IndexState, config: IndexConfig) -> DocumentTokens:
         """Recover term ids per document from the postings of a loaded index (term order
         inside a document is lost; BM25 does not use it)."""
         n_tools = len(st.catalog)
-        docs: dict[str, list[list[np.ndarray]]] = {}
-        counts = np.zeros(len(st.vocab), np.int64)
+        fields: dict[str, FieldTokens] = {}
         for name in FIELDS:
             core = st.fields[name].core
             indptr = np.frombuffer(memoryview(core.column("indptr")), np.int64)
@@ -107,53 +141,33 @@ class DocumentTokens:
             tfs = np.frombuffer(memoryview(core.column("tfs")), np.int32)
             term = np.repeat(np.arange(indptr.size - 1, dtype=np.int32), np.diff(indptr))
             tok_doc = np.repeat(doc_ids, tfs)
-            tok_term = np.repeat(term, tfs)
             order = np.argsort(tok_doc, kind="stable")
-            tok_doc, tok_term = tok_doc[order], tok_term[order]
-            counts += np.bincount(tok_term, minlength=counts.size)
-            bounds = np.searchsorted(tok_doc, np.arange(core.n_docs + 1))
-            per_doc = [tok_term[bounds[d]:bounds[d + 1]] for d in range(core.n_docs)]
+            terms = np.repeat(term, tfs)[order]
+            doc_ptr = np.searchsorted(tok_doc[order], np.arange(core.n_docs + 1)).astype(np.int64)
             if core.has_groups:
                 owner = np.frombuffer(memoryview(core.column("doc_group")), np.int32)
+                per_tool = np.bincount(owner, minlength=n_tools).astype(np.int64)
             else:
-                owner = np.arange(core.n_docs)
-            per_tool: list[list[np.ndarray]] = [[] for _ in range(n_tools)]
-            for d, t in enumerate(owner):
-                per_tool[int(t)].append(per_doc[d])
-            docs[name] = per_tool
-        return cls(st.vocab.copy(), counts, docs)
-
-    def _drop(self, tool_positions: Iterable[int]) -> None:
-        dropped = [a for t in tool_positions for f in FIELDS for a in self.docs[f][t]]
-        if dropped:
-            self.counts -= np.bincount(np.concatenate(dropped), minlength=self.counts.size)
+                per_tool = np.ones(n_tools, np.int64)
+            fields[name] = FieldTokens(terms.astype(np.int32), doc_ptr, _ptr(per_tool))
+        return cls(st.vocab.copy(), fields)
 
     def select(self, keep: Sequence[int]) -> DocumentTokens:
         """A copy holding only the tools at ``keep`` (vocabulary copied, counts updated)."""
-        keep_set = set(keep)
-        out = DocumentTokens(self.vocab.copy(), self.counts.copy(),
-                      {f: [self.docs[f][i] for i in keep] for f in FIELDS})
-        n = len(next(iter(self.docs.values())))
-        out_drop = DocumentTokens(out.vocab, out.counts, self.docs)
-        out_drop._drop(i for i in range(n) if i not in keep_set)
-        return out
+        keep = np.asarray(keep, dtype=np.int64)
+        return DocumentTokens(self.vocab.copy(), {f: ft.take(keep) for f, ft in self.fields.items()})
 
     def overwrite(self, positions: Sequence[int], fresh: DocumentTokens) -> DocumentTokens:
         """Replace the tools at ``positions`` by ``fresh``'s (analysed with this vocabulary)."""
-        self.counts = fresh.counts
-        old = DocumentTokens(self.vocab, self.counts, self.docs)
-        old._drop(positions)
-        for j, i in enumerate(positions):
-            for f in FIELDS:
-                self.docs[f][i] = fresh.docs[f][j]
-        return self
+        n = next(iter(self.fields.values())).n_tools
+        order = np.arange(n, dtype=np.int64)
+        order[np.asarray(positions, dtype=np.int64)] = n + np.arange(len(positions))
+        return DocumentTokens(fresh.vocab, {f: ft.concat(fresh.fields[f]).take(order)
+                                            for f, ft in self.fields.items()})
 
     def extend(self, fresh: DocumentTokens) -> DocumentTokens:
         """Append ``fresh``'s tools (analysed with this vocabulary)."""
-        self.counts = fresh.counts
-        for f in FIELDS:
-            self.docs[f].extend(fresh.docs[f])
-        return self
+        return DocumentTokens(fresh.vocab, {f: ft.concat(fresh.fields[f]) for f, ft in self.fields.items()})
 
     def prune_dead_terms(self) -> None:
         """Forget terms that no document uses any more."""
@@ -163,14 +177,25 @@ class DocumentTokens:
     def field_batch(self, name: str) -> tuple[TermBatch, np.ndarray | None]:
         """All documents of a field as one batch, with the owning tool of each document
         for multi-document fields."""
-        per_tool = self.docs[name]
-        flat = [a for docs in per_tool for a in docs]
-        lengths = np.fromiter((a.size for a in flat), dtype=np.int64, count=len(flat))
-        offsets = np.zeros(len(flat) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        terms = np.concatenate(flat).astype(np.int32, copy=False) if flat else np.zeros(0, np.int32)
+        ft = self.fields[name]
+        batch = TermBatch(ft.terms.astype(np.int32, copy=False), ft.doc_ptr)
         if name in ("description", "response"):
-            return TermBatch(terms, offsets), None
-        groups = np.repeat(np.arange(len(per_tool), dtype=np.int32),
-                           [len(docs) for docs in per_tool]).astype(np.int32)
-        return TermBatch(terms, offsets), groups
+            return batch, None
+        groups = np.repeat(np.arange(ft.n_tools, dtype=np.int32), np.diff(ft.tool_ptr)).astype(np.int32)
+        return batch, groups
+
+
+def _ptr(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + c)`` for each (s, c), vectorised."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offsets = np.zeros(counts.size, np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

@@ -27,15 +27,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaError
-from jsonschema.validators import validator_for
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import input_schema, to_format, to_mcp
+from .validation import ArgumentValidator
 
 if TYPE_CHECKING:  # importing ToolIndex loads the compiled core
     from ..toolindex import Hit, ToolIndex
@@ -520,7 +519,7 @@ class Gateway:
     async def _execute(self, state: _State, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
         # Validation comes first so a user is never asked to approve a call that
         # would be rejected anyway.
-        self._validate(state, tool, args)
+        await self._validate(state, tool, args)
         if self.risk(tool) == "high" and confirm is not True:
             raise GatewayError(
                 "confirmation_required",
@@ -533,7 +532,7 @@ class Gateway:
         timeout = self._config.call_timeout
         try:
             call = self._executor(tool, args)
-            return await (asyncio.wait_for(call, timeout) if timeout is not None else call)
+            result = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
         except GatewayError:
             raise
         except TimeoutError:  # asyncio.TimeoutError is TimeoutError on Python >= 3.11
@@ -543,23 +542,46 @@ class Gateway:
         except Exception as exc:  # any executor failure becomes a structured error
             raise GatewayError("upstream_error", str(exc) or type(exc).__name__, tool=tool.name,
                                type=type(exc).__name__) from exc
+        self._check_size(tool, result)
+        return result
 
-    def _validate(self, state: _State, tool: Tool, args: dict[str, Any]) -> None:
+    def _check_size(self, tool: Tool, result: Any) -> None:
+        """Refuse a result too large to hand to a model (``max_result_bytes``)."""
+        limit = self._config.max_result_bytes
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        if len(text) * 4 <= limit:  # UTF-8 needs at most 4 bytes a character
+            return
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise GatewayError("result_too_large", f"{tool.name!r} returned {size:,} bytes; the gateway passes "
+                               f"on at most {limit:,} (max_result_bytes); ask for less (a filter, a page, "
+                               "fewer fields)", tool=tool.name, bytes=size, limit_bytes=limit)
+
+    def _errors(self, state: _State, tool: Tool, args: dict[str, Any]) -> list[Any]:
         validator = state.validators.get(tool.id)
         if validator is None:
-            schema = input_schema(tool)
-            cls = validator_for(schema, default=Draft202012Validator)
             try:
-                cls.check_schema(schema)
+                validator = ArgumentValidator(input_schema(tool))
             except JsonSchemaError as exc:
                 raise GatewayError("upstream_error", f"the input schema of {tool.name!r} is not valid "
                                    f"JSON Schema: {exc.message}", tool=tool.name) from None
-            validator = state.validators[tool.id] = cls(schema)
+            state.validators[tool.id] = validator
         try:
-            raw = list(validator.iter_errors(args))
+            return validator.errors(args)
         except Exception as exc:  # e.g. an unresolvable remote $ref in the tool's schema  # noqa: BLE001
             raise GatewayError("upstream_error", f"cannot validate arguments for {tool.name!r}: {exc}",
                                tool=tool.name) from None
+
+    async def _validate(self, state: _State, tool: Tool, args: dict[str, Any]) -> None:
+        # Off the event loop and under a deadline: a large argument must never stall
+        # the sessions this loop serves (regexes are linear-time, see .validation).
+        limit = self._config.validation_timeout
+        try:
+            raw = await asyncio.wait_for(asyncio.to_thread(self._errors, state, tool, args), limit)
+        except TimeoutError:
+            raise GatewayError("invalid_params", f"the arguments for {tool.name!r} could not be checked "
+                               f"within {limit:g} s; send smaller arguments", tool=tool.name,
+                               reason="validation_timeout") from None
         if not raw:
             return
         errors: dict[str, str] = {}

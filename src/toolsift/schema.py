@@ -21,6 +21,7 @@ from .errors import QueryError, SchemaError
 
 __all__ = [
     "FIELDS",
+    "MAX_NESTING",
     "MAX_TEXT_CHARS",
     "Parameter",
     "Tool",
@@ -36,6 +37,41 @@ FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 #: (a whole spec pasted into a description) and would dominate BM25 length statistics.
 MAX_TEXT_CHARS = 100_000
 
+#: Deepest nesting of objects and arrays accepted in a tool's ``source`` or a parameter's
+#: ``example``. Real schemas stay far below it; deeper ones are mistakes or attacks, and
+#: would fail later (on save, on JSON encoding) instead of here.
+MAX_NESTING = 100
+
+
+def _no_surrogates(value: str, where: str, error: type[SchemaError] = SchemaError) -> None:
+    # A lone surrogate cannot be encoded as UTF-8, so such a tool could be indexed but
+    # never saved or sent; refuse it where it enters.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise error(where, f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at "
+                               f"character {exc.start}; it cannot be encoded as UTF-8") from None
+
+
+def _check_json(value: Any, where: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_NESTING` and strings with lone surrogates."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        node, depth, at = stack.pop()
+        if isinstance(node, str):
+            _no_surrogates(node, at)
+        elif isinstance(node, (Mapping, list, tuple)):
+            if depth >= MAX_NESTING:
+                raise SchemaError(at, f"nested more than {MAX_NESTING} levels deep")
+            if isinstance(node, Mapping):
+                for k, v in node.items():
+                    key = str(k)
+                    _no_surrogates(key, f"{at}.{key!a}")
+                    stack.append((v, depth + 1, f"{at}.{key}"))
+            else:
+                stack.extend((v, depth + 1, f"{at}[{i}]") for i, v in enumerate(node))
+
 
 def _text(value: Any, where: str, *, allow_empty: bool = True,
           error: type[SchemaError] = SchemaError) -> str:
@@ -49,6 +85,7 @@ def _text(value: Any, where: str, *, allow_empty: bool = True,
         )
     if not allow_empty and not value.strip():
         raise error(where, "must be a non-empty string")
+    _no_surrogates(value, where, error)
     return value
 
 
@@ -85,6 +122,8 @@ class Parameter:
         _text(self.description, f"parameter {self.name!r}.description")
         if not isinstance(self.required, bool):
             raise SchemaError(f"parameter {self.name!r}.required", "expected a bool")
+        if self.example is not None:
+            _check_json(self.example, f"parameter {self.name!r}.example")
 
     def document(self) -> str:
         """The text indexed for this parameter: ``"name (type): description"``."""
@@ -181,6 +220,8 @@ class Tool:
         object.__setattr__(self, "tags", _text_tuple(self.tags, f"{where}.tags"))
         if self.source is not None and not isinstance(self.source, Mapping):
             raise SchemaError(f"{where}.source", "expected a mapping or None")
+        if self.source is not None:
+            _check_json(self.source, f"{where}.source")
 
     def parent_of(self, name: str) -> str | None:
         """The parameter that parameter ``name`` is nested in, or ``None`` at top level.

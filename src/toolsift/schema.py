@@ -198,6 +198,7 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise SchemaError(f"tool {self.name!r}.id", "must be a non-empty string")
+        _no_surrogates(self.id, f"tool {self.id!a}.id")
         where = f"tool {self.id!r}"
         _text(self.name, f"{where}.name", allow_empty=False)
         _text(self.description, f"{where}.description")

@@ -37,6 +37,8 @@ def test_lone_surrogate_is_refused_at_build_time_with_the_place_named():
         Tool(id="fetch", name="fetch", parameters=(Parameter("q", example={"k": "\udfff"}),))
     with pytest.raises(SchemaError, match="surrogate"):
         Tool(id="fetch", name="fetch", source={"name": "\ud83d"})
+    with pytest.raises(SchemaError, match="JSON keys are strings"):
+        Tool(id="fetch", name="fetch", source={"inputSchema": {("a", "b"): 1}})
     assert Tool(id="ok", name="ok", description="emoji \U0001F600 fine").description.endswith("fine")
 
 

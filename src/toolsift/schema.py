@@ -54,8 +54,48 @@ def _no_surrogates(value: str, where: str, error: type[SchemaError] = SchemaErro
                                f"character {exc.start}; it cannot be encoded as UTF-8") from None
 
 
+def _json_ok(value: Any) -> bool:
+    """Fast pass of :func:`_check_json` (no paths built): whether ``value`` is fine."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if isinstance(node, str):
+            if not node.isascii() and not _utf8_ok(node):
+                return False
+        elif isinstance(node, Mapping):
+            if depth >= MAX_NESTING:
+                return False
+            for k, v in node.items():
+                if isinstance(k, str):
+                    if not k.isascii() and not _utf8_ok(k):
+                        return False
+                elif not isinstance(k, (int, float, bool)) and k is not None:
+                    return False  # JSON cannot encode the key
+                if isinstance(v, (str, Mapping, list, tuple)):
+                    push((v, depth + 1))
+        elif isinstance(node, (list, tuple)):
+            if depth >= MAX_NESTING:
+                return False
+            for v in node:
+                if isinstance(v, (str, Mapping, list, tuple)):
+                    push((v, depth + 1))
+    return True
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_json(value: Any, where: str) -> None:
     """Refuse nesting deeper than :data:`MAX_NESTING` and strings with lone surrogates."""
+    if _json_ok(value):
+        return
+    # Slow pass only to name the place.
     stack: list[tuple[Any, int, str]] = [(value, 0, where)]
     while stack:
         node, depth, at = stack.pop()
@@ -66,6 +106,8 @@ def _check_json(value: Any, where: str) -> None:
                 raise SchemaError(at, f"nested more than {MAX_NESTING} levels deep")
             if isinstance(node, Mapping):
                 for k, v in node.items():
+                    if not isinstance(k, (str, int, float, bool)) and k is not None:
+                        raise SchemaError(at, f"key {k!r} is a {type(k).__name__}; JSON keys are strings")
                     key = str(k)
                     _no_surrogates(key, f"{at}.{key!a}")
                     stack.append((v, depth + 1, f"{at}.{key}"))

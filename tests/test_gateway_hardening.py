@@ -162,6 +162,17 @@ def test_unique_items_is_checked_in_linear_time_and_agrees_with_jsonschema():
     assert time.perf_counter() - t0 < 1.0
 
 
+def test_routing_patterns_match_queries_in_linear_time():
+    from toolsift.gateway import RoutingRule
+
+    rule = RoutingRule(EVIL, ("x",))
+    t0 = time.perf_counter()
+    assert not rule.matches(EVIL_INPUT)
+    assert rule.matches("AAAA")  # still case-insensitive
+    assert time.perf_counter() - t0 < 1.0
+    assert RoutingRule(r"\border", ("c",)).matches("my ORDER") and not RoutingRule(r"\border", ("c",)).matches("bordering")
+
+
 # ------------------------------------------------------------------ format and size
 def _gateway(properties: dict, result, **config) -> Gateway:
     source = _tool("fetch_page", properties, list(properties))

@@ -7,15 +7,20 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import re2
+
 from ..errors import ConfigError
 
 __all__ = ["FORMATS", "GatewayConfig", "RoutingRule"]
+
+log = logging.getLogger(__name__)
 
 #: Host formats tool schemas can be returned in.
 FORMATS: tuple[str, ...] = ("mcp", "openai", "anthropic")
@@ -51,15 +56,26 @@ class RoutingRule:
 
     pattern: str
     tags: tuple[str, ...]
-    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _regex: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str) or not self.pattern:
             raise ConfigError(f"routing.pattern must be a non-empty string, got {self.pattern!r}")
         try:
-            regex = re.compile(self.pattern, re.IGNORECASE)
+            regex: Any = re.compile(self.pattern, re.IGNORECASE)
         except re.error as exc:
             raise ConfigError(f"routing.pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
+        # Queries come from clients: match them in linear time (RE2) whenever RE2 can
+        # express the pattern, so no query makes a pattern backtrack on the event loop.
+        options = re2.Options()
+        options.log_errors = False
+        options.case_sensitive = False
+        options.never_capture = True
+        try:
+            regex = re2.compile(self.pattern, options=options)
+        except re2.error:
+            log.warning("routing pattern %r needs a backtracking engine (lookaround or backreference); "
+                        "a long query can make it slow", self.pattern)
         tags = _string_tuple(self.tags, "routing.tags")
         if not tags:
             raise ConfigError("routing.tags must name at least one tag")

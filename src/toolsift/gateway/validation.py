@@ -19,17 +19,26 @@ never stalls the event loop that serves every other session.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import re2
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.exceptions import SchemaError as JsonSchemaError
 from jsonschema.validators import extend, validator_for
 from rfc3986_validator import validate_rfc3986
 
-__all__ = ["ArgumentValidator"]
+from ..schema import Tool
+from .errors import GatewayError
+from .formats import input_schema
+
+__all__ = ["ArgumentValidator", "check_arguments", "check_result_size"]
+
+_REPORTED_ERRORS = 10
 
 log = logging.getLogger(__name__)
 
@@ -214,4 +223,101 @@ def _keys(schema: Any) -> set[str]:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+    return out
+
+
+# ---------------------------------------------------------------- gateway checks
+def _validator(cache: MutableMapping[str, ArgumentValidator], tool: Tool) -> ArgumentValidator:
+    validator = cache.get(tool.id)
+    if validator is None:
+        try:
+            validator = ArgumentValidator(input_schema(tool))
+        except JsonSchemaError as exc:
+            raise GatewayError("upstream_error", f"the input schema of {tool.name!r} is not valid "
+                               f"JSON Schema: {exc.message}", tool=tool.name) from None
+        # Concurrent fills build equal validators; the last one wins, no lock needed.
+        cache[tool.id] = validator
+    return validator
+
+
+def _errors(cache: MutableMapping[str, ArgumentValidator], tool: Tool, args: Any) -> list[ValidationError]:
+    validator = _validator(cache, tool)
+    try:
+        return validator.errors(args)
+    except Exception as exc:  # e.g. an unresolvable remote $ref in the tool's schema  # noqa: BLE001
+        raise GatewayError("upstream_error", f"cannot validate arguments for {tool.name!r}: {exc}",
+                           tool=tool.name) from None
+
+
+async def check_arguments(cache: MutableMapping[str, ArgumentValidator], tool: Tool, args: Mapping[str, Any],
+                          *, timeout: float) -> None:
+    """Validate ``args`` for ``tool`` in a worker thread, waiting at most ``timeout`` seconds.
+
+    Args:
+        cache: Validators by tool id, filled on first use (one per index state).
+        tool: The tool being called.
+        args: Its arguments.
+        timeout: Seconds to wait for the check.
+
+    Raises:
+        GatewayError: ``invalid_params`` (with ``path``, ``errors`` and the tool's
+            ``input_schema``; or ``reason: "validation_timeout"``), or ``upstream_error``
+            for a schema that is not valid JSON Schema.
+    """
+    # Off the event loop and under a deadline: a large argument must never stall the
+    # sessions this loop serves.
+    try:
+        raw = await asyncio.wait_for(asyncio.to_thread(_errors, cache, tool, args), timeout)
+    except TimeoutError:
+        raise GatewayError("invalid_params", f"the arguments for {tool.name!r} could not be checked "
+                           f"within {timeout:g} s; send smaller arguments", tool=tool.name,
+                           reason="validation_timeout") from None
+    if not raw:
+        return
+    errors: dict[str, str] = {}
+    for err in raw:
+        parts = list(err.absolute_path)
+        if err.validator == "required" and isinstance(err.instance, Mapping):
+            # Point at the missing property itself, not at its parent object.
+            for prop in err.validator_value:
+                if prop not in err.instance:
+                    errors.setdefault(json_path([*parts, prop]), "required property is missing")
+        else:
+            errors.setdefault(json_path(parts), err.message)
+    listed = [{"path": p, "message": m} for p, m in sorted(errors.items())[:_REPORTED_ERRORS]]
+    first = listed[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    raise GatewayError(
+        "invalid_params",
+        f"invalid arguments for {tool.name!r}: {first['path']}: {first['message']}{more}",
+        tool=tool.name, path=first["path"], errors=listed, input_schema=input_schema(tool),
+    )
+
+
+def check_result_size(tool: Tool, result: Any, limit: int) -> None:
+    """Refuse a result larger than ``limit`` bytes as UTF-8 JSON (``max_result_bytes``).
+
+    Raises:
+        GatewayError: ``result_too_large`` with ``bytes`` and ``limit_bytes``.
+    """
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) * 4 <= limit:  # UTF-8 needs at most 4 bytes a character
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise GatewayError("result_too_large", f"{tool.name!r} returned {size:,} bytes; the gateway passes "
+                           f"on at most {limit:,} (max_result_bytes); ask for less (a filter, a page, "
+                           "fewer fields)", tool=tool.name, bytes=size, limit_bytes=limit)
+
+
+def json_path(parts: Sequence[Any]) -> str:
+    """A JSONPath like ``$.items[2].name`` for a jsonschema error path."""
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and p.isidentifier():
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p)}]"
     return out

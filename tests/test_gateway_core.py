@@ -592,7 +592,7 @@ def test_gateway_error_wire_form():
         GatewayError("teapot")
     assert set(ERROR_CODES) == {"unknown_tool", "invalid_params", "empty_query", "query_too_long",
                                 "limit_out_of_range", "confirmation_required", "upstream_error",
-                                "upstream_timeout", "no_match", "bad_request"}
+                                "upstream_timeout", "result_too_large", "no_match", "bad_request"}
 
 
 def test_concurrent_requests_during_an_index_swap(index):

@@ -3,6 +3,8 @@ persistence and corruption detection, and typed errors for bad input."""
 
 from __future__ import annotations
 
+import json
+
 import threading
 
 import numpy as np
@@ -171,7 +173,7 @@ def test_engine_buffers_are_shared_with_pyarrow_zero_copy(apibank_index):
 def test_loaded_index_serves_from_the_mmapped_file(apibank_index, tmp_path):
     apibank_index.save(tmp_path / "idx")
     loaded = ToolIndex.load(tmp_path / "idx", mmap=True)
-    table = pa.ipc.open_file(pa.memory_map(str(tmp_path / "idx/field.examples.arrow"))).read_all()
+    table = pa.ipc.open_file(pa.memory_map(str(_data_dir(tmp_path / "idx") / "field.examples.arrow"))).read_all()
     view = loaded.field("examples").core.column("doc_ids")
     # Same file mapped twice gives different addresses; check the engine points inside a
     # file-backed mapping instead: /proc/self/maps names the file for the address.
@@ -220,11 +222,16 @@ def test_save_replaces_atomically_and_leaves_no_temp(apibank_index, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
 
 
+def _data_dir(path):
+    # Files live in the generation folder manifest.json points at (see index.store).
+    return path / json.loads((path / "manifest.json").read_text())["data"]
+
+
 @pytest.mark.parametrize("victim", ["field.description.arrow", "field.parameters.arrow", "tools.arrow",
                                     "vocab.arrow", "manifest.json"])
 def test_flipped_byte_is_detected(apibank_index, tmp_path, victim):
     path = apibank_index.save(tmp_path / "idx")
-    f = path / victim
+    f = path / victim if victim == "manifest.json" else _data_dir(path) / victim
     data = bytearray(f.read_bytes())
     pos = len(data) // 2
     data[pos] ^= 0x01
@@ -236,7 +243,7 @@ def test_flipped_byte_is_detected(apibank_index, tmp_path, victim):
 @pytest.mark.parametrize("victim", ["field.examples.arrow", "tools.arrow"])
 def test_truncated_file_is_detected_even_without_checksums(apibank_index, tmp_path, victim):
     path = apibank_index.save(tmp_path / "idx")
-    f = path / victim
+    f = _data_dir(path) / victim
     f.write_bytes(f.read_bytes()[:-100])
     with pytest.raises(IndexCorruptError, match="truncated"):
         ToolIndex.load(path, verify=False)

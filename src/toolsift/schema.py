@@ -21,6 +21,7 @@ from .errors import QueryError, SchemaError
 
 __all__ = [
     "FIELDS",
+    "MAX_NESTING",
     "MAX_TEXT_CHARS",
     "Parameter",
     "Tool",
@@ -36,6 +37,83 @@ FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 #: (a whole spec pasted into a description) and would dominate BM25 length statistics.
 MAX_TEXT_CHARS = 100_000
 
+#: Deepest nesting of objects and arrays accepted in a tool's ``source`` or a parameter's
+#: ``example``. Real schemas stay far below it; deeper ones are mistakes or attacks, and
+#: would fail later (on save, on JSON encoding) instead of here.
+MAX_NESTING = 100
+
+
+def _no_surrogates(value: str, where: str, error: type[SchemaError] = SchemaError) -> None:
+    # A lone surrogate cannot be encoded as UTF-8, so such a tool could be indexed but
+    # never saved or sent; refuse it where it enters.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise error(where, f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at "
+                               f"character {exc.start}; it cannot be encoded as UTF-8") from None
+
+
+def _json_ok(value: Any) -> bool:
+    """Fast pass of :func:`_check_json` (no paths built): whether ``value`` is fine."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if isinstance(node, str):
+            if not node.isascii() and not _utf8_ok(node):
+                return False
+        elif isinstance(node, Mapping):
+            if depth >= MAX_NESTING:
+                return False
+            for k, v in node.items():
+                if isinstance(k, str):
+                    if not k.isascii() and not _utf8_ok(k):
+                        return False
+                elif not isinstance(k, (int, float, bool)) and k is not None:
+                    return False  # JSON cannot encode the key
+                if isinstance(v, (str, Mapping, list, tuple)):
+                    push((v, depth + 1))
+        elif isinstance(node, (list, tuple)):
+            if depth >= MAX_NESTING:
+                return False
+            for v in node:
+                if isinstance(v, (str, Mapping, list, tuple)):
+                    push((v, depth + 1))
+    return True
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_json(value: Any, where: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_NESTING` and strings with lone surrogates."""
+    if _json_ok(value):
+        return
+    # Slow pass only to name the place.
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        node, depth, at = stack.pop()
+        if isinstance(node, str):
+            _no_surrogates(node, at)
+        elif isinstance(node, (Mapping, list, tuple)):
+            if depth >= MAX_NESTING:
+                raise SchemaError(at, f"nested more than {MAX_NESTING} levels deep")
+            if isinstance(node, Mapping):
+                for k, v in node.items():
+                    if not isinstance(k, (str, int, float, bool)) and k is not None:
+                        raise SchemaError(at, f"key {k!r} is a {type(k).__name__}; JSON keys are strings")
+                    key = str(k)
+                    _no_surrogates(key, f"{at}.{key!a}")
+                    stack.append((v, depth + 1, f"{at}.{key}"))
+            else:
+                stack.extend((v, depth + 1, f"{at}[{i}]") for i, v in enumerate(node))
+
 
 def _text(value: Any, where: str, *, allow_empty: bool = True,
           error: type[SchemaError] = SchemaError) -> str:
@@ -49,6 +127,7 @@ def _text(value: Any, where: str, *, allow_empty: bool = True,
         )
     if not allow_empty and not value.strip():
         raise error(where, "must be a non-empty string")
+    _no_surrogates(value, where, error)
     return value
 
 
@@ -85,6 +164,8 @@ class Parameter:
         _text(self.description, f"parameter {self.name!r}.description")
         if not isinstance(self.required, bool):
             raise SchemaError(f"parameter {self.name!r}.required", "expected a bool")
+        if self.example is not None:
+            _check_json(self.example, f"parameter {self.name!r}.example")
 
     def document(self) -> str:
         """The text indexed for this parameter: ``"name (type): description"``."""
@@ -159,6 +240,7 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise SchemaError(f"tool {self.name!r}.id", "must be a non-empty string")
+        _no_surrogates(self.id, f"tool {self.id!a}.id")
         where = f"tool {self.id!r}"
         _text(self.name, f"{where}.name", allow_empty=False)
         _text(self.description, f"{where}.description")
@@ -181,6 +263,8 @@ class Tool:
         object.__setattr__(self, "tags", _text_tuple(self.tags, f"{where}.tags"))
         if self.source is not None and not isinstance(self.source, Mapping):
             raise SchemaError(f"{where}.source", "expected a mapping or None")
+        if self.source is not None:
+            _check_json(self.source, f"{where}.source")
 
     def parent_of(self, name: str) -> str | None:
         """The parameter that parameter ``name`` is nested in, or ``None`` at top level.

@@ -290,8 +290,10 @@ class ToolIndex:
         Args:
             path: The index directory.
             mmap: Memory-map the postings (zero-copy) instead of reading them into memory.
-            verify: Check every file's SHA-256 against the manifest (sizes are always
-                checked).
+            verify: Check every file's SHA-256 against the manifest. ``verify=False``
+                skips only that; sizes, Arrow structure, column types, the per-save id
+                of every file and cross-file counts are always checked (see
+                :func:`toolsift.index.persist.load_index` for what goes undetected).
 
         Raises:
             IndexFormatError: Not an index directory, or written by a newer version.

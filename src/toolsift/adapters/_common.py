@@ -301,3 +301,5 @@ def parse_json_text(text: str, label: object) -> Any:
         raise CatalogFormatError(
             f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise CatalogFormatError(f"{label}: JSON nested too deeply to read") from None

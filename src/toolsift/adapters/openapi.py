@@ -35,6 +35,7 @@ from urllib.parse import unquote
 from ..errors import CatalogFormatError, SchemaError
 from ..schema import Parameter, Tool
 from ._common import located, parse_json_text, read_bytes, text_or_empty
+from ._yaml import load_yaml
 from ._jsonschema import describe_output, parameters_from_schema, type_name
 
 __all__ = ["from_openapi", "read_openapi", "load_openapi", "openapi_tools"]
@@ -529,20 +530,7 @@ def read_openapi(path: str | os.PathLike[str]) -> Any:
     if p.suffix.lower() == ".json" or (p.suffix.lower() not in (".yaml", ".yml")
                                        and text.lstrip().startswith("{")):
         return parse_json_text(text, p)
-    return _load_yaml(text, str(p))
-
-
-def _load_yaml(text: str, label: str) -> Any:
-    import yaml  # optional dependency: only YAML specs need it
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        pos = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CatalogFormatError(f"{label}: invalid YAML{pos}: {exc.problem or exc}") from None
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise CatalogFormatError(f"{label}: invalid YAML: {exc}"[:300]) from None
+    return load_yaml(text, str(p))
 
 
 def load_openapi(source: str | os.PathLike[str] | Mapping[str, Any]) -> list[Tool]:

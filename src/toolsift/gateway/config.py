@@ -7,15 +7,20 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import re2
+
 from ..errors import ConfigError
 
 __all__ = ["FORMATS", "GatewayConfig", "RoutingRule"]
+
+log = logging.getLogger(__name__)
 
 #: Host formats tool schemas can be returned in.
 FORMATS: tuple[str, ...] = ("mcp", "openai", "anthropic")
@@ -51,15 +56,26 @@ class RoutingRule:
 
     pattern: str
     tags: tuple[str, ...]
-    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _regex: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str) or not self.pattern:
             raise ConfigError(f"routing.pattern must be a non-empty string, got {self.pattern!r}")
         try:
-            regex = re.compile(self.pattern, re.IGNORECASE)
+            regex: Any = re.compile(self.pattern, re.IGNORECASE)
         except re.error as exc:
             raise ConfigError(f"routing.pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
+        # Queries come from clients: match them in linear time (RE2) whenever RE2 can
+        # express the pattern, so no query makes a pattern backtrack on the event loop.
+        options = re2.Options()
+        options.log_errors = False
+        options.case_sensitive = False
+        options.never_capture = True
+        try:
+            regex = re2.compile(self.pattern, options=options)
+        except re2.error:
+            log.warning("routing pattern %r needs a backtracking engine (lookaround or backreference); "
+                        "a long query can make it slow", self.pattern)
         tags = _string_tuple(self.tags, "routing.tags")
         if not tags:
             raise ConfigError("routing.tags must name at least one tag")
@@ -106,6 +122,10 @@ class GatewayConfig:
             with MCP ``destructiveHint: true`` (tag ``destructive``) are always high-risk.
         call_timeout: Seconds a tool execution may take before the gateway gives up
             with ``upstream_timeout``; ``None`` leaves timeouts to the executor.
+        validation_timeout: Seconds argument validation may take (it runs in a worker
+            thread) before the call is refused with ``invalid_params``.
+        max_result_bytes: Largest tool result (as UTF-8 JSON) passed back to the model;
+            larger ones become a ``result_too_large`` error.
     """
 
     format: Literal["mcp", "openai", "anthropic"] = "mcp"
@@ -115,6 +135,8 @@ class GatewayConfig:
     routing: tuple[RoutingRule, ...] = ()
     high_risk_tags: tuple[str, ...] = ("risk:high",)
     call_timeout: float | None = None
+    validation_timeout: float = 2.0
+    max_result_bytes: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -138,6 +160,10 @@ class GatewayConfig:
             not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t <= 0
         ):
             raise ConfigError(f"gateway.call_timeout must be a number > 0 or null, got {t!r}")
+        v = self.validation_timeout
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+            raise ConfigError(f"gateway.validation_timeout must be a number > 0, got {v!r}")
+        _positive_int(self.max_result_bytes, "gateway.max_result_bytes")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form, the inverse of :meth:`from_dict`."""
@@ -149,6 +175,8 @@ class GatewayConfig:
             "routing": [r.to_dict() for r in self.routing],
             "high_risk_tags": list(self.high_risk_tags),
             "call_timeout": self.call_timeout,
+            "validation_timeout": self.validation_timeout,
+            "max_result_bytes": self.max_result_bytes,
         }
 
     @classmethod
@@ -161,7 +189,7 @@ class GatewayConfig:
         if not isinstance(d, Mapping):
             raise ConfigError(f"gateway config must be an object, got {type(d).__name__}")
         known = {"format", "default_limit", "max_limit", "max_query_chars", "routing",
-                 "high_risk_tags", "call_timeout"}
+                 "high_risk_tags", "call_timeout", "validation_timeout", "max_result_bytes"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"gateway: unknown key(s) {', '.join(sorted(map(str, unknown)))}")

@@ -19,23 +19,27 @@ from __future__ import annotations
 import asyncio
 import copy
 import difflib
-import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError as JsonSchemaError
-from jsonschema.validators import validator_for
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
-from .formats import input_schema, to_format, to_mcp
+from .formats import to_format
+from .sessions import (
+    MAX_SESSIONS,
+    WHEN_NOT_TO_USE_KEY,
+    IndexState,
+    SessionCache,
+    risk_level,
+    schema_etag,
+    when_not_to_use,
+)
+from .validation import check_arguments, check_result_size
 
 if TYPE_CHECKING:  # importing ToolIndex loads the compiled core
     from ..toolindex import Hit, ToolIndex
@@ -58,119 +62,15 @@ Executor = Callable[[Tool, dict[str, Any]], Awaitable[Any]]
 BACKENDS: tuple[str, ...] = ("bm25",)
 #: Names of the meta-tools a host lists instead of the catalogue.
 META_TOOLS: tuple[str, ...] = ("find_tools", "use_tool")
-#: Sessions whose schema cache is kept; the least recently used one is dropped beyond.
-MAX_SESSIONS = 10_000
-#: ``_meta`` key of an MCP tool holding its "when not to use" text.
-WHEN_NOT_TO_USE_KEY = "toolsift/when_not_to_use"
 
-_WHEN_NOT_TAG = "when-not-to-use:"
-_RISK_TAGS = {"risk:high": "high", "risk:medium": "medium", "risk:low": "low"}
 _SUGGESTIONS = 3
-_REPORTED_ERRORS = 10
-_ETAG_HEX = 16  # 64 bits: ample to tell versions of one tool apart, cheap in tokens
 # Filters and routing look past the first `limit` hits so they do not starve results.
 _MIN_FETCH = 50
 _ARG_TEXT_CHARS = 200
 _CAMEL = re.compile(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
-# ------------------------------------------------------------------ discovery metadata
-def risk_level(tool: Tool, high_risk_tags: Sequence[str] = ("risk:high",)) -> str:
-    """The tool's risk: ``"high"``, ``"medium"`` or ``"low"``.
-
-    High when it carries ``risk:high``, any of ``high_risk_tags``, or ``destructive``
-    (MCP ``destructiveHint: true``): the conservative reading wins over a lower label.
-    Otherwise an explicit ``risk:medium``/``risk:low`` tag; otherwise ``low`` for
-    ``read-only`` tools and ``medium`` for tools that may change state.
-    """
-    tags = set(tool.tags)
-    if "risk:high" in tags or "destructive" in tags or tags.intersection(high_risk_tags):
-        return "high"
-    for tag in ("risk:medium", "risk:low"):
-        if tag in tags:
-            return _RISK_TAGS[tag]
-    return "low" if "read-only" in tags else "medium"
-
-
-def when_not_to_use(tool: Tool) -> str | None:
-    """Text saying when *not* to pick the tool, or ``None``.
-
-    Read from an MCP source's ``_meta["toolsift/when_not_to_use"]``, else from a tag
-    ``when-not-to-use:<text>``.
-    """
-    src = tool.source
-    meta = src.get("_meta") if isinstance(src, Mapping) else None
-    if isinstance(meta, Mapping):
-        text = meta.get(WHEN_NOT_TO_USE_KEY)
-        if isinstance(text, str) and text.strip():
-            return text.strip()
-    for tag in tool.tags:
-        if tag.startswith(_WHEN_NOT_TAG) and tag[len(_WHEN_NOT_TAG):].strip():
-            return tag[len(_WHEN_NOT_TAG):].strip()
-    return None
-
-
-def _etag(tool: Tool) -> str:
-    canonical = json.dumps(to_mcp(tool), sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:_ETAG_HEX]
-
-
 # ------------------------------------------------------------------------ internals
-class _State:
-    """One index and what is derived from it; replaced as a whole when the index is
-    swapped, so a request that started on the old index finishes on it consistently."""
-
-    __slots__ = ("by_name", "etags", "index", "validators")
-
-    def __init__(self, index: ToolIndex) -> None:
-        self.index = index
-        by_name: dict[str, Tool] = {}
-        for tool in index.catalog:
-            by_name.setdefault(tool.name, tool)
-        self.by_name = by_name
-        # Filled lazily; concurrent fills compute the same value, so no lock is needed.
-        self.etags: dict[str, str] = {}
-        self.validators: dict[str, Any] = {}
-
-    def etag(self, tool: Tool) -> str:
-        got = self.etags.get(tool.id)
-        if got is None:
-            got = self.etags[tool.id] = _etag(tool)
-        return got
-
-
-class _Sessions:
-    """Per session, the ETag of every schema already sent, per format (LRU-bounded)."""
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._data: OrderedDict[str, dict[tuple[str, str], str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def sent(self, session: str) -> dict[tuple[str, str], str]:
-        """The session's record (created if new); the caller holds :attr:`lock`."""
-        rec = self._data.get(session)
-        if rec is None:
-            rec = self._data[session] = {}
-            while len(self._data) > self._capacity:
-                self._data.popitem(last=False)
-        else:
-            self._data.move_to_end(session)
-        return rec
-
-    @property
-    def lock(self) -> threading.Lock:
-        return self._lock
-
-    def forget(self, session: str) -> bool:
-        with self._lock:
-            return self._data.pop(session, None) is not None
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
 def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """``(need texts, argument names and descriptions)`` of a structured query.
 
@@ -191,18 +91,6 @@ def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         for k, v in args.items():
             arg_texts += [t for t in (k, v) if isinstance(t, str)]
     return need_texts, arg_texts
-
-
-def _json_path(parts: Sequence[Any]) -> str:
-    out = "$"
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif isinstance(p, str) and p.isidentifier():
-            out += f".{p}"
-        else:
-            out += f"[{json.dumps(p)}]"
-    return out
 
 
 def _argument_text(value: Any) -> str:
@@ -237,7 +125,7 @@ class Gateway:
         self._config = config or GatewayConfig()
         self._executor = executor
         self._state = self._make_state(index)
-        self._sessions = _Sessions(MAX_SESSIONS)
+        self._sessions = SessionCache(MAX_SESSIONS)
 
     # ---------------------------------------------------------------- properties
     @property
@@ -262,10 +150,10 @@ class Gateway:
         return self._executor
 
     @staticmethod
-    def _make_state(index: ToolIndex) -> _State:
+    def _make_state(index: ToolIndex) -> IndexState:
         if not (hasattr(index, "search") and hasattr(index, "catalog")):
             raise TypeError(f"index must be a ToolIndex, got {type(index).__name__}")
-        return _State(index)
+        return IndexState(index)
 
     # ------------------------------------------------------------- public helpers
     def schema(self, tool: Tool, format: str) -> dict[str, Any]:
@@ -284,7 +172,7 @@ class Gateway:
         """
         if self._state.by_name.get(tool.name) is tool:
             return self._state.etag(tool)
-        return _etag(tool)
+        return schema_etag(tool)
 
     def risk(self, tool: Tool) -> str:
         """The tool's risk level under this gateway's ``high_risk_tags`` (:func:`risk_level`)."""
@@ -385,7 +273,7 @@ class Gateway:
                         sent[key] = etag
         return {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
 
-    def _entry(self, state: _State, hit: Hit, fmt: str) -> dict[str, Any]:
+    def _entry(self, state: IndexState, hit: Hit, fmt: str) -> dict[str, Any]:
         tool = hit.tool
         risk = self.risk(tool)
         entry: dict[str, Any] = {
@@ -402,7 +290,7 @@ class Gateway:
             entry["when_not_to_use"] = note
         return entry
 
-    def _rank(self, state: _State, query: str | Query, text: str, limit: int,
+    def _rank(self, state: IndexState, query: str | Query, text: str, limit: int,
               tags: tuple[str, ...]) -> list[Hit]:
         """Search, filter by tags, then move routed tools first; runs in a worker thread."""
         rules = [r for r in self._config.routing if r.matches(text)]
@@ -501,7 +389,7 @@ class Gateway:
         result = await self._execute(state, tool, self._arguments(arguments), confirm)
         return {"tool": name, "result": result}
 
-    def _suggest(self, state: _State, name: str) -> list[str]:
+    def _suggest(self, state: IndexState, name: str) -> list[str]:
         """Close spellings first, then what the index finds for the name's words."""
         names = list(state.by_name)
         lowered = {n.lower(): n for n in names}
@@ -517,10 +405,10 @@ class Gateway:
                 pass
         return list(dict.fromkeys(out))[:_SUGGESTIONS]
 
-    async def _execute(self, state: _State, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
+    async def _execute(self, state: IndexState, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
         # Validation comes first so a user is never asked to approve a call that
         # would be rejected anyway.
-        self._validate(state, tool, args)
+        await check_arguments(state.validators, tool, args, timeout=self._config.validation_timeout)
         if self.risk(tool) == "high" and confirm is not True:
             raise GatewayError(
                 "confirmation_required",
@@ -533,7 +421,7 @@ class Gateway:
         timeout = self._config.call_timeout
         try:
             call = self._executor(tool, args)
-            return await (asyncio.wait_for(call, timeout) if timeout is not None else call)
+            result = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
         except GatewayError:
             raise
         except TimeoutError:  # asyncio.TimeoutError is TimeoutError on Python >= 3.11
@@ -543,43 +431,8 @@ class Gateway:
         except Exception as exc:  # any executor failure becomes a structured error
             raise GatewayError("upstream_error", str(exc) or type(exc).__name__, tool=tool.name,
                                type=type(exc).__name__) from exc
-
-    def _validate(self, state: _State, tool: Tool, args: dict[str, Any]) -> None:
-        validator = state.validators.get(tool.id)
-        if validator is None:
-            schema = input_schema(tool)
-            cls = validator_for(schema, default=Draft202012Validator)
-            try:
-                cls.check_schema(schema)
-            except JsonSchemaError as exc:
-                raise GatewayError("upstream_error", f"the input schema of {tool.name!r} is not valid "
-                                   f"JSON Schema: {exc.message}", tool=tool.name) from None
-            validator = state.validators[tool.id] = cls(schema)
-        try:
-            raw = list(validator.iter_errors(args))
-        except Exception as exc:  # e.g. an unresolvable remote $ref in the tool's schema  # noqa: BLE001
-            raise GatewayError("upstream_error", f"cannot validate arguments for {tool.name!r}: {exc}",
-                               tool=tool.name) from None
-        if not raw:
-            return
-        errors: dict[str, str] = {}
-        for err in raw:
-            parts = list(err.absolute_path)
-            if err.validator == "required" and isinstance(err.instance, Mapping):
-                # Point at the missing property itself, not at its parent object.
-                for prop in err.validator_value:
-                    if prop not in err.instance:
-                        errors.setdefault(_json_path([*parts, prop]), "required property is missing")
-            else:
-                errors.setdefault(_json_path(parts), err.message)
-        listed = [{"path": p, "message": m} for p, m in sorted(errors.items())[:_REPORTED_ERRORS]]
-        first = listed[0]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise GatewayError(
-            "invalid_params",
-            f"invalid arguments for {tool.name!r}: {first['path']}: {first['message']}{more}",
-            tool=tool.name, path=first["path"], errors=listed, input_schema=input_schema(tool),
-        )
+        check_result_size(tool, result, self._config.max_result_bytes)
+        return result
 
     # ------------------------------------------------------------ request checks
     def _format(self, format: str | None) -> str:

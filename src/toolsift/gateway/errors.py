@@ -25,6 +25,7 @@ ERROR_CODES: dict[str, str] = {
                              "after the user has approved",
     "upstream_error": "the tool failed",
     "upstream_timeout": "the tool did not answer in time",
+    "result_too_large": "the tool's result is larger than the gateway passes on",
     "no_match": "no tool matches the query",
     "bad_request": "the request is malformed",
 }

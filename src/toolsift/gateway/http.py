@@ -178,22 +178,84 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_runtime(config, local_tools=local_tools, index_config=index_config) as rt:
+        try:
+            opened = open_runtime(config, local_tools=local_tools, index_config=index_config)
+            rt = await opened.__aenter__()
+        except ToolsiftError as exc:
+            # An operator error (no upstream answered, ...): serve_http reports it as one
+            # line, so the lifespan must not hand uvicorn a traceback to print.
+            failure.append(exc)
+            raise
+        async with _entered(opened, rt):
             holder.runtime = rt
             async with manager.run():
                 log.info("serving %d tools over HTTP", len(rt.gateway.index.catalog))
                 yield
             holder.runtime = None
 
+    failure: list[ToolsiftError] = []
     app = Starlette(routes=[Route("/health", health, methods=["GET"]),
                             Route("/mcp", StreamableHTTPASGIApp(manager))],
                     lifespan=lifespan)
-    return BearerAuth(BodyLimit(app, config.max_request_bytes), config.auth_token)
+    outer = _QuietStartup(BearerAuth(BodyLimit(app, config.max_request_bytes), config.auth_token), failure)
+    return outer
+
+
+@asynccontextmanager
+async def _entered(cm: Any, value: Any) -> AsyncIterator[Any]:
+    """Exit an already entered async context manager ``cm`` when this block ends."""
+    try:
+        yield value
+    except BaseException as exc:
+        if not await cm.__aexit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await cm.__aexit__(None, None, None)
+
+
+class _QuietStartup:
+    """Drops the traceback Starlette attaches to a failed startup caused by a toolsift error.
+
+    Attributes:
+        failure: The :class:`ToolsiftError` that stopped startup, if any.
+    """
+
+    def __init__(self, app: ASGIApp, failure: list[ToolsiftError]) -> None:
+        self.app = app
+        self.failure = failure
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def quiet(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed" and self.failure:
+                message = {"type": "lifespan.startup.failed", "message": ""}
+            await send(message)
+
+        await self.app(scope, receive, quiet)
+
+
+class _DropStartupFailed(logging.Filter):
+    """Hides uvicorn's "Application startup failed" line when toolsift reports the cause."""
+
+    def __init__(self, failure: list[ToolsiftError]) -> None:
+        super().__init__()
+        self.failure = failure
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.failure and "startup failed" in record.getMessage())
 
 
 def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000,
                local_tools: Sequence[Tool] = (), index_config: Any = None) -> None:
-    """Serve the gateway over HTTP with uvicorn until interrupted."""
+    """Serve the gateway over HTTP with uvicorn until interrupted.
+
+    Raises:
+        ToolsiftError: Startup failed, e.g. no upstream answered and there are no local
+            tools (``toolsift serve`` prints it as one line and exits with status 2).
+    """
     import uvicorn
 
     if host not in _LOOPBACK and config.auth_token is None:
@@ -202,6 +264,18 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                         timeout_graceful_shutdown=3)
     server = uvicorn.Server(uv)
-    server.run()
+    failure = app.failure if isinstance(app, _QuietStartup) else []
+    quiet = _DropStartupFailed(failure)
+    uv_log = logging.getLogger("uvicorn.error")
+    uv_log.addFilter(quiet)
+    try:
+        server.run()
+    except SystemExit:
+        if not failure:
+            raise
+    finally:
+        uv_log.removeFilter(quiet)
+    if failure:
+        raise failure[0]
     if not server.started:
         raise ToolsiftError(f"the HTTP gateway did not start on {host}:{port} (see the log above)")

@@ -4,7 +4,8 @@ Layout: ``tools.arrow`` (id + JSON payload per tool), ``vocab.arrow``, one
 ``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
 zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
-:mod:`toolsift.index.store`, which writes the directory atomically).
+:mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
+by atomically replacing the manifest).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .state import IndexState
-from .store import open_table, read_manifest, write_index_dir
+from .store import manifest_token, open_table, read_manifest, write_index_dir
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
 
@@ -80,31 +81,70 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
     return write_index_dir(path, tables, manifest)
 
 
+#: Times a load starts over when a concurrent save replaced the index under it.
+_LOAD_ATTEMPTS = 20
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_int_list(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
+
+
 def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = True) -> LoadedIndex:
     """Read an index directory written by :func:`save_index`.
+
+    A load racing a save of the same directory sees the old or the new index: when the
+    manifest changes while files are read, the load starts over from the new manifest.
 
     Args:
         path: The index directory.
         mmap: Memory-map the postings (zero-copy) instead of reading them into memory.
-        verify: Check every file's SHA-256 against the manifest (sizes are always
-            checked).
+        verify: Check every file's SHA-256 against the manifest. ``verify=False`` skips
+            only that (reading every byte); still checked are the manifest's own
+            checksum, every file's size, Arrow structure (offsets, valid UTF-8), column
+            names and types, that every file was written by the manifest's save
+            (``save_id``), postings structure (sorted, in-range ids; consistent
+            lengths) and counts across files. What it cannot see is a flipped bit inside
+            a number (a term frequency, a document length, an int8 code or a scale):
+            such damage gives wrong scores instead of an error.
 
     Raises:
         IndexFormatError: Not an index directory, or written by a newer version.
         IndexCorruptError: A file is truncated, damaged or inconsistent.
     """
-    manifest = read_manifest(path, verify=verify)
+    for _ in range(_LOAD_ATTEMPTS):
+        token = manifest_token(path)
+        try:
+            return _load(path, mmap=mmap, verify=verify)
+        except IndexFormatError:
+            if manifest_token(path) == token:
+                raise
+            # A save committed while we read: the files we had may be gone; read the new one.
+    raise IndexCorruptError(f"{path}: the index changed during {_LOAD_ATTEMPTS} load attempts in a row")
+
+
+def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
+    manifest, ddir = read_manifest(path, verify=verify)
+    sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])
         n_tools = int(manifest["n_tools"])
-        tools_t = open_table(path, "tools.arrow", mmap=False)
+        tools_t = open_table(ddir, "tools.arrow", mmap=False, save_id=sid,
+                             columns={"id": _is_string, "payload": _is_string})
         tools = [Tool.from_dict(json.loads(p), where=f"tools.arrow[{i}]")
                  for i, p in enumerate(tools_t.column("payload").to_pylist())]
         catalog = Catalog(tools, name=manifest.get("catalog_name", "catalog"))
-        vocab = Vocabulary.from_list(open_table(path, "vocab.arrow", mmap=False).column("term").to_pylist())
+        terms = open_table(ddir, "vocab.arrow", mmap=False, save_id=sid, columns={"term": _is_string})
+        vocab = Vocabulary.from_list(terms.column("term").to_pylist())
+        if len(vocab) != manifest.get("n_terms", len(vocab)):
+            raise IndexCorruptError(f"{ddir}/vocab.arrow: {len(vocab)} terms, manifest says {manifest['n_terms']}")
         fields = {}
         for name in FIELDS:
-            table = open_table(path, f"field.{name}.arrow", mmap=mmap)
+            table = open_table(ddir, f"field.{name}.arrow", mmap=mmap, save_id=sid,
+                               columns={c: _is_int_list for c in COLUMNS[:-1]})
             arrays = {}
             for cname in COLUMNS:
                 if cname in table.column_names:
@@ -115,9 +155,14 @@ def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = Tru
             fields[name] = FieldIndex.from_arrays(arrays, n_tools=n_tools, bm25=config.bm25)
             if fields[name].core.n_terms != len(vocab):
                 raise IndexCorruptError(f"field.{name}.arrow: term count disagrees with vocab.arrow")
+            stats = manifest.get("fields", {}).get(name)
+            c = fields[name].core
+            if isinstance(stats, dict) and (stats.get("n_docs"), stats.get("nnz")) != (c.n_docs, c.nnz):
+                raise IndexCorruptError(f"field.{name}.arrow: {c.n_docs} documents / {c.nnz} postings, "
+                                        f"manifest says {stats.get('n_docs')} / {stats.get('nnz')}")
     except (IndexFormatError, IndexCorruptError):
         raise
-    except (KeyError, ValueError, TypeError, ToolsiftError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError, ToolsiftError) as exc:
         raise IndexCorruptError(f"{path}: index is inconsistent: {exc}") from None
     if len(catalog) != n_tools:
         raise IndexCorruptError(f"{path}: manifest says {n_tools} tools, tools.arrow has {len(catalog)}")
@@ -129,11 +174,11 @@ def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = Tru
         if fname not in manifest.get("files", {}):
             raise IndexCorruptError(f"{path}: {fname} is missing although field {name!r} is dense")
         try:
-            matrix = Int8Matrix.from_arrow(open_table(path, fname, mmap=mmap))
+            matrix = Int8Matrix.from_arrow(open_table(ddir, fname, mmap=mmap, save_id=sid))
             fi = fields[name]
             groups = (np.frombuffer(memoryview(fi.core.column("doc_group")), np.int32)
                       if fi.grouped else None)
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
-            raise IndexCorruptError(f"{path}/{fname}: {exc}") from None
+            raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
     return LoadedIndex(catalog, config, vocab, fields, dense)

@@ -2,25 +2,41 @@
 
 Layout of an index directory::
 
-    manifest.json            format version, config, learned params, file sizes + SHA-256
-    tools.arrow              id, payload (the tool as JSON)
-    vocab.arrow              term (id = row number)
-    field.<name>.arrow       one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
+    manifest.json            the commit point: format version, config, learned params,
+                             ``generation``, ``save_id``, ``data`` (the subfolder below),
+                             file sizes + SHA-256
+    v000007-<save_id>/       the files of generation 7:
+        tools.arrow          id, payload (the tool as JSON)
+        vocab.arrow          term (id = row number)
+        field.<name>.arrow   one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
+        dense.<name>.arrow   int8 codes + float32 scale per row
+    .lock                    held (``flock``) by the process saving
 
-Writes are atomic at the directory level: everything goes to a temporary sibling that
-replaces the target only when complete, so a crash never leaves a half-written index.
-Reads check sizes and checksums before a byte is trusted, and memory-map the Arrow files
-so the C++ core serves straight from the page cache.
+A save writes a new versioned subfolder next to the current one, then atomically
+replaces ``manifest.json`` (``os.replace`` of one file) to point at it, the way Lucene
+commits with ``segments_N``: a reader sees the old index or the new one, never a mix or
+nothing, and a save killed at any moment leaves the old index in place. Leftovers (the
+previous generation, folders of killed saves, temporary manifests) are removed by the
+next save, under the lock, so two processes saving at once cannot delete each other's
+work. Every Arrow file carries the save's random ``save_id`` in its schema metadata, so
+a file copied in from another index (even one of the same size) is detected without
+checksums. Directories written before versioned subfolders (``manifest.json`` beside
+the Arrow files, no ``data`` key) are still read, and are converted by the next save.
+
+Reads check sizes (always) and checksums (``verify=True``) before a byte is trusted,
+and memory-map the Arrow files so the C++ core serves straight from the page cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +45,22 @@ import pyarrow.ipc as ipc
 
 from ..errors import IndexCorruptError, IndexFormatError
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "write_index_dir", "read_manifest", "open_table"]
+try:  # POSIX; elsewhere concurrent saves to one directory are not serialised
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write_index_dir", "read_manifest", "open_table",
+           "manifest_token"]
 
 FORMAT_NAME = "toolsift-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+LOCK = ".lock"
+#: Arrow schema metadata key holding the id of the save that wrote a file.
+SAVE_ID_KEY = b"toolsift.save_id"
+_DATA_DIR = re.compile(r"v\d{6,}-[0-9a-f]{16}")
+_TMP_MANIFEST = re.compile(r"\.manifest\.[0-9a-f]{16}\.tmp")
 
 
 def _sha256(path: Path) -> str:
@@ -63,48 +90,126 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` (released by the kernel if we die)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _current(target: Path) -> dict[str, Any] | None:
+    """The manifest now in ``target`` (unchecked), or ``None`` without a readable one."""
+    try:
+        body = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _ours(name: str) -> bool:
+    return name in (MANIFEST, LOCK) or bool(_DATA_DIR.fullmatch(name) or _TMP_MANIFEST.fullmatch(name))
+
+
 def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table],
                     manifest: dict[str, Any]) -> Path:
-    """Write ``tables`` (file name -> table) and ``manifest`` atomically to ``target``.
+    """Write ``tables`` (file name -> table) and ``manifest`` to ``target`` atomically.
 
-    The manifest gains ``files`` (size and SHA-256 per file) and a ``manifest_sha256``
-    over its own canonical JSON, so a damaged manifest is detected too.
+    The files go to a new versioned subfolder; the manifest gains ``files`` (size and
+    SHA-256 per file), ``generation``, ``save_id``, ``data`` (the subfolder) and a
+    ``manifest_sha256`` over its own canonical JSON, and replaces ``manifest.json`` in one
+    atomic step. Then the previous generation and leftovers of killed saves are removed.
+
+    Raises:
+        IndexFormatError: ``target`` is a file, or a non-empty directory that is not an
+            index (it is never overwritten).
     """
     target = Path(target).absolute()
     if target.exists() and not target.is_dir():
         raise IndexFormatError(f"{target} exists and is not a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        files: dict[str, Any] = {}
-        for name, table in tables.items():
-            path = tmp / name
-            _write_table(path, table)
-            files[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
-        body = dict(manifest, format=FORMAT_NAME, format_version=FORMAT_VERSION, files=files)
-        body["manifest_sha256"] = hashlib.sha256(_canonical(body)).hexdigest()
-        mpath = tmp / MANIFEST
-        mpath.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        _fsync(mpath)
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}-{tmp.name[-8:]}"
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    target.mkdir(parents=True, exist_ok=True)
+    with _locked(target):
+        names = [p.name for p in target.iterdir()]
+        if MANIFEST not in names and not all(_ours(n) for n in names):
+            raise IndexFormatError(f"{target} is a non-empty directory that is not a toolsift index; "
+                                   "refusing to overwrite it")
+        prev = _current(target) or {}
+        generation = prev.get("generation", 0)
+        generation = (generation if isinstance(generation, int) else 0) + 1
+        save_id = secrets.token_hex(8)
+        data = f"v{generation:06d}-{save_id}"
+        ddir = target / data
+        tmp_manifest = target / f".manifest.{save_id}.tmp"
+        ddir.mkdir()
+        try:
+            files: dict[str, Any] = {}
+            for name, table in tables.items():
+                meta = dict(table.schema.metadata or {})
+                meta[SAVE_ID_KEY] = save_id.encode()
+                path = ddir / name
+                _write_table(path, table.replace_schema_metadata(meta))
+                files[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
+            _fsync(ddir)
+            body = dict(manifest, format=FORMAT_NAME, format_version=FORMAT_VERSION, generation=generation,
+                        save_id=save_id, data=data, files=files)
+            body["manifest_sha256"] = hashlib.sha256(_canonical(body)).hexdigest()
+            tmp_manifest.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            _fsync(tmp_manifest)
+            os.replace(tmp_manifest, target / MANIFEST)  # the commit
+            _fsync(target)
+        except BaseException:
+            shutil.rmtree(ddir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                tmp_manifest.unlink()
+            raise
+        _clean(target, keep=data, prev=prev)
     return target
 
 
-def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> dict[str, Any]:
+def _clean(target: Path, *, keep: str, prev: Mapping[str, Any]) -> None:
+    """Remove every generation but ``keep`` and leftovers of killed or older saves."""
+    for p in target.iterdir():
+        if p.name != keep and (_DATA_DIR.fullmatch(p.name) or _TMP_MANIFEST.fullmatch(p.name)):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+    if "data" not in prev:  # an index in the old flat layout: its files sit in target itself
+        for name in prev.get("files", {}) if isinstance(prev.get("files"), Mapping) else ():
+            if isinstance(name, str) and "/" not in name and name.endswith(".arrow"):
+                with contextlib.suppress(OSError):
+                    (target / name).unlink()
+    # Sibling folders the flat-layout writer left when it was killed mid-save.
+    for pattern in (f".{target.name}.tmp-*", f".{target.name}.old-*"):
+        for p in target.parent.glob(pattern):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def manifest_token(directory: str | os.PathLike) -> str | None:
+    """Identifies the save ``manifest.json`` now points at (changes with every save)."""
+    body = _current(Path(directory))
+    if body is None:
+        return None
+    return f"{body.get('generation')}:{body.get('save_id')}:{body.get('manifest_sha256')}"
+
+
+def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> tuple[dict[str, Any], Path]:
     """Read and check the manifest of an index directory.
 
     Args:
         directory: The index directory.
         verify: Also check every file's SHA-256 (sizes are always checked).
+
+    Returns:
+        ``(manifest, data directory)``: the folder holding the Arrow files.
 
     Raises:
         IndexFormatError: Missing directory/manifest, another format, a newer version.
@@ -114,11 +219,17 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> dict[
     mpath = directory / MANIFEST
     if not directory.is_dir():
         raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
-    if not mpath.is_file():
-        raise IndexFormatError(f"{directory} is not an index directory: {MANIFEST} is missing")
     try:
-        body = json.loads(mpath.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = mpath.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise IndexFormatError(f"{directory} is not an index directory: {MANIFEST} is missing") from None
+    except UnicodeDecodeError as exc:
+        raise IndexCorruptError(f"{mpath}: not valid UTF-8 ({exc})") from None
+    except OSError as exc:
+        raise IndexFormatError(f"{mpath}: cannot read ({exc.strerror or exc})") from None
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise IndexCorruptError(f"{mpath}: not valid JSON ({exc})") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT_NAME:
         raise IndexFormatError(f"{mpath}: not a {FORMAT_NAME} manifest")
@@ -130,26 +241,61 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> dict[
         raise IndexFormatError(
             f"{mpath}: format version {version!r} is newer than this toolsift reads ({FORMAT_VERSION})"
         )
-    for name, meta in body.get("files", {}).items():
-        path = directory / name
-        if not path.is_file():
-            raise IndexCorruptError(f"{path}: file listed in the manifest is missing")
-        size = path.stat().st_size
-        if size != meta["bytes"]:
-            raise IndexCorruptError(f"{path}: {size} bytes on disk, manifest says {meta['bytes']} (truncated?)")
-        if verify and _sha256(path) != meta["sha256"]:
-            raise IndexCorruptError(f"{path}: SHA-256 mismatch (the file is damaged)")
-    return body
+    data = body.get("data")
+    if data is not None and not (isinstance(data, str) and _DATA_DIR.fullmatch(data)):
+        raise IndexCorruptError(f"{mpath}: 'data' must name a generation folder, got {data!r}")
+    ddir = directory / data if data else directory
+    files = body.get("files", {})
+    if not isinstance(files, dict):
+        raise IndexCorruptError(f"{mpath}: 'files' must be an object")
+    for name, meta in files.items():
+        path = ddir / name
+        try:
+            size = path.stat().st_size
+        except OSError:
+            raise IndexCorruptError(f"{path}: file listed in the manifest is missing") from None
+        if not isinstance(meta, dict) or size != meta.get("bytes"):
+            raise IndexCorruptError(f"{path}: {size} bytes on disk, manifest says "
+                                    f"{meta.get('bytes') if isinstance(meta, dict) else '?'} (truncated?)")
+        if verify:
+            try:
+                digest = _sha256(path)
+            except OSError:
+                raise IndexCorruptError(f"{path}: file listed in the manifest is missing") from None
+            if digest != meta.get("sha256"):
+                raise IndexCorruptError(f"{path}: SHA-256 mismatch (the file is damaged)")
+    return body, ddir
 
 
-def open_table(directory: str | os.PathLike, name: str, *, mmap: bool) -> pa.Table:
-    """Open one Arrow IPC file of an index; memory-mapped (zero-copy) when ``mmap``."""
+def open_table(directory: str | os.PathLike, name: str, *, mmap: bool, save_id: str | None = None,
+               columns: Mapping[str, Any] | None = None) -> pa.Table:
+    """Open one Arrow IPC file of an index; memory-mapped (zero-copy) when ``mmap``.
+
+    Cheap structural checks always run: Arrow's own validation (offsets in range, valid
+    UTF-8), the ``save_id`` the file was written by (when given), and the type of each
+    column named in ``columns`` (a column name -> predicate on its Arrow type).
+
+    Raises:
+        IndexCorruptError: Unreadable, damaged, from another save, or of the wrong shape.
+    """
     path = Path(directory) / name
     try:
         source = pa.memory_map(str(path), "r") if mmap else pa.OSFile(str(path), "rb")
         with source:
             reader = ipc.open_file(source)
             # Buffers of a memory map share its mapped region, which outlives close().
-            return reader.read_all()
+            table = reader.read_all()
+        table.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
         raise IndexCorruptError(f"{path}: cannot read Arrow IPC file ({exc})") from None
+    if save_id is not None:
+        got = (table.schema.metadata or {}).get(SAVE_ID_KEY)
+        if got != save_id.encode():
+            raise IndexCorruptError(f"{path}: written by another save than the manifest's "
+                                    "(a file copied in from another index?)")
+    for cname, ok in (columns or {}).items():
+        if cname not in table.column_names:
+            raise IndexCorruptError(f"{path}: column {cname!r} is missing")
+        if not ok(table.schema.field(cname).type):
+            raise IndexCorruptError(f"{path}: column {cname!r} has type {table.schema.field(cname).type}")
+    return table

@@ -301,9 +301,12 @@ class Gateway:
                 hits = state.index.search(query, k=fetch, explain=True)
             except QueryError as exc:
                 raise GatewayError("bad_request", f"malformed query: {exc}") from None
-            kept = [h for h in hits if all(t in h.tool.tags for t in tags)]
+            # Tools no field matched only fill k for library callers; an agent is
+            # better served by fewer schemas than by unrelated ones.
+            kept = [h for h in hits if h.matched and all(t in h.tool.tags for t in tags)]
             # Stop once enough survive, or the index has no further candidates.
-            if len(kept) >= limit or fetch >= n_tools or len(hits) < fetch or not tags:
+            if (len(kept) >= limit or fetch >= n_tools or len(hits) < fetch or not tags
+                    or not hits[-1].matched):
                 break
             fetch = min(n_tools, fetch * 4)
         if rules:
@@ -400,7 +403,7 @@ class Gateway:
         words = " ".join(p for p in _CAMEL.split(name) if p)
         if words.strip():
             try:
-                out += [h.name for h in state.index.search(words, k=_SUGGESTIONS)]
+                out += [h.name for h in state.index.search(words, k=_SUGGESTIONS) if h.matched]
             except QueryError:
                 pass
         return list(dict.fromkeys(out))[:_SUGGESTIONS]

@@ -36,10 +36,10 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, ex
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
         fr = retrievers(st, config)
-        ptr, tool = find_candidates(st, plan, fr, n=config.candidates, k=k)
+        ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k)
         cands = pack(st, plan, fr, ptr, tool)
         scores, terms = score(st, cands, config.params, breakdown=explain)
-        return rank(st, plan, cands, scores, terms, k, config.params)
+        return rank(st, plan, cands, scores, terms, matched, k, config.params)
 
 
 def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.ndarray) -> np.ndarray:

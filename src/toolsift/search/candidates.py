@@ -69,12 +69,20 @@ class Candidates:
 
 
 def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever], *,
-                    n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+                    n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
-    of them: ``(ptr int64[nq + 1], tool int64[...])``."""
+    of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
+    ``matched`` is False for tools added only to fill ``k``."""
     parts = [retrievers[f].candidates(plan.fields[f], n) for f in FIELDS if plan.fields[f].texts]
     ptr, tool = merge_csr(parts)
-    return _top_up(ptr, tool, min(k, len(st.catalog)))
+    full_ptr, full_tool = _top_up(ptr, tool, min(k, len(st.catalog)))
+    if full_tool is tool:
+        return ptr, tool, np.ones(tool.size, dtype=bool)
+    q_of = np.repeat(np.arange(full_ptr.size - 1), full_ptr[1:] - full_ptr[:-1])
+    key = lambda p, t, q: q * len(st.catalog) + t  # noqa: E731
+    matched = np.isin(key(full_ptr, full_tool, q_of),
+                      key(ptr, tool, np.repeat(np.arange(ptr.size - 1), ptr[1:] - ptr[:-1])))
+    return full_ptr, full_tool, matched
 
 
 def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -29,11 +29,15 @@ class Hit:
         parameters: Per tool parameter, the best-matching argument and its similarity,
             ``{param: (argument or None, similarity)}`` (``explain=True``).
         why: A one-line explanation (``explain=True``).
+        matched: Whether some field matched the query. ``search`` always returns
+            ``min(k, len(index))`` hits; tools that no field matched fill the tail and
+            have ``matched=False`` (callers that want evidence only filter on it).
     """
 
     tool: Tool
     score: float
     rank: int
+    matched: bool = True
     fields: dict[str, float] | None = None
     penalty: float | None = None
     parameters: dict[str, tuple[str | None, float]] | None = field(default=None, repr=False)
@@ -62,8 +66,8 @@ class Hit:
         return out
 
 
-def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.ndarray | None, k: int,
-         params: ScoringParams) -> list[list[Hit]]:
+def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.ndarray | None,
+         matched: np.ndarray, k: int, params: ScoringParams) -> list[list[Hit]]:
     """The top ``k`` hits of every query: score descending, then catalogue order."""
     results: list[list[Hit]] = []
     for q in range(len(plan)):
@@ -72,16 +76,17 @@ def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.n
         order = np.lexsort((tools, -s))[:k]
         hits = []
         for r, j in enumerate(order, 1):
+            m = bool(matched[lo + j])
             if terms is None:
-                hits.append(Hit(tool=st.catalog[int(tools[j])], score=float(s[j]), rank=r))
+                hits.append(Hit(tool=st.catalog[int(tools[j])], score=float(s[j]), rank=r, matched=m))
             else:
-                hits.append(_explain(st, plan, cands, q, lo + int(j), float(s[j]), r, terms[lo + j], params))
+                hits.append(_explain(st, plan, cands, q, lo + int(j), float(s[j]), r, terms[lo + j], params, m))
         results.append(hits)
     return results
 
 
 def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: float, rank: int,
-             terms: np.ndarray, params: ScoringParams) -> Hit:
+             terms: np.ndarray, params: ScoringParams, matched: bool) -> Hit:
     t = int(cands.tool[i])
     tool = st.catalog[t]
     fields = {f: float(terms[j]) for j, f in enumerate(FIELDS)}
@@ -100,10 +105,10 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: floa
             matches[pname] = (None, 0.0)
     contrib = sorted(((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True)
     parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
-    why = "matches " + " and ".join(parts) if parts else "weak lexical match"
+    why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
     if plan.penalize[q]:
         missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
         if missing:
             why += "; no argument for required " + ", ".join(missing)
     return Hit(tool=tool, score=score, rank=rank, fields=fields, penalty=float(terms[4]),
-               parameters=matches, why=why)
+               parameters=matches, why=why, matched=matched)

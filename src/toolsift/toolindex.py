@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from . import __version__
 from .analyze import TermBatch, Vocabulary
-from .config import IndexConfig
+from .config import IndexConfig, warn_untrained_penalty
 from .errors import IndexCorruptError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.field_index import COLUMNS, FieldIndex
 from .index.fields import argument_text, field_documents, parameter_layout
@@ -36,7 +36,7 @@ from .index.store import open_table, read_manifest, write_index_dir
 from .kernels import score_candidates
 from .kernels.params import ScoringParams
 from .schema import FIELDS, Catalog, Query, Tool
-from .scores import FieldScores
+from .scores import FieldScores, field_presence, presence_bits
 
 __all__ = ["Hit", "ToolIndex", "QueryLike"]
 
@@ -119,6 +119,8 @@ class _State:
         self.dense = dense or {}
         self.param_ptr, self.param_required = parameter_layout(catalog)
         self.param_names = [p.name for t in catalog for p in t.parameters]
+        self.present = field_presence(catalog)
+        self.tool_bits = presence_bits(self.present)
         n_params = int(self.param_ptr[-1])
         if fields["parameters"].core.n_docs != n_params:
             raise IndexCorruptError(
@@ -156,7 +158,7 @@ class _Tokens:
         vocab = vocab if vocab is not None else Vocabulary()
         fd = field_documents(catalog, name_in_description=config.name_in_description,
                              split_identifiers=config.split_identifiers,
-                             parameter_format=config.parameter_format)
+                             parameter_format=config.parameter_format, tool_card=config.tool_card)
         analyzer = config.analyzer
         docs: dict[str, list[list[np.ndarray]]] = {}
         added: list[np.ndarray] = []
@@ -305,7 +307,7 @@ class ToolIndex:
         config = config or IndexConfig()
         docs = field_documents(catalog, name_in_description=config.name_in_description,
                                split_identifiers=config.split_identifiers,
-                               parameter_format=config.parameter_format)
+                               parameter_format=config.parameter_format, tool_card=config.tool_card)
         tokens = _Tokens.analyse(catalog, config, progress=progress)
         dense = _embed_fields(catalog, config, progress=progress) if config.uses_dense else None
         return cls._from_tokens(catalog, config, tokens, dense)
@@ -436,7 +438,8 @@ class ToolIndex:
             query: Raw text (every field sees it; no arguments, no penalty), a
                 :class:`Query`, or its dict form (``{"tool_needs": [...],
                 "extracted_arguments": {...}}``).
-            k: Number of hits to return (fewer if fewer tools match at all).
+            k: Number of hits to return (``min(k, len(index))``; tools that match nothing
+                fill the tail in catalogue order).
             explain: Fill the per-field breakdown, penalty and a one-line reason.
 
         Raises:
@@ -521,7 +524,7 @@ class ToolIndex:
                     base[row, :, 1] = np.bincount(groups, weights=sp, minlength=nt) / counts
                 penalized[row] = bool(prep.penalize[i])
         return FieldScores(ids, [t.id for t in st.catalog], base, psims, penalized,
-                           groups.astype(np.int64), st.param_required.astype(bool))
+                           groups.astype(np.int64), st.param_required.astype(bool), st.present)
 
     # --------------------------------------------------------------- internals
     def _prepare(self, st: _State, queries: list[Query]) -> _Prepared:
@@ -562,6 +565,8 @@ class ToolIndex:
             arg_names.append(names)
             need_ptr[i + 1] = len(raw["description"])
             arg_ptr[i + 1] = len(raw["parameters"])
+        if penalize.any():
+            warn_untrained_penalty(cfg.params)
         batches = {f: st.vocab.encode_batch([tok(t) for t in raw[f]], grow=False) for f in FIELDS}
         return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches, raw)
 
@@ -666,13 +671,13 @@ class ToolIndex:
             n_needs, n_args, prep.penalize,
             cat(need_blocks) if need_blocks else np.zeros((0, 3), np.float32),
             cat(ap_blocks) if ap_blocks else np.zeros(0, np.float32),
-            ptr, st.param_required, self._config.params, breakdown,
+            ptr, st.param_required, self._config.params, breakdown, st.tool_bits,
         )
 
     def _search_chunk(self, st: _State, queries: list[Query], k: int, explain: bool) -> list[list[Hit]]:
         prep = self._prepare(st, queries)
         dense = self._dense(st, prep)
-        cands = [self._candidates(st, prep, dense, i) for i in range(len(queries))]
+        cands = [_fill(self._candidates(st, prep, dense, i), k, len(st.catalog)) for i in range(len(queries))]
         scores, terms = self._score(st, prep, dense, cands, breakdown=explain)
         results: list[list[Hit]] = []
         start = 0
@@ -838,7 +843,7 @@ def get_encoder(config: IndexConfig):
 
 def _embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:
     fd = field_documents(catalog, name_in_description=config.name_in_description,
-                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format)
+                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format, tool_card=config.tool_card)
     encoder = get_encoder(config)
     out = {}
     for name in _progress([f for f in FIELDS if config.retriever(f) != "bm25"], progress, "embed fields"):
@@ -883,12 +888,22 @@ def _update_dense(st: _State, catalog: Catalog, config: IndexConfig, fresh_ids: 
 
 
 def _call_kernel(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims, ptr, req,
-                 params, breakdown):
+                 params, breakdown, bits):
     if breakdown:
         return score_candidates(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims,
-                                ptr, req, params, breakdown=True, check_finite=False)
+                                ptr, req, params, tool_fields=bits, breakdown=True, check_finite=False)
     return score_candidates(cq, ct, need_off, par_off, n_needs, n_args, penalize, need_sims, ap_sims,
-                            ptr, req, params, check_finite=False), None
+                            ptr, req, params, tool_fields=bits, check_finite=False), None
+
+
+def _fill(cands: np.ndarray, k: int, n_tools: int) -> np.ndarray:
+    """Top up ``cands`` to ``min(k, n_tools)`` tools with the first others in catalogue
+    order, so a search returns k hits even when few tools share a term with the query."""
+    want = min(k, n_tools)
+    if cands.size >= want:
+        return cands
+    extra = np.setdiff1d(np.arange(min(n_tools, want + cands.size), dtype=np.int64), cands)
+    return np.union1d(cands, extra[:want - cands.size]).astype(np.int64)
 
 
 def _is_raw(q: Query) -> bool:

@@ -23,7 +23,7 @@ from coldstart_lib import SETS, SHORT, bm25s_fulldoc, load_set, measure, ratel_l
 from toolsift import ToolIndex  # noqa: E402
 from toolsift.analyze import Analyzer  # noqa: E402
 from toolsift.config import Bm25Config, IndexConfig  # noqa: E402
-from toolsift.kernels.params import COLDSTART_INIT, ScoringParams  # noqa: E402
+from toolsift.kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, ScoringParams, shipped_params  # noqa: E402
 
 OLD = ScoringParams()  # the untrained MFTR-paper weights, mean pooling, no renormalisation
 
@@ -36,7 +36,7 @@ def variants() -> list[tuple[str, IndexConfig, ScoringParams]]:
     rows = [
         ("old default (lucene stop, no stem, k1 1.5 b .75, mean, fixed w)",
          IndexConfig(analyzer=old_an, bm25=Bm25Config(), tool_card=0), OLD),
-        ("new default", new, p),
+        ("new default (LODO weights)", new, p),
         ("  - stop words lucene instead of nltk", replace(new, analyzer=replace_an(new.analyzer, stopwords="en")), p),
         ("  - no stemming", replace(new, analyzer=replace_an(new.analyzer, stemmer=None)), p),
         ("  - no accent folding", replace(new, analyzer=replace_an(new.analyzer, fold_accents=False)), p),
@@ -95,7 +95,10 @@ def main() -> None:
         results.setdefault("bm25s-fulldoc", {})[name] = measure(cs, bm25s_fulldoc(cs))
         results.setdefault("ratel-style flat BM25", {})[name] = measure(cs, ratel_like(cs))
         cache: dict[str, object] = {}
+        lodo = shipped_params(f"lodo-{name}")  # weights that never saw this set
         for label, cfg, params in rows:
+            if params.weights == DEFAULT_PARAMS.weights and label != "untrained":
+                params = replace(params, weights=lodo.weights)
             qwords = "request words" in label
             key = json.dumps({k: v for k, v in cfg.to_dict().items() if k != "params"}, sort_keys=True)
             key += str(qwords)

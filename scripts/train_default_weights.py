@@ -67,7 +67,11 @@ def fit(pair_sets, init: ScoringParams) -> ScoringParams:
     shape keeps the paper's untrained values, which :func:`warn_untrained_penalty`
     recognises."""
     res = train(concat_pairs(pair_sets), TrainConfig(init=init, penalty=False, epochs=500, nonnegative=True))
-    return replace(res.params, tau=PAPER_PARAMS.tau, w_req=PAPER_PARAMS.w_req, w_opt=PAPER_PARAMS.w_opt)
+    # Raw-query rankings do not depend on the weights' scale (no penalty, bias 0); fix it
+    # at a sum of 1, the paper's, so the untrained penalty keeps its relative size.
+    w = np.asarray(res.params.weights)
+    return replace(res.params, weights=tuple(float(x) for x in w / w.sum()), tau=PAPER_PARAMS.tau,
+                   w_req=PAPER_PARAMS.w_req, w_opt=PAPER_PARAMS.w_opt)
 
 
 def write(path: Path, params: ScoringParams, trained_on, cfg: IndexConfig, extra=None) -> None:
@@ -88,6 +92,7 @@ def main() -> None:
     ap.add_argument("--b", type=float, default=None, help="ablation: BM25 b")
     ap.add_argument("--scale", default=None, help="ablation: score scale")
     ap.add_argument("--stopwords", default=None, help="ablation: stop list name")
+    ap.add_argument("--card", type=int, default=None, help="ablation: tool card repetitions")
     ap.add_argument("--no-write", action="store_true", help="ablation: do not write weight files")
     args = ap.parse_args()
     out = Path(args.out)
@@ -98,6 +103,8 @@ def main() -> None:
     if args.k1 is not None or args.b is not None:
         over["bm25"] = Bm25Config(k1=args.k1 if args.k1 is not None else base.bm25.k1,
                                   b=args.b if args.b is not None else base.bm25.b)
+    if args.card is not None:
+        over["tool_card"] = args.card
     if args.scale:
         over["scale"] = args.scale
     if args.stopwords:

@@ -104,7 +104,7 @@ class Bm25Config:
 COLDSTART_ANALYZER = Analyzer(stopwords="nltk", stemmer="english", fold_accents=True)
 
 #: The default BM25 parameters of a new index (docs/coldstart.md).
-COLDSTART_BM25 = Bm25Config(k1=1.2, b=0.75)
+COLDSTART_BM25 = Bm25Config(k1=1.2, b=0.4)
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,9 @@ class IndexConfig:
             (``send_email`` -> ``send email``), with its description.
         tool_card: 0 indexes the description field as the description (with the split
             name, see ``name_in_description``). n > 0 indexes a flat card instead: the tool
-            name whole and the description, repeated n times (a field boost by term
-            frequency), then every parameter's name (whole and split) and description. The
-            parameters field is unchanged. 2 ranks best cold (docs/coldstart.md).
+            name whole and split, repeated n times (a name boost by term frequency), the
+            description, then every parameter's name (whole and split) and description.
+            The parameters field is unchanged. 2 ranks best cold (docs/coldstart.md).
         split_identifiers: Split snake_case / camelCase parameter and argument names
             into words (``start_time`` -> ``start time``); the tokenizer keeps ``_``
             inside words, so otherwise ``start_time`` never matches ``start``.

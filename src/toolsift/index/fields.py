@@ -40,13 +40,13 @@ class FieldDocs:
 
 
 def description_text(tool: Tool, *, with_name: bool, tool_card: int = 0) -> str:
-    """The indexed description of ``tool``. With ``tool_card`` = n > 0, a flat card: the
-    tool name whole and the description n times (a BM25F-style boost by repetition),
-    then every parameter's name (whole and in words) and description."""
-    text = f"{name_words(tool.name)}: {tool.description}" if with_name else tool.description
+    """The indexed description of ``tool``. With ``tool_card`` = n > 0, a flat card
+    instead: the tool name whole and in words n times (a BM25F-style name boost by
+    repetition), the description, then every parameter's name (whole and in words) and
+    description."""
     if not tool_card:
-        return text
-    parts = [tool.name, text] * int(tool_card)
+        return f"{name_words(tool.name)}: {tool.description}" if with_name else tool.description
+    parts = [tool.name, name_words(tool.name)] * int(tool_card) + [tool.description]
     for p in tool.parameters:
         parts += [p.name, name_words(p.name), p.description]
     return " ".join(x for x in parts if x)

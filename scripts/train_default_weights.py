@@ -63,15 +63,16 @@ def prepare(name: str, cfg: IndexConfig):
 
 
 def fit(pair_sets, init: ScoringParams) -> ScoringParams:
-    """Field weights on raw queries (no arguments, so no penalty to learn); the penalty
-    shape keeps the paper's untrained values, which :func:`warn_untrained_penalty`
-    recognises."""
+    """Field weights on raw queries. Raw queries have no arguments, so the penalty cannot
+    be learned here; untrained, it hurts decomposed queries (docs/coldstart.md), so the
+    shipped weights switch it off (``w_req = w_opt = 0``) until ``toolsift train`` fits
+    it on labelled structured queries."""
     res = train(concat_pairs(pair_sets), TrainConfig(init=init, penalty=False, epochs=500, nonnegative=True))
     # Raw-query rankings do not depend on the weights' scale (no penalty, bias 0); fix it
     # at a sum of 1, the paper's, so the untrained penalty keeps its relative size.
     w = np.asarray(res.params.weights)
     return replace(res.params, weights=tuple(float(x) for x in w / w.sum()), tau=PAPER_PARAMS.tau,
-                   w_req=PAPER_PARAMS.w_req, w_opt=PAPER_PARAMS.w_opt)
+                   w_req=0.0, w_opt=0.0)
 
 
 def write(path: Path, params: ScoringParams, trained_on, cfg: IndexConfig, extra=None) -> None:

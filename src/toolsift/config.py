@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from .analyze import Analyzer
 from .errors import ConfigError
-from .kernels.params import DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams
+from .kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams
 from .schema import FIELDS
 
 __all__ = ["UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]
@@ -44,7 +44,7 @@ def _untrained_penalty(params: ScoringParams) -> bool:
     if params.w_req == 0.0 and params.w_opt == 0.0:
         return False
     key = (params.tau, params.w_req, params.w_opt)
-    return key in {(p.tau, p.w_req, p.w_opt) for p in (DEFAULT_PARAMS, PAPER_PARAMS)}
+    return key in {(p.tau, p.w_req, p.w_opt) for p in (DEFAULT_PARAMS, PAPER_PARAMS, COLDSTART_INIT)}
 
 
 def _caller_stacklevel() -> int:
@@ -64,11 +64,13 @@ def warn_untrained_penalty(params: ScoringParams) -> None:
     """Warn once per process that the missing-argument penalty runs on untrained values.
 
     Structured queries with extracted arguments (or ``penalize_without_arguments``) turn
-    on the sigmoid missing-parameter penalty. Its default ``tau``/``w_req``/``w_opt`` were
-    never fitted (the shipped weights are learned on raw queries, which have no
-    arguments), and on the shared benchmarks decomposed queries with this penalty rank
-    worse than the raw text (docs/coldstart.md). Train weights on labelled queries
-    (``toolsift train``) or set ``w_req = w_opt = 0`` to silence this.
+    on the sigmoid missing-parameter penalty. The paper's untrained values (``tau .5``,
+    ``w_req .1``, ``w_opt 0``) were never fitted, and with them rule-decomposed queries
+    rank clearly worse on the shared benchmarks (ToolLink N@10 .366 vs .465 without the
+    penalty, Gorilla .178 vs .241; docs/coldstart.md). The shipped default weights turn
+    the penalty off for that reason; this fires when parameters carrying the untrained
+    values are used. Train weights on labelled queries (``toolsift train``) or set
+    ``w_req = w_opt = 0`` to silence it.
     """
     if _warned.is_set() or not _untrained_penalty(params):
         return

@@ -479,6 +479,8 @@ class ToolIndex:
         except KeyError as exc:
             raise KeyError(f"unknown tool id {exc.args[0]!r}") from None
         prep = self._prepare(st, [q])
+        if prep.penalize.any():
+            warn_untrained_penalty(self._config.params)
         dense = self._dense(st, prep)
         scores, _ = self._score(st, prep, dense, [tools], breakdown=False)
         return scores
@@ -565,8 +567,6 @@ class ToolIndex:
             arg_names.append(names)
             need_ptr[i + 1] = len(raw["description"])
             arg_ptr[i + 1] = len(raw["parameters"])
-        if penalize.any():
-            warn_untrained_penalty(cfg.params)
         batches = {f: st.vocab.encode_batch([tok(t) for t in raw[f]], grow=False) for f in FIELDS}
         return _Prepared(queries, need_ptr, arg_ptr, arg_names, penalize, batches, raw)
 
@@ -676,6 +676,8 @@ class ToolIndex:
 
     def _search_chunk(self, st: _State, queries: list[Query], k: int, explain: bool) -> list[list[Hit]]:
         prep = self._prepare(st, queries)
+        if prep.penalize.any():  # field_scores() does not warn: it applies no params
+            warn_untrained_penalty(self._config.params)
         dense = self._dense(st, prep)
         cands = [_fill(self._candidates(st, prep, dense, i), k, len(st.catalog)) for i in range(len(queries))]
         scores, terms = self._score(st, prep, dense, cands, breakdown=explain)

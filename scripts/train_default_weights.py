@@ -67,11 +67,20 @@ def fit(pair_sets, init: ScoringParams) -> ScoringParams:
     be learned here; untrained, it hurts decomposed queries (docs/coldstart.md), so the
     shipped weights switch it off (``w_req = w_opt = 0``) until ``toolsift train`` fits
     it on labelled structured queries."""
-    res = train(concat_pairs(pair_sets), TrainConfig(init=init, penalty=False, epochs=500, nonnegative=True))
-    # Raw-query rankings do not depend on the weights' scale (no penalty, bias 0); fix it
-    # at a sum of 1, the paper's, so the untrained penalty keeps its relative size.
+    pairs = concat_pairs(pair_sets)
+    res = train(pairs, TrainConfig(init=init, penalty=False, epochs=500, nonnegative=True))
+    # A field no training catalogue has (all-zero feature: the examples field, since raw
+    # tools carry no example intents) got no signal, only decay to 0. It keeps the
+    # paper's untrained weight instead, so catalogues that do have it (the demo, any
+    # catalogue with examples or feedback) still use it; the learned fields share the
+    # rest. Raw-query rankings do not depend on the weights' scale (no penalty, bias 0),
+    # so the sum is fixed at 1, the paper's.
+    seen = np.abs(pairs.base).sum(axis=0) > 0
+    seen[1] |= bool(np.abs(pairs.param_max).sum() > 0)
+    prior = np.asarray(PAPER_PARAMS.weights)
     w = np.asarray(res.params.weights)
-    return replace(res.params, weights=tuple(float(x) for x in w / w.sum()), tau=PAPER_PARAMS.tau,
+    w = np.where(seen, w / w[seen].sum() * (1.0 - prior[~seen].sum()), prior)
+    return replace(res.params, weights=tuple(float(x) for x in w), tau=PAPER_PARAMS.tau,
                    w_req=0.0, w_opt=0.0)
 
 

@@ -8,6 +8,7 @@ characters), the 33-word English stop list of Lucene's English analyzer, no stem
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -80,6 +81,7 @@ class Analyzer:
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
     _stem: Any = field(init=False, repr=False, compare=False)
     _split: Any = field(init=False, repr=False, compare=False)
+    _memo: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sw = self.stopwords
@@ -110,9 +112,19 @@ class Analyzer:
                 raise ConfigError(f"analyzer.stemmer: unknown language {self.stemmer!r}") from None
         object.__setattr__(self, "_stem", stem)
         object.__setattr__(self, "_split", re.compile(TOKEN_PATTERN).findall)
+        # Catalogues repeat texts (parameter descriptions, and every rebuild of the same
+        # catalogue in evaluation); stemming dominates analysis, so memoise per analyzer.
+        object.__setattr__(self, "_memo", functools.lru_cache(maxsize=1 << 17)(self._tokenize))
+
+    def __reduce__(self):
+        # The stemmer (a C object) and the memo do not pickle; rebuild from the settings.
+        return (Analyzer.from_dict, (self.to_dict(),))
 
     def tokenize(self, text: str) -> list[str]:
         """Split ``text`` into terms."""
+        return list(self._memo(text))
+
+    def _tokenize(self, text: str) -> tuple[str, ...]:
         if self.fold_accents:
             text = fold_accents(text)
         if self.lowercase:
@@ -121,7 +133,7 @@ class Analyzer:
         tokens = [t for t in self._split(text) if t not in stop]
         if self._stem is not None and tokens:
             tokens = self._stem.stemWords(tokens)
-        return tokens
+        return tuple(tokens)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for index manifests."""

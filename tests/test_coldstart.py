@@ -287,3 +287,17 @@ def test_concat_pairs_offsets_sides() -> None:
 def test_bad_optimizer_name() -> None:
     with pytest.raises(ConfigError, match="train.optimizer"):
         TrainConfig(optimizer="sgd")
+
+
+@pytest.mark.parametrize("init", [PAPER_PARAMS, ScoringParams(param_max_share=0.5, renormalize=True)])
+def test_compiled_full_batch_loss_matches_numpy_path(init: ScoringParams) -> None:
+    from toolsift.train.trainer import _loss_grad_full
+
+    pairs = _pairs(6, init)
+    cfg = TrainConfig(init=init, l2=1e-3, l2_penalty=1e-3)
+    theta = np.abs(_pack(init)) + 0.05
+    feat, present = _features(pairs, init), _present(pairs, init)
+    a_loss, a_grad = _loss_grad_full(theta, pairs, cfg, feat, present)
+    b_loss, b_grad = _loss_grad(theta, pairs, cfg, feat, present)
+    assert a_loss == pytest.approx(b_loss, rel=1e-10)
+    np.testing.assert_allclose(a_grad, b_grad, rtol=1e-9, atol=1e-12)

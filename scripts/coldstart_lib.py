@@ -22,9 +22,8 @@ from toolsift.evaluate.metrics import evaluate
 from toolsift.schema import Catalog
 from toolsift.scores import scores_to_run
 
+#: The shared benchmark data: ``$TOOLSIFT_DATA``, else ``../shared/data`` beside the repository.
 DATA = Path(os.environ.get("TOOLSIFT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
 SETS = ("mftr-apibank", "mftr-apigen", "mftr-gorilla-huggingface", "mftr-toolink", "ultratool")
 SHORT = {"mftr-apibank": "APIBank", "mftr-apigen": "APIGen", "mftr-gorilla-huggingface": "Gorilla",
          "mftr-toolink": "ToolLink", "ultratool": "UltraTool"}

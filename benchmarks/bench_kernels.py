@@ -134,9 +134,10 @@ def test_kernel_raw(benchmark, big: Batch) -> None:
     p = DEFAULT_PARAMS
     out = np.empty(nc, dtype=np.float32)
     no_breakdown = np.empty((0, 5), dtype=np.float32)
+    all_fields = np.full(len(big[9]) - 1, 15, dtype=np.uint8)  # tool_fields: every field present
     benchmark(
-        mftr.score_kernel, *big, p.weights_array(), p.bias, p.alpha, p.tau, p.w_req, p.w_opt,
-        out, no_breakdown,
+        mftr.score_kernel, *big, all_fields, p.weights_array(), p.bias, p.alpha, p.tau, p.w_req,
+        p.w_opt, p.param_max_share, p.renormalize, out, no_breakdown,
     )  # fmt: skip
     _record(benchmark, nc)
 

@@ -22,7 +22,7 @@ import pytest
 from toolsift.errors import ConfigError
 from toolsift.kernels import (
     BREAKDOWN_COLUMNS,
-    DEFAULT_PARAMS,
+    PAPER_PARAMS,
     ScoringParams,
     get_threads,
     mftr,
@@ -175,7 +175,7 @@ def random_params(rng: np.random.Generator) -> ScoringParams:
     )
 
 
-def score_both(batch: tuple[np.ndarray, ...], params: ScoringParams = DEFAULT_PARAMS):
+def score_both(batch: tuple[np.ndarray, ...], params: ScoringParams = PAPER_PARAMS):
     """Score with the kernel and the twin, check they agree, return the kernel's output."""
     scores, terms = score_candidates(*batch, params, breakdown=True)
     ref_scores, ref_terms = score_candidates_reference(*batch, params, breakdown=True)
@@ -225,7 +225,7 @@ def test_kernel_matches_twin_on_random_grids(seed: int, grid: str) -> None:
 def test_kernel_matches_twin_with_default_and_learned_params(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
     batch = random_batch(rng, nq=20, n_tools=15, max_cands=8)
-    score_both(batch, DEFAULT_PARAMS)
+    score_both(batch, PAPER_PARAMS)
     if MFTR_PARAMS_FILE.exists():
         score_both(batch, ScoringParams.from_mftr_json(MFTR_PARAMS_FILE))
 
@@ -599,7 +599,7 @@ def test_kernel_has_one_explicit_signature_and_never_compiles_more() -> None:
     score_candidates(*_valid_batch())
     bad = [np.asarray(a, dtype=np.int32) if a.dtype == np.int64 else a for a in _valid_batch()]
     outputs = (np.empty(4, np.float32), np.empty((0, 5), np.float32))
-    args = (*bad, DEFAULT_PARAMS.weights_array(), 0.0, 15.0, 0.5, 0.1, 0.0, *outputs)
+    args = (*bad, PAPER_PARAMS.weights_array(), 0.0, 15.0, 0.5, 0.1, 0.0, 0.0, False, *outputs)
     with pytest.raises(TypeError):
         kernel(*args)
     assert len(kernel.signatures) == 1
@@ -612,7 +612,7 @@ def test_kernel_has_one_explicit_signature_and_never_compiles_more() -> None:
 
 def test_default_params() -> None:
     p = ScoringParams()
-    assert p == DEFAULT_PARAMS
+    assert p == PAPER_PARAMS
     assert p.weights == (0.35, 0.25, 0.15, 0.25)
     assert (p.bias, p.alpha, p.tau, p.w_req, p.w_opt) == (0.0, 15.0, 0.5, 0.1, 0.0)
     assert "w_req = 0.1" in (ScoringParams.__doc__ or "") and "w_opt = 0.0" in (ScoringParams.__doc__ or "")
@@ -629,7 +629,7 @@ def test_params_dict_round_trip() -> None:
 
 def test_params_are_frozen() -> None:
     with pytest.raises(AttributeError):
-        DEFAULT_PARAMS.alpha = 1.0  # type: ignore[misc]
+        PAPER_PARAMS.alpha = 1.0  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("field", ["bias", "alpha", "tau", "w_req", "w_opt"])

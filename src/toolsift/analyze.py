@@ -8,7 +8,9 @@ characters), the 33-word English stop list of Lucene's English analyzer, no stem
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +19,8 @@ import numpy as np
 
 from .errors import ConfigError
 
-__all__ = ["ENGLISH_STOPWORDS", "Analyzer", "Vocabulary", "TermBatch"]
+__all__ = ["ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
+           "fold_accents"]
 
 #: Lucene's English stop set (also bm25s's "en"): articles, conjunctions, auxiliaries.
 ENGLISH_STOPWORDS: frozenset[str] = frozenset(
@@ -25,7 +28,37 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     "then there these they this to was will with".split()
 )
 
+#: NLTK's English stop list (179 entries, shipped here so nothing is downloaded): the
+#: Lucene set plus pronouns, question words (``how``, ``what``), auxiliaries, quantifiers
+#: and contraction pieces. Measured better than the Lucene set on all five shared
+#: benchmarks (docs/coldstart.md), so it is the default ``"en"`` list.
+NLTK_STOPWORDS: frozenset[str] = frozenset("""
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+yourselves he him his himself she she's her hers herself it it's its itself they them their
+theirs themselves what which who whom this that that'll these those am is are was were be
+been being have has had having do does did doing a an the and but if or because as until
+while of at by for with about against between into through during before after above below
+to from up down in out on off over under again further then once here there when where why
+how all any both each few more most other some such no nor not only own same so than too
+very s t can will just don don't should should've now d ll m o re ve y ain aren aren't
+couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't
+ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
+weren weren't won won't wouldn wouldn't
+""".split())
+
+#: Named stop lists accepted by :attr:`Analyzer.stopwords`.
+#: ``"en"`` stays the Lucene set so saved indexes keep analysing as they were built.
+STOPLISTS: dict[str, frozenset[str]] = {"en": ENGLISH_STOPWORDS, "english": ENGLISH_STOPWORDS,
+                                         "lucene": ENGLISH_STOPWORDS, "nltk": NLTK_STOPWORDS}
+
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
+def fold_accents(text: str) -> str:
+    """``"café"`` -> ``"cafe"``: NFKD, then drop combining marks."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 @dataclass(frozen=True)
@@ -33,31 +66,37 @@ class Analyzer:
     """Lowercase, split, drop stopwords, optionally stem.
 
     Args:
-        stopwords: ``"en"`` for :data:`ENGLISH_STOPWORDS`, ``None`` for none, or an
-            explicit list.
+        stopwords: ``"en"`` (or ``"lucene"``) for :data:`ENGLISH_STOPWORDS`, ``"nltk"``
+            for :data:`NLTK_STOPWORDS`, ``None`` for none, or an explicit list.
         stemmer: ``None`` or a Snowball language name such as ``"english"`` (needs the
             ``PyStemmer`` package: ``pip install toolsift[stem]``).
         lowercase: Fold case before splitting.
+        fold_accents: Strip diacritics (``café`` -> ``cafe``) before splitting.
     """
 
     stopwords: str | tuple[str, ...] | None = "en"
     stemmer: str | None = None
     lowercase: bool = True
+    fold_accents: bool = False
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
     _stem: Any = field(init=False, repr=False, compare=False)
     _split: Any = field(init=False, repr=False, compare=False)
+    _memo: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sw = self.stopwords
-        if sw in ("en", "english"):
-            stop = ENGLISH_STOPWORDS
+        if isinstance(sw, str) and sw in STOPLISTS:
+            stop = STOPLISTS[sw]
         elif sw is None:
             stop = frozenset()
         elif isinstance(sw, (list, tuple, frozenset, set)):
             stop = frozenset(str(w).lower() if self.lowercase else str(w) for w in sw)
             object.__setattr__(self, "stopwords", tuple(sorted(stop)))
         else:
-            raise ConfigError(f"analyzer.stopwords: expected 'en', None or a list, got {sw!r}")
+            raise ConfigError(f"analyzer.stopwords: expected one of {sorted(STOPLISTS)}, None or a "
+                              f"list, got {sw!r}")
+        if not isinstance(self.fold_accents, bool):
+            raise ConfigError(f"analyzer.fold_accents must be a bool, got {self.fold_accents!r}")
         object.__setattr__(self, "_stop", stop)
         stem = None
         if self.stemmer is not None:
@@ -73,16 +112,28 @@ class Analyzer:
                 raise ConfigError(f"analyzer.stemmer: unknown language {self.stemmer!r}") from None
         object.__setattr__(self, "_stem", stem)
         object.__setattr__(self, "_split", re.compile(TOKEN_PATTERN).findall)
+        # Catalogues repeat texts (parameter descriptions, and every rebuild of the same
+        # catalogue in evaluation); stemming dominates analysis, so memoise per analyzer.
+        object.__setattr__(self, "_memo", functools.lru_cache(maxsize=1 << 17)(self._tokenize))
+
+    def __reduce__(self):
+        # The stemmer (a C object) and the memo do not pickle; rebuild from the settings.
+        return (Analyzer.from_dict, (self.to_dict(),))
 
     def tokenize(self, text: str) -> list[str]:
         """Split ``text`` into terms."""
+        return list(self._memo(text))
+
+    def _tokenize(self, text: str) -> tuple[str, ...]:
+        if self.fold_accents:
+            text = fold_accents(text)
         if self.lowercase:
             text = text.lower()
         stop = self._stop
         tokens = [t for t in self._split(text) if t not in stop]
         if self._stem is not None and tokens:
             tokens = self._stem.stemWords(tokens)
-        return tokens
+        return tuple(tokens)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for index manifests."""
@@ -91,6 +142,7 @@ class Analyzer:
             "stopwords": list(sw) if isinstance(sw, tuple) else sw,
             "stemmer": self.stemmer,
             "lowercase": self.lowercase,
+            "fold_accents": self.fold_accents,
         }
 
     @classmethod
@@ -101,6 +153,7 @@ class Analyzer:
             stopwords=tuple(sw) if isinstance(sw, list) else sw,
             stemmer=d.get("stemmer"),
             lowercase=bool(d.get("lowercase", True)),
+            fold_accents=bool(d.get("fold_accents", False)),
         )
 
 

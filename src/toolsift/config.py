@@ -9,15 +9,17 @@ hybrid retrievers slot in later without changing the shape of the config.
 from __future__ import annotations
 
 import math
+import threading
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .analyze import Analyzer
 from .errors import ConfigError
-from .kernels.params import DEFAULT_PARAMS, ScoringParams
+from .kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams
 from .schema import FIELDS
 
-__all__ = ["Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS"]
+__all__ = ["UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]
 
 #: ``bounded``: ``1 - exp(-BM25 / ref)`` with ``ref`` the score of an average-length
 #: document holding each query term once (``sum idf / (1 + k1)``): rank-preserving, in
@@ -29,6 +31,56 @@ SCALES = ("bounded", "linear", "raw")
 #: Retrievers per field: BM25, dense (ONNX sentence encoder, int8 matrices), or a convex
 #: combination of the two on the bounded scale.
 RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+class UntrainedPenaltyWarning(UserWarning):
+    """A query mode that is known to hurt rankings without trained weights was used."""
+
+
+_warned = threading.Event()
+
+
+def _untrained_penalty(params: ScoringParams) -> bool:
+    if params.w_req == 0.0 and params.w_opt == 0.0:
+        return False
+    key = (params.tau, params.w_req, params.w_opt)
+    return key in {(p.tau, p.w_req, p.w_opt) for p in (DEFAULT_PARAMS, PAPER_PARAMS, COLDSTART_INIT)}
+
+
+def _caller_stacklevel() -> int:
+    # The first frame outside the toolsift package: the user's call site, however deep
+    # the search path that reached us (search, search_batch, score_pairs, ...).
+    import os
+    import sys
+
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_untrained_penalty(params: ScoringParams) -> None:
+    """Warn once per process that the missing-argument penalty runs on untrained values.
+
+    Structured queries with extracted arguments (or ``penalize_without_arguments``) turn
+    on the sigmoid missing-parameter penalty. The paper's untrained values (``tau .5``,
+    ``w_req .1``, ``w_opt 0``) were never fitted, and with them rule-decomposed queries
+    rank clearly worse on the shared benchmarks (ToolLink N@10 .366 vs .465 without the
+    penalty, Gorilla .178 vs .241; docs/coldstart.md). The shipped default weights turn
+    the penalty off for that reason; this fires when parameters carrying the untrained
+    values are used. Train weights on labelled queries (``toolsift train``) or set
+    ``w_req = w_opt = 0`` to silence it.
+    """
+    if _warned.is_set() or not _untrained_penalty(params):
+        return
+    _warned.set()
+    warnings.warn(
+        "toolsift: the missing-argument penalty is applied with untrained default parameters "
+        f"(tau={params.tau}, w_req={params.w_req}, w_opt={params.w_opt}); queries with extracted "
+        "arguments are known to rank worse this way than as plain text. Train weights on labelled "
+        "queries, or use ScoringParams(w_req=0, w_opt=0). See docs/coldstart.md.",
+        UntrainedPenaltyWarning, stacklevel=_caller_stacklevel())
 
 
 @dataclass(frozen=True)
@@ -48,18 +100,33 @@ class Bm25Config:
             raise ConfigError(f"bm25.method must be 'lucene' or 'atire', got {self.method!r}")
 
 
+#: The default analyzer of a new index, chosen by the cold-start ablation
+#: (docs/coldstart.md): NLTK's 179 English stop words, Snowball English stemming, accents
+#: folded. ``Analyzer()`` itself keeps bm25s's tokenizer (the MFTR reproduction's).
+COLDSTART_ANALYZER = Analyzer(stopwords="nltk", stemmer="english", fold_accents=True)
+
+#: The default BM25 parameters of a new index (docs/coldstart.md).
+COLDSTART_BM25 = Bm25Config(k1=1.2, b=0.4)
+
+
 @dataclass(frozen=True)
 class IndexConfig:
     """How an index is built and how it scores.
 
     Attributes:
-        bm25: BM25 parameters shared by the four fields.
-        analyzer: The text analyzer used for documents and queries alike.
+        bm25: BM25 parameters shared by the four fields (default :data:`COLDSTART_BM25`).
+        analyzer: The text analyzer used for documents and queries alike (default
+            :data:`COLDSTART_ANALYZER`).
         scale: ``"bounded"`` (default), ``"linear"`` or ``"raw"``; see :data:`SCALES`.
         candidates: Top-N tools taken from each field's BM25 ranking; their union is
             scored with the full MFTR model.
         name_in_description: Index the tool name, split into words
             (``send_email`` -> ``send email``), with its description.
+        tool_card: 0 indexes the description field as the description (with the split
+            name, see ``name_in_description``). n > 0 indexes a flat card instead: the tool
+            name whole and split, repeated n times (a name boost by term frequency), the
+            description, then every parameter's name (whole and split) and description.
+            The parameters field is unchanged. 2 ranks best cold (docs/coldstart.md).
         split_identifiers: Split snake_case / camelCase parameter and argument names
             into words (``start_time`` -> ``start time``); the tokenizer keeps ``_``
             inside words, so otherwise ``start_time`` never matches ``start``.
@@ -78,7 +145,8 @@ class IndexConfig:
         encoder: Directory holding ``model.onnx`` + ``tokenizer.json`` for dense fields;
             ``None`` uses the default all-MiniLM-L6-v2 from the installed model package.
         hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
-        params: Field weights, bias and penalty parameters.
+        params: Field weights, bias, penalty and formula options; the default is the
+            shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
         threads: The one thread setting, for every pool: the C++ engine, the Numba
             kernels and onnxruntime (intra-op) (0 = all cores). Work too small to pay
             for threads (a single query's candidates) runs serially whatever the
@@ -86,11 +154,12 @@ class IndexConfig:
             batches, builds and evaluation.
     """
 
-    bm25: Bm25Config = field(default_factory=Bm25Config)
-    analyzer: Analyzer = field(default_factory=Analyzer)
+    bm25: Bm25Config = field(default_factory=lambda: COLDSTART_BM25)
+    analyzer: Analyzer = field(default_factory=lambda: COLDSTART_ANALYZER)
     scale: Literal["bounded", "linear", "raw"] = "bounded"
     candidates: int = 100
     name_in_description: bool = True
+    tool_card: int = 2
     split_identifiers: bool = True
     parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
@@ -112,6 +181,9 @@ class IndexConfig:
             raise ConfigError(f"config.scale must be one of {SCALES}, got {self.scale!r}")
         if not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1:
             raise ConfigError(f"config.candidates must be an integer >= 1, got {self.candidates!r}")
+        tc = self.tool_card
+        if isinstance(tc, bool) or not isinstance(tc, int) or not 0 <= tc <= 8:
+            raise ConfigError(f"config.tool_card must be an integer in 0..8, got {tc!r}")
         for flag in ("name_in_description", "split_identifiers", "penalize_without_arguments"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"config.{flag} must be a bool, got {getattr(self, flag)!r}")
@@ -148,12 +220,14 @@ class IndexConfig:
 
     @classmethod
     def reference(cls, **overrides: Any) -> IndexConfig:
-        """The MFTR reference implementation's setup: raw BM25 scale, description without
-        the tool name, parameters as JSON, no identifier splitting, parameter field 0 for
-        queries without arguments, and those queries still penalised. Used to reproduce the
-        paper's numbers."""
-        base = dict(scale="raw", name_in_description=False, split_identifiers=False,
-                    parameter_format="json", no_argument_params="zero", penalize_without_arguments=True)
+        """The MFTR reference implementation's setup: bm25s's tokenizer and BM25 defaults,
+        raw BM25 scale, description without the tool name, parameters as JSON, no
+        identifier splitting, parameter field 0 for queries without arguments, those
+        queries still penalised, and the paper's formula (mean over parameters, fixed
+        weights). Used to reproduce the paper's numbers."""
+        base = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
+                    parameter_format="json", no_argument_params="zero", penalize_without_arguments=True,
+                    analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS)
         base.update(overrides)
         return cls(**base)
 
@@ -178,6 +252,7 @@ class IndexConfig:
             "scale": self.scale,
             "candidates": self.candidates,
             "name_in_description": self.name_in_description,
+            "tool_card": self.tool_card,
             "split_identifiers": self.split_identifiers,
             "parameter_format": self.parameter_format,
             "no_argument_params": self.no_argument_params,
@@ -191,15 +266,17 @@ class IndexConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> IndexConfig:
-        """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values."""
+        """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values. A missing
+        ``tool_card`` means ``0`` (manifests written before the option existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
-        known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "split_identifiers",
+        known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                  "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
-        kw: dict[str, Any] = {}
+        # Indexes saved before the tool card existed were built without it.
+        kw: dict[str, Any] = {"tool_card": 0}
         if "bm25" in d:
             kw["bm25"] = Bm25Config(**d["bm25"])
         if "analyzer" in d:
@@ -208,7 +285,7 @@ class IndexConfig:
             kw["params"] = ScoringParams.from_dict(d["params"])
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
-        for key in ("scale", "candidates", "name_in_description", "split_identifiers",
+        for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
                     "encoder", "hybrid_weight"):
             if key in d:

@@ -8,13 +8,29 @@ scores them with vectorised NumPy, following exactly the kernel's formula.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .kernels.params import ScoringParams
 
-__all__ = ["FieldScores"]
+__all__ = ["FieldScores", "field_presence", "presence_bits"]
+
+
+def field_presence(tools: Iterable, *, name_in_description: bool = True) -> np.ndarray:
+    """``bool[n_tools, 4]``: whether each tool has each field (description, parameters,
+    response, examples): some non-blank text, at least one parameter. Used by weight
+    renormalisation; cheap, and derived from the catalogue alone so a loaded index agrees
+    with the one that was built."""
+    rows = [(name_in_description or bool(t.description.strip()), len(t.parameters) > 0,
+             bool(t.response.strip()), any(e.strip() for e in t.examples)) for t in tools]
+    return np.asarray(rows, dtype=bool).reshape(-1, 4)
+
+
+def presence_bits(mask: np.ndarray) -> np.ndarray:
+    """``uint8[n_tools]``: :func:`field_presence` as the kernel's field bits (1, 2, 4, 8)."""
+    return (np.asarray(mask, dtype=np.uint8) << np.arange(4, dtype=np.uint8)).sum(axis=1).astype(np.uint8)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -42,6 +58,8 @@ class FieldScores:
             arguments, or the index config penalises queries without them).
         param_tool: ``int64[n_params]``: the tool of each parameter.
         required: ``bool[n_params]``: whether each parameter is required.
+        present: ``bool[nt, 4]``: which fields each tool has (:func:`field_presence`);
+            ``None`` = all (read only by renormalising parameters).
     """
 
     query_ids: list[str]
@@ -51,6 +69,30 @@ class FieldScores:
     penalized: np.ndarray
     param_tool: np.ndarray
     required: np.ndarray
+    present: np.ndarray | None = None
+
+    def param_max(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """``float64[len(rows), nt]``: per tool the max of its parameter similarities (0 for
+        a tool without parameters)."""
+        sims = self.param_sims[rows].astype(np.float64)
+        nt = len(self.tool_ids)
+        out = np.zeros((sims.shape[0], nt))
+        if sims.shape[1]:
+            # param_tool is grouped by tool (CSR order), so one reduceat per run of a tool.
+            order = np.argsort(self.param_tool, kind="stable")
+            pt = self.param_tool[order]
+            starts = np.flatnonzero(np.r_[True, pt[1:] != pt[:-1]])
+            out[:, pt[starts]] = np.maximum.reduceat(sims[:, order], starts, axis=1)
+        return out
+
+    def features(self, params: ScoringParams, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """``float64[len(rows), nt, 4]``: field scores with the parameters field pooled as
+        ``params`` says (``base`` holds the mean)."""
+        base = self.base[rows].astype(np.float64)
+        lam = params.param_max_share
+        if lam:
+            base[..., 1] = lam * self.param_max(rows) + (1.0 - lam) * base[..., 1]
+        return base
 
     def penalty(self, params: ScoringParams, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """``float64[len(rows), nt]``: the missing-parameter penalty P(q, t)."""
@@ -67,7 +109,15 @@ class FieldScores:
     def score(self, params: ScoringParams, rows: np.ndarray | slice = slice(None), *,
               penalty: bool = True) -> np.ndarray:
         """``float64[len(rows), nt]``: S(q, t) for every tool."""
-        s = self.base[rows].astype(np.float64) @ np.asarray(params.weights, dtype=np.float64) + params.bias
+        w = np.asarray(params.weights, dtype=np.float64)
+        base = self.features(params, rows)
+        if params.renormalize:
+            present = np.ones((base.shape[1], 4), bool) if self.present is None else self.present
+            mass = present @ np.abs(w)
+            scale = np.divide(np.abs(w).sum(), mass, out=np.ones_like(mass), where=mass > 0)
+            s = ((base * present) @ w) * scale + params.bias
+        else:
+            s = base @ w + params.bias
         if penalty:
             s = s - self.penalty(params, rows)
         return s
@@ -82,7 +132,8 @@ class FieldScores:
     def subset(self, rows: np.ndarray) -> FieldScores:
         """The scores of some queries only."""
         return FieldScores([self.query_ids[i] for i in rows], self.tool_ids, self.base[rows],
-                           self.param_sims[rows], self.penalized[rows], self.param_tool, self.required)
+                           self.param_sims[rows], self.penalized[rows], self.param_tool, self.required,
+                           self.present)
 
 
 def scores_to_run(scores: np.ndarray, query_ids: list[str], tool_ids: list[str], *,

@@ -50,7 +50,8 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     if not names:
         return {}
     fd = field_documents(catalog, name_in_description=config.name_in_description,
-                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format)
+                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
+                         tool_card=config.tool_card)
     encoder = get_encoder(config)
     uniq = list(dict.fromkeys(t for f in names for t in fd[f].texts if t.strip()))
     row = {t: i for i, t in enumerate(uniq)}

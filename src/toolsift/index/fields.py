@@ -39,11 +39,17 @@ class FieldDocs:
     groups: np.ndarray | None  # int32 tool position per document, None if one doc per tool
 
 
-def description_text(tool: Tool, *, with_name: bool) -> str:
-    """The indexed description of ``tool``."""
-    if with_name:
-        return f"{name_words(tool.name)}: {tool.description}"
-    return tool.description
+def description_text(tool: Tool, *, with_name: bool, tool_card: int = 0) -> str:
+    """The indexed description of ``tool``. With ``tool_card`` = n > 0, a flat card
+    instead: the tool name whole and in words n times (a BM25F-style name boost by
+    repetition), the description, then every parameter's name (whole and in words) and
+    description."""
+    if not tool_card:
+        return f"{name_words(tool.name)}: {tool.description}" if with_name else tool.description
+    parts = [tool.name, name_words(tool.name)] * int(tool_card) + [tool.description]
+    for p in tool.parameters:
+        parts += [p.name, name_words(p.name), p.description]
+    return " ".join(x for x in parts if x)
 
 
 def parameter_text(name: str, type_: str, description: str, *, split_identifiers: bool) -> str:
@@ -79,9 +85,10 @@ def argument_text(name: str, description: str, *, split_identifiers: bool) -> st
 
 
 def field_documents(catalog: Catalog, *, name_in_description: bool,
-                    split_identifiers: bool = False, parameter_format: str = "text") -> dict[str, FieldDocs]:
+                    split_identifiers: bool = False, parameter_format: str = "text",
+                    tool_card: int = 0) -> dict[str, FieldDocs]:
     """Documents per field for ``catalog`` (see the module docstring)."""
-    desc = [description_text(t, with_name=name_in_description) for t in catalog]
+    desc = [description_text(t, with_name=name_in_description, tool_card=tool_card) for t in catalog]
     resp = [t.response for t in catalog]
     ex_texts: list[str] = []
     ex_groups: list[int] = []

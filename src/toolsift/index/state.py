@@ -18,6 +18,7 @@ from ..config import IndexConfig
 from ..errors import IndexCorruptError
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
+from ..scores import field_presence, presence_bits
 from .dense_field import DenseField
 from .field_index import FieldIndex
 from .fields import field_documents, parameter_layout
@@ -37,6 +38,9 @@ class IndexState:
         self.dense = dense or {}
         self.param_ptr, self.param_required = parameter_layout(catalog)
         self.param_names = [p.name for t in catalog for p in t.parameters]
+        # Which fields each tool has, for weight renormalisation (ScoringParams.renormalize).
+        self.present = field_presence(catalog)
+        self.tool_bits = presence_bits(self.present)
         n_params = int(self.param_ptr[-1])
         if fields["parameters"].core.n_docs != n_params:
             raise IndexCorruptError(
@@ -109,7 +113,7 @@ class DocumentTokens:
         vocab = vocab if vocab is not None else Vocabulary()
         fd = field_documents(catalog, name_in_description=config.name_in_description,
                              split_identifiers=config.split_identifiers,
-                             parameter_format=config.parameter_format)
+                             parameter_format=config.parameter_format, tool_card=config.tool_card)
         tokenize = config.analyzer.tokenize
         n_tools = len(catalog)
         fields: dict[str, FieldTokens] = {}

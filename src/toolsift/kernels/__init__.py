@@ -20,12 +20,13 @@ import numpy as np
 
 from ..errors import ConfigError
 from .mftr import BREAKDOWN_COLUMNS, score_candidates
-from .params import DEFAULT_PARAMS, WEIGHT_FIELDS, ScoringParams
+from .params import DEFAULT_PARAMS, PAPER_PARAMS, WEIGHT_FIELDS, ScoringParams
 from .reference import score_candidates_reference
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
     "DEFAULT_PARAMS",
+    "PAPER_PARAMS",
     "WEIGHT_FIELDS",
     "ScoringParams",
     "get_threads",

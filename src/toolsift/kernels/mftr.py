@@ -3,8 +3,8 @@
 One call scores many queries: candidates of every query in a batch are laid out flat and
 each candidate points at its own block of precomputed similarities (see
 :func:`score_candidates` for the layout). Per candidate the kernel takes the max over the
-query's tool needs per field, the max over the query's arguments per tool parameter, the
-mean of those parameter maxima, the sigmoid missing-parameter penalty and the weighted
+query's tool needs per field, the max over the query's arguments per tool parameter, a
+blend of the max and the mean of those parameter maxima, the sigmoid missing-parameter penalty and the weighted
 sum. The work per candidate is small (a few dozen loads and a few ``exp``); the kernel is
 one loop over candidates, parallel over candidates.
 
@@ -26,9 +26,9 @@ import numpy as np
 from numba import types as nt
 
 from .launch import launch
-from .params import DEFAULT_PARAMS, ScoringParams
+from .params import PAPER_PARAMS, ScoringParams
 
-__all__ = ["BREAKDOWN_COLUMNS", "SIG_KERNEL", "score_candidates", "score_kernel"]
+__all__ = ["BREAKDOWN_COLUMNS", "FIELD_BITS", "SIG_KERNEL", "score_candidates", "score_kernel"]
 
 #: Columns of the breakdown array returned with ``breakdown=True``.
 BREAKDOWN_COLUMNS: tuple[str, ...] = (
@@ -43,12 +43,16 @@ _ro_f8 = nt.Array(nt.float64, 1, "C", readonly=True)
 _f8 = nt.float64
 
 # cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-# need_sims, ap_sims, param_ptr, param_required
+# need_sims, ap_sims, param_ptr, param_required, tool_fields
 _INPUTS = (
     _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_u1, _ro_f4_2d, _ro_f4, _ro_i8, _ro_u1,
+    _ro_u1,
 )  # fmt: skip
-# weights, bias, alpha, tau, w_req, w_opt
-_PARAMS = (_ro_f8, _f8, _f8, _f8, _f8, _f8)
+# weights, bias, alpha, tau, w_req, w_opt, param_max_share, renormalize
+_PARAMS = (_ro_f8, _f8, _f8, _f8, _f8, _f8, _f8, nt.boolean)
+
+#: Bits of ``tool_fields``: which fields a tool has, in ``WEIGHT_FIELDS`` order.
+FIELD_BITS: tuple[int, ...] = (1, 2, 4, 8)
 
 _SIG_SIGMOID = _f8(_f8)
 #: Signature of :func:`score_kernel`: the inputs, the scoring parameters, then the
@@ -72,8 +76,8 @@ def _sigmoid(x: float) -> float:
 @numba.njit(SIG_KERNEL, cache=True, nogil=True, parallel=True)
 def score_kernel(
     cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-    need_sims, ap_sims, param_ptr, param_required,
-    weights, bias, alpha, tau, w_req, w_opt, out, breakdown,
+    need_sims, ap_sims, param_ptr, param_required, tool_fields,
+    weights, bias, alpha, tau, w_req, w_opt, max_share, renormalize, out, breakdown,
 ):  # fmt: skip
     """Write the MFTR score of every candidate into ``out``, in parallel over candidates.
 
@@ -92,17 +96,21 @@ def score_kernel(
         ap_sims: Argument-parameter similarities.
         param_ptr: CSR row pointer of parameters per tool.
         param_required: Required flag per parameter.
+        tool_fields: Per tool, the :data:`FIELD_BITS` of the fields it has.
         weights: ``float64[4]`` field weights.
         bias: Score bias.
         alpha: Sigmoid steepness.
         tau: Sigmoid threshold.
         w_req: Penalty weight of a required parameter.
         w_opt: Penalty weight of an optional parameter.
+        max_share: Share of the max (vs the mean) in the parameters field.
+        renormalize: Spread absent fields' weight over the tool's present fields.
         out: ``float32[nc]``, receives the scores.
         breakdown: ``float32[nc, 5]`` to receive ``(S_desc, S_param, S_resp, S_ex, P)``,
             or ``float32[0, 5]`` to skip that work.
     """
     w_desc, w_param, w_resp, w_ex = weights[0], weights[1], weights[2], weights[3]
+    w_abs = abs(w_desc) + abs(w_param) + abs(w_resp) + abs(w_ex)
     has_penalty = w_req != 0.0 or w_opt != 0.0
     with_breakdown = breakdown.shape[0] != 0
     for i in numba.prange(out.shape[0]):
@@ -136,23 +144,38 @@ def score_kernel(
             base = cand_param_off[i]
             apply_penalty = has_penalty and penalize[q] != 0
             total = 0.0
+            top = -math.inf
             for p in range(n_params):
                 best = float(ap_sims[base + p])
                 for a in range(1, na):
                     best = max(best, float(ap_sims[base + a * n_params + p]))
                 total += best
+                top = max(top, best)
                 if apply_penalty:
                     # No "skip the exp when w == 0" branch: required flags are close to
                     # random, and the mispredictions cost more than the exp saves.
                     w = w_req if param_required[p0 + p] != 0 else w_opt
                     pen += w * _sigmoid(alpha * (tau - best))
-            s_param = total / n_params
+            s_param = max_share * top + (1.0 - max_share) * (total / n_params)
         elif n_params > 0 and has_penalty and penalize[q] != 0:
             for p in range(n_params):
                 w = w_req if param_required[p0 + p] != 0 else w_opt
                 pen += w * _sigmoid(alpha * tau)
 
-        out[i] = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + bias - pen
+        if renormalize:
+            # Absent fields score nothing (a dense field can embed an empty text to a
+            # non-zero cosine) and their weight goes to the present ones.
+            m = tool_fields[t]
+            e_desc = w_desc * s_desc if m & 1 else 0.0
+            e_param = w_param * s_param if m & 2 else 0.0
+            e_resp = w_resp * s_resp if m & 4 else 0.0
+            e_ex = w_ex * s_ex if m & 8 else 0.0
+            present = ((abs(w_desc) if m & 1 else 0.0) + (abs(w_param) if m & 2 else 0.0)
+                       + (abs(w_resp) if m & 4 else 0.0) + (abs(w_ex) if m & 8 else 0.0))
+            scale = w_abs / present if present > 0.0 else 1.0
+            out[i] = scale * (e_desc + e_param + e_resp + e_ex) + bias - pen
+        else:
+            out[i] = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + bias - pen
         if with_breakdown:
             breakdown[i, 0] = s_desc
             breakdown[i, 1] = s_param
@@ -259,8 +282,9 @@ def score_candidates(
     ap_sims: np.ndarray,
     param_ptr: np.ndarray,
     param_required: np.ndarray,
-    params: ScoringParams = DEFAULT_PARAMS,
+    params: ScoringParams = PAPER_PARAMS,
     *,
+    tool_fields: np.ndarray | None = None,
     breakdown: bool = False,
     check_finite: bool = True,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -294,7 +318,9 @@ def score_candidates(
         param_ptr: ``int[n_tools + 1]``, tool ``t``'s parameters are
             ``param_ptr[t]:param_ptr[t+1]`` (CSR row pointer; starts at 0, non-decreasing).
         param_required: ``0/1[param_ptr[-1]]``, whether each parameter is required.
-        params: Weights, bias and penalty shape.
+        params: Weights, bias, penalty shape, parameter pooling and renormalisation.
+        tool_fields: ``uint8[n_tools]``, per tool the :data:`FIELD_BITS` of the fields it
+            has (read only when ``params.renormalize``); ``None`` = every field present.
         breakdown: Also return the per-candidate terms.
         check_finite: Reject NaN/inf similarities (one extra pass over both arrays). Turn
             off only for inputs known to be finite: scores of candidates whose blocks
@@ -303,7 +329,7 @@ def score_candidates(
     Returns:
         ``scores: float32[nc]``; with ``breakdown=True`` the tuple ``(scores,
         terms: float32[nc, 5])``, columns :data:`BREAKDOWN_COLUMNS` =
-        ``(S_desc, S_param, S_resp, S_ex, P)``, so that
+        ``(S_desc, S_param, S_resp, S_ex, P)``, so that, without renormalisation,
         ``scores == terms[:, :4] @ params.weights + params.bias - terms[:, 4]``.
 
     Raises:
@@ -355,6 +381,14 @@ def score_candidates(
             f"({param_required.shape[0]})"
         )
     n_tools = param_ptr.shape[0] - 1
+    if tool_fields is None:
+        tool_fields = np.full(n_tools, 15, dtype=np.uint8)
+    else:
+        tool_fields = np.ascontiguousarray(_shape_1d("tool_fields", tool_fields, "iu", "field bits"),
+                                           dtype=np.uint8)
+        if tool_fields.shape[0] != n_tools:
+            raise ValueError(f"tool_fields has length {tool_fields.shape[0]}, expected one per tool "
+                             f"({n_tools})")
 
     if (n_needs < 1).any():
         i = int(np.flatnonzero(n_needs < 1)[0])
@@ -379,8 +413,8 @@ def score_candidates(
     if nc:
         launch(score_kernel, *(
             cand_query, cand_tool, cand_need_off, cand_param_off, n_needs, n_args, penalize,
-            need_sims, ap_sims, param_ptr, param_required,
+            need_sims, ap_sims, param_ptr, param_required, tool_fields,
             params.weights_array(), params.bias, params.alpha, params.tau, params.w_req,
-            params.w_opt, scores, terms,
+            params.w_opt, params.param_max_share, params.renormalize, scores, terms,
         ), work=nc)  # fmt: skip
     return (scores, terms) if breakdown else scores

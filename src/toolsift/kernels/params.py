@@ -2,8 +2,15 @@
 
 The score of a query ``q`` and tool ``t`` is::
 
-    S(q,t) = w_desc·S_desc + w_param·S_param + w_resp·S_resp + w_ex·S_ex + b − P(q,t)
+    S(q,t) = c(t) · Σ_f w_f · m_f(t) · S_f + b − P(q,t)
+    S_param = λ · max_p s_p + (1 − λ) · mean_p s_p
     P(q,t) = Σ_p sigmoid(α(τ − s_p)) · (w_req if p.required else w_opt)
+
+with ``λ = param_max_share``. Without ``renormalize``, ``c(t) = 1`` and ``m_f(t) = 1`` (the
+MFTR paper's formula). With it, ``m_f(t)`` is 1 when tool ``t`` has field ``f`` (some
+text, at least one parameter) and 0 otherwise, and ``c(t) = Σ_f |w_f| / Σ_f |w_f| m_f(t)``
+so a tool's present fields share the whole weight (``c = 1`` if no weighted field is
+present).
 
 :class:`ScoringParams` holds ``(w_desc, w_param, w_resp, w_ex)``, ``b``, ``α``, ``τ``,
 ``w_req`` and ``w_opt``, validated at construction so a bad value never reaches a
@@ -26,12 +33,13 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["WEIGHT_FIELDS", "ScoringParams", "DEFAULT_PARAMS"]
+__all__ = ["WEIGHT_FIELDS", "ScoringParams", "DEFAULT_PARAMS", "PAPER_PARAMS", "COLDSTART_INIT",
+           "shipped_params"]
 
 #: Order of :attr:`ScoringParams.weights`; the same order as ``toolsift.schema.FIELDS``.
 WEIGHT_FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 
-_SCALARS: tuple[str, ...] = ("bias", "alpha", "tau", "w_req", "w_opt")
+_SCALARS: tuple[str, ...] = ("bias", "alpha", "tau", "w_req", "w_opt", "param_max_share")
 
 
 def _finite(value: Any, where: str) -> float:
@@ -61,10 +69,16 @@ class ScoringParams:
         tau: Similarity below which a parameter counts as unmatched.
         w_req: Penalty weight of an unmatched required parameter.
         w_opt: Penalty weight of an unmatched optional parameter.
+        param_max_share: ``λ`` in [0, 1]: the parameters field is ``λ·max + (1−λ)·mean``
+            over the tool's per-parameter matches. 0 is the MFTR paper's mean, under which
+            evidence in one parameter of four is divided by four.
+        renormalize: Give each tool's present fields the weight of its absent ones
+            (see the module docstring); off in the MFTR paper's formula.
 
     Raises:
-        ConfigError: A value is not a finite real number, or ``weights`` does not hold
-            exactly four of them. The message names the field.
+        ConfigError: A value is not a finite real number, ``weights`` does not hold
+            exactly four of them, ``param_max_share`` is outside [0, 1] or
+            ``renormalize`` is not a bool. The message names the field.
     """
 
     weights: tuple[float, float, float, float] = (0.35, 0.25, 0.15, 0.25)
@@ -73,6 +87,8 @@ class ScoringParams:
     tau: float = 0.5
     w_req: float = 0.1
     w_opt: float = 0.0
+    param_max_share: float = 0.0
+    renormalize: bool = False
 
     def __post_init__(self) -> None:
         w = self.weights
@@ -90,6 +106,10 @@ class ScoringParams:
         object.__setattr__(self, "weights", weights)
         for name in _SCALARS:
             object.__setattr__(self, name, _finite(getattr(self, name), name))
+        if not 0.0 <= self.param_max_share <= 1.0:
+            raise ConfigError(f"param_max_share: must be in [0, 1], got {self.param_max_share}")
+        if not isinstance(self.renormalize, bool):
+            raise ConfigError(f"renormalize: expected a bool, got {self.renormalize!r}")
 
     def weights_array(self) -> np.ndarray:
         """Return the weights as a fresh ``float64[4]`` array, in field order."""
@@ -97,7 +117,8 @@ class ScoringParams:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dictionary that :meth:`from_dict` reads back unchanged."""
-        return {"weights": list(self.weights), **{name: getattr(self, name) for name in _SCALARS}}
+        return {"weights": list(self.weights), **{name: getattr(self, name) for name in _SCALARS},
+                "renormalize": self.renormalize}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ScoringParams:
@@ -108,7 +129,7 @@ class ScoringParams:
 
         Args:
             d: Mapping with any of ``weights``, ``bias``, ``alpha``, ``tau``, ``w_req``,
-                ``w_opt``.
+                ``w_opt``, ``param_max_share``, ``renormalize``.
 
         Returns:
             The validated parameters.
@@ -119,7 +140,7 @@ class ScoringParams:
         """
         if not isinstance(d, Mapping):
             raise ConfigError(f"scoring params: expected a mapping, got {type(d).__name__}")
-        known = ("weights", *_SCALARS)
+        known = ("weights", *_SCALARS, "renormalize")
         unknown = sorted(str(k) for k in d if k not in known)
         if unknown:
             raise ConfigError(
@@ -200,5 +221,42 @@ def _unwrap(value: Any, key: str, n: int) -> list[Any]:
     return [_finite(v, f"MFTR params: {key}[{i}]") for i, v in enumerate(arr)]
 
 
-#: Untrained defaults; see :class:`ScoringParams` for the choice of ``w_req``/``w_opt``.
-DEFAULT_PARAMS = ScoringParams()
+#: The MFTR paper's untrained formula and weights (mean pooling, no renormalisation); see
+#: :class:`ScoringParams` for the choice of ``w_req``/``w_opt``. The MFTR reference setup
+#: (``IndexConfig.reference()``) uses these.
+PAPER_PARAMS = ScoringParams()
+
+#: The untrained cold-start formula (docs/coldstart.md): the paper's weights, the
+#: parameters field pooled by max. The starting point of the shipped weights' training.
+COLDSTART_INIT = ScoringParams(param_max_share=1.0)
+
+_WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "data" / "weights"
+
+
+def shipped_params(name: str = "default") -> ScoringParams:
+    """Scoring parameters shipped in the package.
+
+    Args:
+        name: ``"default"`` (learned on all five shared benchmarks, raw queries, raw
+            tools) or ``"lodo-<set>"`` (learned on the other four only; for honest
+            evaluation on ``<set>``, e.g. ``"lodo-mftr-apibank"``).
+
+    Raises:
+        ConfigError: No such file, or it does not hold valid parameters.
+    """
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
+        raise ConfigError(f"shipped weights: bad name {name!r}")
+    path = _WEIGHTS_DIR / f"{name}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in _WEIGHTS_DIR.glob("*.json"))
+        raise ConfigError(f"shipped weights: no {name!r} (available: {', '.join(known) or 'none'})")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return ScoringParams.from_dict(doc["params"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a shipped weights file: {exc}") from exc
+
+
+#: The scoring parameters of a new index: the shipped cross-dataset weights
+#: (``data/weights/default.json``, made by scripts/train_default_weights.py).
+DEFAULT_PARAMS = shipped_params() if (_WEIGHTS_DIR / "default.json").is_file() else COLDSTART_INIT

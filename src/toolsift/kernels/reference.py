@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .params import DEFAULT_PARAMS, ScoringParams
+from .params import PAPER_PARAMS, ScoringParams
 
 __all__ = ["score_candidates_reference"]
 
@@ -27,8 +27,9 @@ def score_candidates_reference(
     ap_sims: np.ndarray,
     param_ptr: np.ndarray,
     param_required: np.ndarray,
-    params: ScoringParams = DEFAULT_PARAMS,
+    params: ScoringParams = PAPER_PARAMS,
     *,
+    tool_fields: np.ndarray | None = None,
     breakdown: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Score candidates exactly as :func:`toolsift.kernels.score_candidates` does.
@@ -46,6 +47,7 @@ def score_candidates_reference(
         param_ptr: CSR row pointer of parameters per tool.
         param_required: Whether each parameter is required.
         params: Scoring parameters.
+        tool_fields: Per tool, bit ``1 << f`` set when it has field ``f`` (``None``: all).
         breakdown: Also return the ``[nc, 5]`` terms ``(S_desc, S_param, S_resp, S_ex, P)``.
 
     Returns:
@@ -73,7 +75,8 @@ def score_candidates_reference(
             off = int(cand_param_off[i])
             grid = ap_sims[off : off + na * n_params].reshape(na, n_params)
             s_p = grid.max(axis=0)
-            s_param = float(s_p.mean())
+            lam = params.param_max_share
+            s_param = float(lam * s_p.max() + (1.0 - lam) * s_p.mean())
             if penalize[q]:
                 # sigmoid(x) = exp(-log(1 + exp(-x))); logaddexp never overflows.
                 sig = np.exp(-np.logaddexp(0.0, -params.alpha * (params.tau - s_p)))
@@ -90,7 +93,15 @@ def score_candidates_reference(
         terms[i] = (s_desc, s_param, s_resp, s_ex, penalty)
 
     weights = np.asarray(params.weights, dtype=np.float64)
-    scores = (terms[:, :4] @ weights + params.bias - terms[:, 4]).astype(np.float32)
+    if params.renormalize:
+        bits = np.full(int(len(param_ptr)) - 1, 15) if tool_fields is None else np.asarray(tool_fields)
+        present = (bits[np.asarray(cand_tool, dtype=np.int64)][:, None] >> np.arange(4)) & 1
+        mass = present @ np.abs(weights)
+        scale = np.divide(np.abs(weights).sum(), mass, out=np.ones_like(mass), where=mass > 0)
+        raw = (terms[:, :4] * present) @ weights
+        scores = (scale * raw + params.bias - terms[:, 4]).astype(np.float32)
+    else:
+        scores = (terms[:, :4] @ weights + params.bias - terms[:, 4]).astype(np.float32)
     if breakdown:
         return scores, terms.astype(np.float32)
     return scores

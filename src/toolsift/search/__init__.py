@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import IndexConfig
+from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.launch import using_threads
 from ..schema import FIELDS, Query
@@ -35,6 +35,8 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, ex
     """Search: the top ``k`` hits of each query."""
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
+        if plan.penalize.any():  # field_scores() does not warn: it applies no params
+            warn_untrained_penalty(config.params)
         fr = retrievers(st, config)
         ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k)
         cands = pack(st, plan, fr, ptr, tool)
@@ -47,6 +49,8 @@ def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.nda
     (duplicates allowed; no candidate cut-off)."""
     with using_threads(config.threads):
         plan = plan_queries(st, config, [query])
+        if plan.penalize.any():
+            warn_untrained_penalty(config.params)
         uniq, inverse = np.unique(tools, return_inverse=True)
         ptr = np.array([0, uniq.size], dtype=np.int64)
         cands = pack(st, plan, retrievers(st, config), ptr, uniq.astype(np.int64))

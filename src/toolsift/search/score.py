@@ -20,5 +20,5 @@ def score(st: IndexState, cands: Candidates, params: ScoringParams, *,
             cands.penalize, cands.need_sims, cands.ap_sims, st.param_ptr, st.param_required, params)
     # Similarities come from the engine and the int8 kernels: finite by construction.
     if breakdown:
-        return score_candidates(*args, breakdown=True, check_finite=False)
-    return score_candidates(*args, check_finite=False), None
+        return score_candidates(*args, tool_fields=st.tool_bits, breakdown=True, check_finite=False)
+    return score_candidates(*args, tool_fields=st.tool_bits, check_finite=False), None

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..scores import FieldScores
 
-__all__ = ["PairSet", "make_pairs"]
+__all__ = ["PairSet", "concat_pairs", "make_pairs"]
 
 
 @dataclass
@@ -28,6 +28,9 @@ class PairSet:
         param_side: ``int64[n_entries]``: the side of each entry.
         param_required: ``bool[n_entries]``.
         pos: ``int64[n_pairs]`` side of the relevant tool; ``neg``: of the negative.
+        param_max: ``float64[n_sides]``: max of the side's parameter similarities (0 without
+            parameters); the trainer pools it with the mean in ``base[:, 1]``.
+        present: ``bool[n_sides, 4]``: which fields the side's tool has.
     """
 
     base: np.ndarray
@@ -37,6 +40,8 @@ class PairSet:
     param_required: np.ndarray
     pos: np.ndarray
     neg: np.ndarray
+    param_max: np.ndarray | None = None
+    present: np.ndarray | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -98,7 +103,15 @@ def make_pairs(scores: FieldScores, rows: Sequence[int], labels: Mapping[str, Se
     side_idx = np.repeat(np.arange(n), c)
     local = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
     param_cols = order[np.repeat(starts[st], c) + local]
+    pmax = np.zeros(n)
+    if side_idx.size:
+        seg = np.flatnonzero(np.r_[True, side_idx[1:] != side_idx[:-1]])
+        pmax[side_idx[seg]] = np.maximum.reduceat(
+            scores.param_sims[sr[side_idx], param_cols].astype(np.float64), seg)
+    present = (scores.present[st] if scores.present is not None else np.ones((n, 4), bool))
     return PairSet(
+        param_max=pmax,
+        present=present,
         base=base,
         penalized=scores.penalized[sr] if n else np.zeros(0, bool),
         param_sims=scores.param_sims[sr[side_idx], param_cols].astype(np.float64),
@@ -106,4 +119,28 @@ def make_pairs(scores: FieldScores, rows: Sequence[int], labels: Mapping[str, Se
         param_required=scores.required[param_cols],
         pos=np.asarray(pos, dtype=np.int64),
         neg=np.asarray(neg, dtype=np.int64),
+    )
+
+
+def concat_pairs(sets: Sequence[PairSet]) -> PairSet:
+    """One :class:`PairSet` holding the sides and pairs of several (e.g. one per data set,
+    to learn weights across catalogues)."""
+    if not sets:
+        raise ValueError("concat_pairs: no pair sets given")
+    offsets = np.cumsum([0] + [p.base.shape[0] for p in sets])
+    cat = np.concatenate
+
+    def opt(name: str, default) -> np.ndarray:
+        return cat([getattr(p, name) if getattr(p, name) is not None else default(p) for p in sets])
+
+    return PairSet(
+        base=cat([p.base for p in sets]),
+        penalized=cat([p.penalized for p in sets]),
+        param_sims=cat([p.param_sims for p in sets]),
+        param_side=cat([p.param_side + o for p, o in zip(sets, offsets)]),
+        param_required=cat([p.param_required for p in sets]),
+        pos=cat([p.pos + o for p, o in zip(sets, offsets)]),
+        neg=cat([p.neg + o for p, o in zip(sets, offsets)]),
+        param_max=opt("param_max", lambda p: np.zeros(p.base.shape[0])),
+        present=opt("present", lambda p: np.ones((p.base.shape[0], 4), bool)),
     )

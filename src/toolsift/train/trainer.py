@@ -1,4 +1,4 @@
-"""Learn MFTR weights with a pairwise logistic loss and Adam, in NumPy.
+"""Learn MFTR weights with a pairwise logistic loss: L-BFGS-B (default) or Adam, in NumPy.
 
 Loss over pairs (relevant tool t+, hard negative t−) of the same query::
 
@@ -6,20 +6,30 @@ Loss over pairs (relevant tool t+, hard negative t−) of the same query::
 
 Parameters: field weights ``w`` (free), ``τ = sigmoid(u)`` in (0, 1), ``w_req =
 softplus(r)`` and ``w_opt = softplus(o)`` (non-negative), ``α`` fixed. The bias cancels
-in every pair and stays at its initial value. Gradients are analytic. Training is
-full-batch by default, so a run is a pure function of its inputs; with ``batch_size``
-the pair order comes from a NumPy generator seeded with ``seed``.
+in every pair and stays at its initial value. Gradients are analytic.
+
+The default optimiser is SciPy's L-BFGS-B on the full batch: ~9 parameters and a smooth
+loss, so it converges in tens of iterations where full-batch Adam needed hundreds of
+epochs (the eval's training time fell from minutes to seconds), and a run is a pure
+function of its inputs. ``optimizer="adam"`` keeps the former Adam loop (full batch, or
+mini-batches in an order seeded with ``seed``).
+
+The formula options of ``init`` are kept: the parameters feature is pooled with
+``init.param_max_share``, and with ``init.renormalize`` the score of a side is
+``c(w)·Σ_f w_f m_f S_f`` (see :mod:`toolsift.kernels.params`); the weights are then kept
+non-negative (L-BFGS-B bounds), since renormalisation divides by the present weight mass.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels.params import DEFAULT_PARAMS, ScoringParams
+from ..kernels.params import PAPER_PARAMS, ScoringParams
 from .pairs import PairSet
 
 __all__ = ["TrainConfig", "TrainResult", "train", "pair_loss"]
@@ -30,7 +40,7 @@ class TrainConfig:
     """Optimiser settings.
 
     Attributes:
-        epochs: Passes over the pairs.
+        epochs: Passes over the pairs (Adam), or the iteration cap (L-BFGS-B).
         lr: Adam learning rate.
         l2: Weight decay on the field weights.
         l2_penalty: Weight decay on ``w_req`` and ``w_opt``.
@@ -38,7 +48,11 @@ class TrainConfig:
             weights only and returns ``w_req = w_opt = 0`` (the no-penalty ablation).
         batch_size: Pairs per step; 0 = all pairs (full batch).
         seed: Seed of the pair shuffling (mini-batch only).
-        init: Starting parameters (``alpha`` and ``bias`` are kept).
+        init: Starting parameters (``alpha``, ``bias`` and the formula options are kept).
+        optimizer: ``"lbfgs"`` (full batch, default) or ``"adam"``.
+        nonnegative: Keep the field weights >= 0 (L-BFGS-B only; always on with
+            ``init.renormalize``). A negative weight learned on one catalogue (where a field
+            happens to mark wrong tools) reverses that field on the next one.
     """
 
     epochs: int = 300
@@ -48,7 +62,9 @@ class TrainConfig:
     penalty: bool = True
     batch_size: int = 0
     seed: int = 0
-    init: ScoringParams = DEFAULT_PARAMS
+    init: ScoringParams = PAPER_PARAMS
+    optimizer: str = "lbfgs"
+    nonnegative: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.epochs, int) or self.epochs < 1:
@@ -59,6 +75,10 @@ class TrainConfig:
             raise ConfigError(f"train.l2 must be >= 0, got {self.l2!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 0:
             raise ConfigError(f"train.batch_size must be an integer >= 0, got {self.batch_size!r}")
+        if self.optimizer not in ("lbfgs", "adam"):
+            raise ConfigError(f"train.optimizer must be 'lbfgs' or 'adam', got {self.optimizer!r}")
+        if not isinstance(self.init, ScoringParams):
+            raise ConfigError("train.init must be a ScoringParams")
 
 
 @dataclass
@@ -88,15 +108,50 @@ def _unpack(theta: np.ndarray, init: ScoringParams, penalty: bool) -> ScoringPar
         tau=float(1.0 / (1.0 + math.exp(-theta[4]))) if penalty else init.tau,
         w_req=_softplus(float(theta[5])) if penalty else 0.0,
         w_opt=_softplus(float(theta[6])) if penalty else 0.0,
+        param_max_share=init.param_max_share, renormalize=init.renormalize,
     )
 
 
-def _forward(theta: np.ndarray, pairs: PairSet, alpha: float, penalty: bool = True):
-    """Scores of all sides and, per side, dS/dθ for the penalty parameters."""
+def _features(pairs: PairSet, init: ScoringParams) -> np.ndarray:
+    """Side features under ``init``'s parameter pooling (and masked if renormalising)."""
+    base = pairs.base.copy()
+    lam = init.param_max_share
+    if lam:
+        if pairs.param_max is None:
+            raise ConfigError("param_max_share needs pairs from make_pairs (param_max missing)")
+        base[:, 1] = lam * pairs.param_max + (1.0 - lam) * base[:, 1]
+    if init.renormalize and pairs.present is not None:
+        base = base * pairs.present
+    return base
+
+
+def _weighted(feat: np.ndarray, w: np.ndarray, present: np.ndarray | None):
+    """Weighted field sum per side and its Jacobian ``[n_sides, 4]`` in ``w``: plain
+    ``feat @ w``, or with ``present`` the renormalised ``c(w)·feat @ w``."""
+    raw = feat @ w
+    if present is None:
+        return raw, feat
+    m = present.astype(np.float64)
+    total = np.abs(w).sum()
+    mass = m @ np.abs(w)
+    ok = mass > 0
+    scale = np.where(ok, total / np.where(ok, mass, 1.0), 1.0)
+    # d(total/mass)/dw_f = sign(w_f)·(1/mass − total·m_f/mass²)
+    sgn = np.sign(w)
+    dscale = np.where(ok[:, None], sgn[None, :] * (1.0 / np.where(ok, mass, 1.0)[:, None]
+                      - total * m / np.where(ok, mass, 1.0)[:, None] ** 2), 0.0)
+    return scale * raw, scale[:, None] * feat + raw[:, None] * dscale
+
+
+def _forward(theta: np.ndarray, pairs: PairSet, alpha: float, penalty: bool = True,
+             feat: np.ndarray | None = None, present: np.ndarray | None = None):
+    """Scores of all sides, dS/dw per side, and per side dS/dθ for the penalty parameters."""
     w = theta[:4]
+    feat = pairs.base if feat is None else feat
+    s_w, jac = _weighted(feat, w, present)
     if not penalty:
         z = np.zeros(pairs.base.shape[0])
-        return pairs.base @ w, z, z, z, 0.5
+        return s_w, jac, z, z, z, 0.5
     tau = 1.0 / (1.0 + math.exp(-theta[4]))
     w_req, w_opt = _softplus(theta[5]), _softplus(theta[6])
     n = pairs.base.shape[0]
@@ -110,16 +165,137 @@ def _forward(theta: np.ndarray, pairs: PairSet, alpha: float, penalty: bool = Tr
     d_tau = np.bincount(pairs.param_side, weights=pw * alpha * sig * (1.0 - sig), minlength=n)
     d_req = np.bincount(pairs.param_side, weights=np.where(req, sig, 0.0), minlength=n)
     d_opt = np.bincount(pairs.param_side, weights=np.where(req, 0.0, sig), minlength=n)
-    s = pairs.base @ w - pen
-    return s, d_tau, d_req, d_opt, tau
+    s = s_w - pen
+    return s, jac, d_tau, d_req, d_opt, tau
+
+
+def _present(pairs: PairSet, init: ScoringParams) -> np.ndarray | None:
+    if not init.renormalize:
+        return None
+    return pairs.present if pairs.present is not None else np.ones((pairs.base.shape[0], 4), bool)
 
 
 def pair_loss(params: ScoringParams, pairs: PairSet) -> float:
     """Mean pairwise logistic loss of ``params`` on ``pairs`` (no regularisation)."""
     theta = _pack(params)
-    s, *_ = _forward(theta, pairs, params.alpha)
+    s, *_ = _forward(theta, pairs, params.alpha, True, _features(pairs, params), _present(pairs, params))
     d = s[pairs.pos] - s[pairs.neg]
     return float(np.mean(np.logaddexp(0.0, -d))) if d.size else 0.0
+
+
+@numba.njit(numba.types.UniTuple(numba.float64, 1)(numba.float64[::1], numba.int64[::1], numba.int64[::1],
+                                                   numba.float64[::1]), cache=True, nogil=True)
+def _pair_pass(s, pos, neg, g_side):  # pragma: no cover - compiled; its twin is the NumPy path
+    """One pass over all pairs: returns (sum of log(1+exp(−Δ)),) and accumulates
+    dL/dS per side into ``g_side`` (unnormalised), never materialising per-pair arrays."""
+    total = 0.0
+    for k in range(pos.shape[0]):
+        d = s[pos[k]] - s[neg[k]]
+        # log(1 + exp(−d)) and sigmoid(−d), stable for any d.
+        if d >= 0.0:
+            e = math.exp(-d)
+            total += math.log1p(e)
+            gd = -e / (1.0 + e)
+        else:
+            e = math.exp(d)
+            total += -d + math.log1p(e)
+            gd = -1.0 / (1.0 + e)
+        g_side[pos[k]] += gd
+        g_side[neg[k]] -= gd
+    return (total,)
+
+
+def _loss_grad_full(theta: np.ndarray, pairs: PairSet, config: TrainConfig, feat: np.ndarray,
+                    present: np.ndarray | None) -> tuple[float, np.ndarray]:
+    """:func:`_loss_grad` over all pairs via per-side gradients (one compiled pass over
+    the pairs, then ``[n_sides]`` products); the same value as the NumPy path."""
+    init = config.init
+    s, jac, d_tau, d_req, d_opt, tau = _forward(theta, pairs, init.alpha, config.penalty, feat, present)
+    n = max(pairs.n_pairs, 1)
+    g_side = np.zeros(s.shape[0])
+    (total,) = _pair_pass(np.ascontiguousarray(s, dtype=np.float64), pairs.pos, pairs.neg, g_side)
+    g_side /= n
+    w = theta[:4]
+    loss = total / n + config.l2 * float(w @ w)
+    grad = np.zeros_like(theta)
+    grad[:4] = g_side @ jac + 2 * config.l2 * w
+    if config.penalty:
+        wr, wo = _softplus(float(theta[5])), _softplus(float(theta[6]))
+        loss += config.l2_penalty * (wr * wr + wo * wo)
+        grad[4] = -(g_side @ d_tau) * tau * (1 - tau)
+        grad[5] = (-(g_side @ d_req) + 2 * config.l2_penalty * wr) * _sigmoid(np.array(theta[5]))
+        grad[6] = (-(g_side @ d_opt) + 2 * config.l2_penalty * wo) * _sigmoid(np.array(theta[6]))
+    return loss, grad
+
+
+def _loss_grad(theta: np.ndarray, pairs: PairSet, config: TrainConfig, feat: np.ndarray,
+               present: np.ndarray | None, idx: np.ndarray | None = None,
+               dfeat: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """Mean loss over pairs ``idx`` (all if None) plus regularisation, and its gradient.
+
+    ``dfeat``: the constant ``feat[pos] − feat[neg]`` of all pairs, precomputed by the
+    full-batch optimiser when the field part is linear (no renormalisation), which
+    saves re-gathering two ``[n_pairs, 4]`` arrays per evaluation.
+    """
+    init = config.init
+    s, jac, d_tau, d_req, d_opt, tau = _forward(theta, pairs, init.alpha, config.penalty, feat, present)
+    pi = pairs.pos if idx is None else pairs.pos[idx]
+    ni = pairs.neg if idx is None else pairs.neg[idx]
+    d = s[pi] - s[ni]
+    n = max(pi.size, 1)
+    w = theta[:4]
+    loss = float(np.sum(np.logaddexp(0.0, -d))) / n + config.l2 * float(w @ w)
+    g_d = -_sigmoid(-d) / n  # dL/dΔ
+    grad = np.zeros_like(theta)
+    diff = dfeat if dfeat is not None and idx is None and present is None else jac[pi] - jac[ni]
+    grad[:4] = g_d @ diff + 2 * config.l2 * w
+    if config.penalty:
+        wr, wo = _softplus(float(theta[5])), _softplus(float(theta[6]))
+        loss += config.l2_penalty * (wr * wr + wo * wo)
+        # S = Σ w·f − P, so dS/dθ_pen = −dP/dθ_pen; chain through τ = σ(u), w = softplus(r).
+        grad[4] = -(g_d @ (d_tau[pi] - d_tau[ni])) * tau * (1 - tau)
+        grad[5] = (-(g_d @ (d_req[pi] - d_req[ni])) + 2 * config.l2_penalty * wr) * _sigmoid(np.array(theta[5]))
+        grad[6] = (-(g_d @ (d_opt[pi] - d_opt[ni])) + 2 * config.l2_penalty * wo) * _sigmoid(np.array(theta[6]))
+    return loss, grad
+
+
+def _train_lbfgs(pairs: PairSet, config: TrainConfig, feat: np.ndarray, present: np.ndarray | None
+                 ) -> TrainResult:
+    from scipy.optimize import minimize
+
+    init = config.init
+    theta0 = _pack(init)
+    nonneg = present is not None or config.nonnegative
+    if nonneg:
+        theta0[:4] = np.maximum(theta0[:4], 0.0)
+    n_free = 7 if config.penalty else 4
+    losses: list[float] = []
+
+    last = [math.inf]
+    if config.penalty:
+        # Entries of sides the penalty never applies to contribute nothing: drop them once.
+        keep = pairs.penalized[pairs.param_side]
+        if not keep.all():
+            pairs = replace(pairs, param_sims=pairs.param_sims[keep], param_side=pairs.param_side[keep],
+                            param_required=pairs.param_required[keep])
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        theta = theta0.copy()
+        theta[:n_free] = x
+        loss, grad = _loss_grad_full(theta, pairs, config, feat, present)
+        last[0] = loss
+        return loss, grad[:n_free]
+
+    # Renormalised scores divide by the present weight mass: keep the weights >= 0.
+    bounds = [(0.0, None) if nonneg else (None, None)] * 4 + [(-20.0, 20.0)] * (n_free - 4)
+    res = minimize(fun, theta0[:n_free], jac=True, method="L-BFGS-B", bounds=bounds,
+                   callback=lambda x: losses.append(last[0]),  # loss at the accepted step
+                   options={"maxiter": config.epochs, "gtol": 1e-7, "ftol": 1e-10})
+    theta = theta0.copy()
+    theta[:n_free] = res.x
+    if not losses:
+        losses.append(float(res.fun))
+    return TrainResult(_unpack(theta, init, config.penalty), losses)
 
 
 def _pack(p: ScoringParams) -> np.ndarray:
@@ -144,6 +320,10 @@ def train(pairs: PairSet, config: TrainConfig = TrainConfig(), *, progress: bool
     if pairs.n_pairs == 0:
         raise ConfigError("no training pairs: do the training queries have labels and negatives?")
     init = config.init
+    feat = _features(pairs, init)
+    present = _present(pairs, init)
+    if config.optimizer == "lbfgs" and not config.batch_size:
+        return _train_lbfgs(pairs, config, feat, present)
     theta = _pack(init)
     m = np.zeros_like(theta)
     v = np.zeros_like(theta)
@@ -162,18 +342,10 @@ def train(pairs: PairSet, config: TrainConfig = TrainConfig(), *, progress: bool
         total = 0.0
         for start in range(0, pairs.n_pairs, bs):
             idx = order[start:start + bs]
-            s, d_tau, d_req, d_opt, tau = _forward(theta, pairs, init.alpha, config.penalty)
-            pi, ni = pairs.pos[idx], pairs.neg[idx]
-            d = s[pi] - s[ni]
-            total += float(np.sum(np.logaddexp(0.0, -d)))
-            g_d = -_sigmoid(-d) / idx.size  # dL/dΔ
-            grad = np.zeros_like(theta)
-            grad[:4] = g_d @ (pairs.base[pi] - pairs.base[ni]) + 2 * config.l2 * theta[:4]
-            # S = base·w − P, so dS/dθ_pen = −dP/dθ_pen; chain through τ = σ(u), w = softplus(r).
-            grad[4] = -(g_d @ (d_tau[pi] - d_tau[ni])) * tau * (1 - tau)
-            wr, wo = _softplus(float(theta[5])), _softplus(float(theta[6]))
-            grad[5] = (-(g_d @ (d_req[pi] - d_req[ni])) + 2 * config.l2_penalty * wr) * _sigmoid(np.array(theta[5]))
-            grad[6] = (-(g_d @ (d_opt[pi] - d_opt[ni])) + 2 * config.l2_penalty * wo) * _sigmoid(np.array(theta[6]))
+            batch_loss, grad = _loss_grad(theta, pairs, config, feat, present, idx)
+            w = theta[:4]
+            # Report the data loss only, as before (without the regularisers).
+            total += (batch_loss - config.l2 * float(w @ w)) * idx.size
             step += 1
             m = b1 * m + (1 - b1) * grad
             v = b2 * v + (1 - b2) * grad * grad

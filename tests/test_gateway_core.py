@@ -426,9 +426,9 @@ def test_use_tool_finds_and_runs(gw, runner):
     out = run(gw.use_tool("convert 100 euros to dollars",
                           {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}))
     assert out == {"tool": "convert_currency", "result": {"converted": 108.0, "rate": 1.08}}
-    # Parameter names steer the choice between similar tools: by text alone
-    # delete_file ranks first, but only delete_email takes a message_id.
-    assert names(run(gw.find_tools("delete it", limit=1))) == ["delete_file"]
+    # Parameter names steer the choice between similar tools: by text alone another
+    # delete tool ranks first, but only delete_email takes a message_id.
+    assert names(run(gw.find_tools("delete it", limit=1))) != ["delete_email"]
     err = error_of(gw.use_tool("delete it", {"message_id": "m-9"}))
     assert err.code == "confirmation_required" and err.details["tool"] == "delete_email"
     assert run(gw.use_tool("delete it", {"message_id": "m-9"}, confirm=True))["tool"] == "delete_email"

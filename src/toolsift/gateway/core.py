@@ -63,6 +63,8 @@ BACKENDS: tuple[str, ...] = ("bm25",)
 #: Names of the meta-tools a host lists instead of the catalogue.
 META_TOOLS: tuple[str, ...] = ("find_tools", "use_tool")
 
+# Hits use_tool looks through for a tool that accepts the given arguments.
+_USE_TOOL_FETCH = 20
 _SUGGESTIONS = 3
 # Filters and routing look past the first `limit` hits so they do not starve results.
 _MIN_FETCH = 50
@@ -345,7 +347,13 @@ class Gateway:
         q, text = self._parse_query(query)
         q = self._with_arguments(q, args)
         state = self._state
-        hits = await asyncio.to_thread(self._rank, state, q, text, 1, ())
+        hits = await asyncio.to_thread(self._rank, state, q, text, _USE_TOOL_FETCH, ())
+        # The arguments' names are the strongest evidence of which tool is meant: take the
+        # best-ranked tool that accepts every one of them, else the best-ranked tool
+        # (argument validation then names what is wrong).
+        given = set(args)
+        fitting = [h for h in hits if given <= {p.name for p in h.tool.parameters}]
+        hits = (fitting or hits)[:1]
         if not hits:
             raise GatewayError("no_match", "no tool matches the query; rephrase it or call find_tools")
         result = await self._execute(state, hits[0].tool, args, confirm)

@@ -162,16 +162,17 @@ def _docs(catalog: Catalog) -> list[str]:
     return [flat_text(openai_tool(t)) for t in catalog]
 
 
-def bm25s_scores(docs: Sequence[str], queries: Sequence[str]) -> np.ndarray:
-    """``[queries, docs]`` BM25 scores with the bm25s package and :data:`BM25S_SETTINGS`."""
+def bm25s_scores(docs: Sequence[str], queries: Sequence[str], *, stem: bool = True) -> np.ndarray:
+    """``[queries, docs]`` BM25 scores with the bm25s package and :data:`BM25S_SETTINGS`
+    (``stem=False``: without the stemmer, as bm25s's minimal example runs)."""
     try:
         import bm25s
         import Stemmer
     except ImportError as exc:
         raise MethodUnavailable(f"bm25s-fulldoc needs bm25s and PyStemmer (pip install 'toolsift[peers]'): "
                                 f"{exc}") from None
-    stemmer = Stemmer.Stemmer("english")
-    kw = dict(stopwords=BM25S_SETTINGS["stopwords"], stemmer=stemmer.stemWords, show_progress=False,
+    stemmer = Stemmer.Stemmer("english").stemWords if stem else None
+    kw = dict(stopwords=BM25S_SETTINGS["stopwords"], stemmer=stemmer, show_progress=False,
               token_pattern=BM25S_SETTINGS["token_pattern"])
     retriever = bm25s.BM25(method=BM25S_SETTINGS["method"], k1=BM25S_SETTINGS["k1"], b=BM25S_SETTINGS["b"])
     retriever.index(bm25s.tokenize(list(docs), **kw), show_progress=False)
@@ -186,9 +187,15 @@ def bm25s_scores(docs: Sequence[str], queries: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _bm25s(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], **_) -> tuple[dict, dict]:
-    scores = bm25s_scores(_docs(catalog), texts)
-    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"bm25s": BM25S_SETTINGS}
+def _bm25s(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, stem: bool = True,
+           **_) -> tuple[dict, dict]:
+    scores = bm25s_scores(_docs(catalog), texts, stem=stem)
+    settings = BM25S_SETTINGS if stem else {**BM25S_SETTINGS, "stemmer": None}
+    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"bm25s": settings}
+
+
+def _bm25s_nostem(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], **kw) -> tuple[dict, dict]:
+    return _bm25s(catalog, texts, qids, stem=False, **kw)
 
 
 def _dense(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
@@ -214,6 +221,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default": _default,
     "default-hybrid": _default_hybrid,
     "bm25s-fulldoc": _bm25s,
+    "bm25s-fulldoc-nostem": _bm25s_nostem,
     "dense-fulldoc": _dense,
     "peer-ratel": _peer("ratel"),
     "peer-toolpicker": _peer("toolpicker"),

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from toolsift import ToolIndex
+from toolsift import IndexConfig, ToolIndex
 from toolsift.adapters import load_catalog, load_openapi
 from toolsift.errors import CatalogFormatError
 from toolsift.index.fields import field_documents
+from toolsift.kernels.params import ScoringParams
 from toolsift.schema import Catalog
 
 
@@ -91,13 +92,18 @@ def top_level_only(catalog: Catalog) -> Catalog:
 ])
 def test_nested_sub_parameter_words_find_the_tool(query: Any) -> None:
     catalog = load_catalog(SHOP_TOOLS)
-    hits = ToolIndex.build(catalog).search(query, k=4, explain=True)
+    # The shipped weights give the parameters field no weight (trained on raw queries,
+    # whose parameter words the description card already holds); weigh it here so the
+    # ranking shows what matching a sub-parameter contributes.
+    cfg = IndexConfig(params=ScoringParams(weights=(0.35, 0.25, 0.15, 0.25), param_max_share=1.0,
+                                           w_req=0.0, w_opt=0.0))
+    hits = ToolIndex.build(catalog, config=cfg).search(query, k=4, explain=True)
     assert hits[0].id == "create_order"
     assert hits[0].fields["parameters"] > 0
     assert hits[0].parameters["delivery.gift_wrap_message"][1] > 0
     # Control: the same catalogue without sub-parameters has nothing in its parameter
     # field for these words, so the match above comes from the flattened parameter.
-    flat = ToolIndex.build(top_level_only(catalog)).search(query, k=4, explain=True)
+    flat = ToolIndex.build(top_level_only(catalog), config=cfg).search(query, k=4, explain=True)
     flat_hit = next(h for h in flat if h.id == "create_order")
     assert flat_hit.fields["parameters"] < hits[0].fields["parameters"]
 

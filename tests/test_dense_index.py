@@ -10,6 +10,7 @@ from toolsift import Catalog, ConfigError, IndexConfig, ToolIndex
 from toolsift.adapters import demo_catalog_path, load_catalog
 from toolsift.index.dense_field import encode_texts
 from toolsift.index.fields import argument_text, field_documents
+from toolsift.analyze import Analyzer
 from toolsift.toolindex import get_encoder
 
 DENSE = tuple((f, "dense") for f in ("description", "parameters", "response", "examples"))
@@ -30,7 +31,7 @@ def test_dense_field_scores_match_fp32_cosine(demo, dense_index):
     cfg = dense_index.config
     enc = get_encoder(cfg)
     docs = field_documents(demo, name_in_description=cfg.name_in_description,
-                           split_identifiers=cfg.split_identifiers)["description"].texts
+                           split_identifiers=cfg.split_identifiers, tool_card=cfg.tool_card)["description"].texts
     queries = ["send a message to a colleague", "what's the weather like", "refund my order"]
     ref = encode_texts(enc, queries) @ encode_texts(enc, docs).T
     got = dense_index.field_scores(queries).base[:, :, 0]
@@ -58,8 +59,9 @@ def test_dense_parameter_similarities_are_floored_at_zero(demo, dense_index):
 
 
 def test_dense_finds_paraphrases_bm25_misses(demo, dense_index):
-    bm25 = ToolIndex.build(demo)
-    # No query word occurs in the send_* tools' docs ("sends" is not "send" without stemming).
+    # With descriptions only and no stemming, no query word occurs in the send_* tools'
+    # docs ("sends" is not "send").
+    bm25 = ToolIndex.build(demo, config=IndexConfig(analyzer=Analyzer(stopwords="en"), tool_card=0))
     q = "something that sends messages to people"
     dense_top = [h.name for h in dense_index.search(q, k=2)]
     assert set(dense_top) <= {"send_slack_message", "send_email", "send_sms"}, dense_top

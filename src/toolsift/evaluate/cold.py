@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..config import IndexConfig
+from ..errors import ConfigError
 from ..schema import Catalog, Tool
 from ..scores import scores_to_run
 from .methods import MethodOutput, MethodUnavailable
@@ -132,10 +133,27 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
     return ranked_run([[h.id for h in hs] for hs in hits], qids), {"config": index.config.to_dict()}
 
 
-def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
-             ) -> tuple[dict, dict]:
-    # Exactly IndexConfig(): whatever the package's defaults are, this measures them.
-    return _search_run(catalog, texts, qids, IndexConfig())
+def default_config(dataset: str | None) -> tuple[IndexConfig, str]:
+    """``IndexConfig()`` as a user gets it, except that on one of the shared benchmarks
+    the shipped weights are replaced by their leave-one-dataset-out twin (trained on the
+    other sets only), since the shipped ones saw this set's queries. Returns the config
+    and the name of the weights used."""
+    if dataset:
+        from ..kernels.params import shipped_params
+
+        try:
+            return IndexConfig(params=shipped_params(f"lodo-{dataset}")), f"lodo-{dataset}"
+        except ConfigError:
+            pass
+    return IndexConfig(), "default"
+
+
+def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
+             dataset: str | None = None) -> tuple[dict, dict]:
+    # IndexConfig() (with LODO weights on a shared set): what a new user gets.
+    cfg, weights = default_config(dataset)
+    run, note = _search_run(catalog, texts, qids, cfg)
+    return run, {"weights": weights, **note}
 
 
 def _dense_guard(encoder: str | None):
@@ -148,14 +166,15 @@ def _dense_guard(encoder: str | None):
         raise MethodUnavailable(f"needs the dense extra (pip install 'toolsift[dense]'): {exc}") from None
 
 
-def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None
-                    ) -> tuple[dict, dict]:
+def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
+                    dataset: str | None = None) -> tuple[dict, dict]:
     _dense_guard(encoder)
-    base = IndexConfig()
+    base, weights = default_config(dataset)
     hybrid = {"description": "hybrid", "response": "hybrid", "examples": "hybrid"}
     retrievers = tuple((f, hybrid.get(f, r)) for f, r in base.retrievers)
     cfg = replace(base, retrievers=retrievers, encoder=encoder)
-    return _search_run(catalog, texts, qids, cfg)
+    run, note = _search_run(catalog, texts, qids, cfg)
+    return run, {"weights": weights, **note}
 
 
 def _docs(catalog: Catalog) -> list[str]:
@@ -235,7 +254,7 @@ BASELINE_METHODS: tuple[str, ...] = ("default", "default-hybrid", "bm25s-fulldoc
 
 
 def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
-             encoder: str | None = None) -> MethodOutput:
+             encoder: str | None = None, dataset: str | None = None) -> MethodOutput:
     """Run one cold-start method over every query.
 
     Args:
@@ -243,6 +262,8 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         catalog: The tools as a user would load them (adapters only, no LLM).
         queries: ``(query id, raw text)`` pairs; nothing else about a query is used.
         encoder: Encoder directory for the dense methods (default: the bundled MiniLM).
+        dataset: The shared benchmark's folder name (e.g. ``"mftr-apibank"``): ``default``
+            then scores with the weights trained without it (``lodo-<dataset>``).
 
     Returns:
         The run (top 100 per query, ``search`` order for ranked-list methods), wall
@@ -259,6 +280,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
     qids = [q for q, _ in queries]
     texts = [t for _, t in queries]
     t0 = time.perf_counter()
-    run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder)
+    kw = {"dataset": dataset} if method in ("default", "default-hybrid") else {}
+    run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": False, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

@@ -423,7 +423,7 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.
         return run_cold(method, ds.raw_tools, [(q.id, q.text) for q in ds.queries],
-                        encoder=options.get("encoder"))
+                        encoder=options.get("encoder"), dataset=ds.root.name)
     if method not in _RUNNERS:
         raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS + COLD_METHODS)})")
     return _RUNNERS[method](ds, **options)

@@ -37,7 +37,8 @@ def run_ultratool(ds: UltraToolDataset, method: str, *, config: IndexConfig | No
 
     if method in COLD_METHODS:
         # The user's view: the corpus of distinct tools, the task's question as the query.
-        return run_cold(method, ds.tools, [(q.id, q.question) for q in ds.queries], encoder=encoder)
+        return run_cold(method, ds.tools, [(q.id, q.question) for q in ds.queries], encoder=encoder,
+                        dataset=ds.root.name if getattr(ds, "root", None) else None)
     if method not in ULTRATOOL_METHODS:
         raise ValueError(f"unknown UltraTool method {method!r} "
                          f"(methods: {', '.join(ULTRATOOL_METHODS + COLD_METHODS)})")

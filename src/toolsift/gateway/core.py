@@ -17,7 +17,6 @@ the caller actually runs tools (a local function table, an upstream MCP session.
 from __future__ import annotations
 
 import asyncio
-import copy
 import difflib
 import json
 import re
@@ -30,6 +29,15 @@ from ..schema import Query, Tool, ToolNeed
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import to_format
+from .meta_tools import META_TOOLS, meta_tool_definitions
+from .request_parsing import (
+    check_session_id,
+    parse_arguments,
+    parse_format,
+    parse_limit,
+    parse_query,
+    parse_tags,
+)
 from .sessions import (
     MAX_SESSIONS,
     WHEN_NOT_TO_USE_KEY,
@@ -60,8 +68,6 @@ Executor = Callable[[Tool, dict[str, Any]], Awaitable[Any]]
 
 #: Retrieval backends available without any model files.
 BACKENDS: tuple[str, ...] = ("bm25",)
-#: Names of the meta-tools a host lists instead of the catalogue.
-META_TOOLS: tuple[str, ...] = ("find_tools", "use_tool")
 
 # Hits use_tool looks through for a tool that accepts the given arguments.
 _USE_TOOL_FETCH = 20
@@ -73,28 +79,6 @@ _CAMEL = re.compile(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 # ------------------------------------------------------------------------ internals
-def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """``(need texts, argument names and descriptions)`` of a structured query.
-
-    Only the parts :meth:`Query.from_dict` reads count, so the wrapper's own keys
-    (``tool_needs``...) neither use up the length limit nor trigger routing rules.
-    """
-    needs = query.get("tool_needs", query.get("needs"))
-    need_texts = [query["text"]] if isinstance(query.get("text"), str) else []
-    if isinstance(needs, str):
-        need_texts.append(needs)  # malformed, but not empty: let the parser say why
-    elif isinstance(needs, Sequence):
-        for need in needs:
-            if isinstance(need, Mapping):
-                need_texts += [v for v in need.values() if isinstance(v, str)]
-    args = query.get("extracted_arguments", query.get("arguments"))
-    arg_texts: list[str] = []
-    if isinstance(args, Mapping):
-        for k, v in args.items():
-            arg_texts += [t for t in (k, v) if isinstance(t, str)]
-    return need_texts, arg_texts
-
-
 def _argument_text(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text[:_ARG_TEXT_CHARS]
@@ -164,7 +148,7 @@ class Gateway:
         Raises:
             GatewayError: ``bad_request`` for an unknown format.
         """
-        return to_format(tool, self._format(format))
+        return to_format(tool, parse_format(format, self._config))
 
     def etag(self, tool: Tool) -> str:
         """A stable hash of the tool's MCP-format schema (16 hex digits).
@@ -220,8 +204,8 @@ class Gateway:
         Raises:
             GatewayError: ``bad_request`` for an unknown format.
         """
-        fmt = self._format(format)
-        return [to_format(t, fmt) for t in self._meta_tool_defs()]
+        fmt = parse_format(format, self._config)
+        return [to_format(t, fmt) for t in meta_tool_definitions(self._config)]
 
     # ----------------------------------------------------------------- find_tools
     async def find_tools(self, query: str | Mapping[str, Any], *, limit: int | None = None,
@@ -252,11 +236,11 @@ class Gateway:
                 ``limit_out_of_range``, ``bad_request`` (unknown format, malformed
                 structured query, bad tags or session).
         """
-        fmt = self._format(format)
-        k = self._limit(limit)
-        want = self._tags(tags)
-        self._session_id(session)
-        q, text = self._parse_query(query)
+        fmt = parse_format(format, self._config)
+        k = parse_limit(limit, self._config)
+        want = parse_tags(tags)
+        check_session_id(session)
+        q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         state = self._state
         hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
         tools: list[dict[str, Any]] = []
@@ -342,9 +326,9 @@ class Gateway:
             GatewayError: The :meth:`find_tools` query errors, ``no_match``, and the
                 :meth:`call_tool` errors.
         """
-        self._session_id(session)
-        args = self._arguments(params)
-        q, text = self._parse_query(query)
+        check_session_id(session)
+        args = parse_arguments(params)
+        q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         q = self._with_arguments(q, args)
         state = self._state
         hits = await asyncio.to_thread(self._rank, state, q, text, _USE_TOOL_FETCH, ())
@@ -397,7 +381,7 @@ class Gateway:
             hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
             raise GatewayError("unknown_tool", f"no tool named {name!r}{hint}", tool=name,
                                did_you_mean=suggestions)
-        result = await self._execute(state, tool, self._arguments(arguments), confirm)
+        result = await self._execute(state, tool, parse_arguments(arguments), confirm)
         return {"tool": name, "result": result}
 
     def _suggest(self, state: IndexState, name: str) -> list[str]:
@@ -444,161 +428,3 @@ class Gateway:
                                type=type(exc).__name__) from exc
         check_result_size(tool, result, self._config.max_result_bytes)
         return result
-
-    # ------------------------------------------------------------ request checks
-    def _format(self, format: str | None) -> str:
-        fmt = self._config.format if format is None else format
-        if fmt not in FORMATS:
-            raise GatewayError("bad_request", f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}",
-                               formats=list(FORMATS))
-        return fmt
-
-    def _limit(self, limit: Any) -> int:
-        cfg = self._config
-        if limit is None:
-            return cfg.default_limit
-        # JSON clients may send 5.0 for 5.
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)
-        if not isinstance(limit, int) or isinstance(limit, bool):
-            raise GatewayError("bad_request", f"limit must be an integer, got {limit!r}")
-        if not 1 <= limit <= cfg.max_limit:
-            raise GatewayError("limit_out_of_range", f"limit must be between 1 and {cfg.max_limit}, got {limit}",
-                               min=1, max=cfg.max_limit)
-        return limit
-
-    @staticmethod
-    def _tags(tags: Any) -> tuple[str, ...]:
-        if tags is None:
-            return ()
-        if isinstance(tags, str):
-            tags = [tags]  # LLMs often pass one tag as a bare string
-        if not isinstance(tags, Sequence) or not all(isinstance(t, str) for t in tags):
-            raise GatewayError("bad_request", "tags must be a list of strings")
-        return tuple(t for t in tags if t.strip())
-
-    @staticmethod
-    def _session_id(session: Any) -> None:
-        if session is not None and (not isinstance(session, str) or not session):
-            raise GatewayError("bad_request", "session must be a non-empty string")
-
-    @staticmethod
-    def _arguments(params: Any) -> dict[str, Any]:
-        if params is None:
-            return {}
-        if not isinstance(params, Mapping):
-            raise GatewayError("invalid_params", f"arguments must be an object, got {type(params).__name__}",
-                               path="$")
-        return dict(params)
-
-    def _parse_query(self, query: Any) -> tuple[str | Query, str]:
-        """``(query for the index, text routing rules see)``, or a GatewayError."""
-        limit = self._config.max_query_chars
-        if isinstance(query, str):
-            stripped = query.strip()
-            if stripped.startswith("{"):
-                try:
-                    parsed = json.loads(stripped)
-                except ValueError:
-                    parsed = None
-                if isinstance(parsed, dict) and ("tool_needs" in parsed or "needs" in parsed):
-                    return self._parse_query(parsed)
-            if not stripped:
-                raise GatewayError("empty_query")
-            if len(query) > limit:
-                raise GatewayError("query_too_long", f"the query has {len(query)} characters; the limit is {limit}",
-                                   max_query_chars=limit)
-            return query, query
-        if isinstance(query, Mapping):
-            need_texts, arg_texts = _structured_texts(query)
-            texts = need_texts + arg_texts
-            total = sum(len(t) for t in texts)
-            if total > limit:
-                raise GatewayError("query_too_long", f"the query has {total} characters of text; the limit is "
-                                   f"{limit}", max_query_chars=limit)
-            if not "".join(need_texts).strip():
-                raise GatewayError("empty_query")
-            try:
-                parsed_query = Query.from_dict(query)
-            except QueryError as exc:
-                raise GatewayError("bad_request", f"malformed structured query: {exc}") from None
-            return parsed_query, " ".join(texts)
-        if query is None:
-            raise GatewayError("empty_query")
-        raise GatewayError("bad_request", f"query must be text or an object, got {type(query).__name__}")
-
-    # ---------------------------------------------------------------- meta-tools
-    def _meta_tool_defs(self) -> list[Tool]:
-        cfg = self._config
-        structured = {
-            "type": "object",
-            "description": "Structured form: the tools you need and the argument roles you already know.",
-            "properties": {
-                "tool_needs": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "user_intent": {"type": "string", "description": "What the user wants done."},
-                            "tool_description": {"type": "string",
-                                                 "description": "What a fitting tool's description would say."},
-                            "expected_response": {"type": "string",
-                                                  "description": "What a fitting tool would return."},
-                        },
-                    },
-                },
-                "extracted_arguments": {
-                    "type": "object",
-                    "description": "Argument roles found in the request: {name: what it is}.",
-                    "additionalProperties": {"type": "string"},
-                },
-            },
-            "required": ["tool_needs"],
-        }
-        query = {
-            "description": "The task to find tools for, in plain words (or the structured form).",
-            "anyOf": [{"type": "string", "minLength": 1, "maxLength": cfg.max_query_chars}, structured],
-        }
-        find = {
-            "name": "find_tools",
-            "title": "Find tools",
-            "description": (
-                "Find the tools that can do a task and get their schemas. Call this first whenever "
-                "you need a tool, then call a returned tool by its name. Returns at most `limit` "
-                "tools, best first, each with a score, a short reason, and whether it needs the "
-                "user's confirmation. An entry marked unchanged was already sent in this session."
-            ),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": query,
-                    "limit": {"type": "integer", "minimum": 1, "maximum": cfg.max_limit,
-                              "default": cfg.default_limit, "description": "How many tools to return."},
-                    "tags": {"type": "array", "items": {"type": "string"},
-                             "description": "Only return tools that carry all of these tags."},
-                },
-                "required": ["query"],
-            },
-            "annotations": {"readOnlyHint": True, "openWorldHint": False},
-        }
-        use = {
-            "name": "use_tool",
-            "title": "Use the best tool",
-            "description": (
-                "Find the best tool for a task and run it with the given parameters in one step. "
-                "Tools that need confirmation run only with confirm=true, after the user approved."
-            ),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "query": copy.deepcopy(query),
-                    "params": {"type": "object", "description": "Arguments for the tool."},
-                    "confirm": {"type": "boolean", "default": False,
-                                "description": "True only when the user approved a high-risk action."},
-                },
-                "required": ["query", "params"],
-            },
-            "annotations": {"readOnlyHint": False, "openWorldHint": True},
-        }
-        return [Tool(id=d["name"], name=d["name"], description=d["description"], source=d) for d in (find, use)]

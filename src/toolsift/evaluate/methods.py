@@ -28,7 +28,9 @@ with example intents taken from *training-fold* queries of labelled tools
 from __future__ import annotations
 
 import json
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -45,7 +47,7 @@ from ..scores import FieldScores, scores_to_run
 from ..standardize import _examples as _clean_examples  # the same clean-up standardize_catalog applies
 from ..standardize import standardize_catalog
 from ..toolindex import ToolIndex
-from ..train import TrainConfig, make_pairs, train
+from ..train import TrainConfig, concat_pairs, make_pairs, train
 from .datasets import MftrDataset
 from .metrics import evaluate
 
@@ -187,8 +189,12 @@ def _catalog(ds: MftrDataset, docs: str, examples: Mapping[str, Sequence[str]] |
         return base
     # Exactly standardize_catalog(raw, examples=...): only the examples differ from the
     # example-free standardisation, which is derived once per dataset (it is the slow part).
-    return Catalog([replace(t, examples=_clean_examples(examples.get(t.id, ()), _MAX_EXAMPLES)) for t in base],
-                   name=base.name)
+    # A tool without examples stays the base object (replace re-validates every tool).
+    tools = []
+    for t in base:
+        ex = _clean_examples(examples.get(t.id, ()), _MAX_EXAMPLES)
+        tools.append(replace(t, examples=ex) if ex else t)
+    return Catalog(tools, name=base.name)
 
 
 _RULES_BASE: dict[int, tuple[MftrDataset, Catalog]] = {}
@@ -229,21 +235,30 @@ def _train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: Mftr
     """Pick the setup with the best inner-CV NDCG@10 on ``rows``; train it on all rows."""
     labels = _labels(ds)
     qrels = ds.qrels()
+    splits = np.array_split(rows, inner)
+    # Pairs never span queries, so a set of rows' pairs are its splits' pairs joined in
+    # order (exactly make_pairs on the joined rows): pair each split once per setup.
+    split_pairs = [[make_pairs(fs, part, labels, negatives) for part in splits] for fs in fs_by_setup]
     best, best_score = 0, -1.0
     if len(fs_by_setup) > 1:
-        splits = np.array_split(rows, inner)
+        def fold_run(s: int, k: int) -> dict:
+            res = train(concat_pairs([split_pairs[s][j] for j in range(inner) if j != k]), tc)
+            return fs_by_setup[s].run(res.params, splits[k], depth=_DEPTH)
+
+        # Independent fits: run them side by side (the trainer's compiled pass and NumPy
+        # release the GIL); results are collected in a fixed order, so nothing changes.
+        jobs = [(s, k) for s in range(len(fs_by_setup)) for k in range(inner)]
+        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+            runs = list(pool.map(lambda job: fold_run(*job), jobs))
         for s, fs in enumerate(fs_by_setup):
             run: dict = {}
             for k in range(inner):
-                val = splits[k]
-                tr = np.concatenate([splits[j] for j in range(inner) if j != k])
-                res = train(make_pairs(fs, tr, labels, negatives), tc)
-                run.update(fs.run(res.params, val, depth=_DEPTH))
+                run.update(runs[s * inner + k])
             val_qrels = {fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}
             score = evaluate(val_qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]
             if score > best_score + 1e-12:
                 best, best_score = s, score
-    res = train(make_pairs(fs_by_setup[best], rows, labels, negatives), tc)
+    res = train(concat_pairs(split_pairs[best]), tc)
     return best, res.params
 
 

@@ -207,15 +207,33 @@ def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs,
     return out
 
 
+def _naive_train_select(fs_by_setup, rows, ds, negatives, tc, *, inner=3):
+    """Setup selection the plain way (the pre-cache code): fresh pairs per fit, in turn."""
+    labels = {q.id: q.labels for q in ds.queries}
+    qrels = ds.qrels()
+    best, best_score = 0, -1.0
+    splits = np.array_split(rows, inner)
+    for s, fs in enumerate(fs_by_setup):
+        run = {}
+        for k in range(inner):
+            tr = np.concatenate([splits[j] for j in range(inner) if j != k])
+            run.update(fs.run(M.train(M.make_pairs(fs, tr, labels, negatives), tc).params, splits[k], depth=100))
+        score = evaluate({fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}, run, metrics=("ndcg@10",)).mean
+        if score["ndcg@10"] > best_score + 1e-12:
+            best, best_score = s, score["ndcg@10"]
+    return best, M.train(M.make_pairs(fs_by_setup[best], rows, labels, negatives), tc).params
+
+
 @pytest.mark.parametrize("feedback", [True, False])
 def test_cached_fold_loop_equals_the_naive_one(apibank, monkeypatch, feedback):
     """The fold loop's caches (standardisation once per dataset, one build per catalogue
-    shared by the scales, field scores once without feedback, all threads) change no
-    number: every fold's choice, weights and every metric equal a from-scratch
+    shared by the scales, field scores once without feedback, all threads, pairs per
+    inner split, parallel inner fits) change no number: every fold's choice, weights and every metric equal a from-scratch
     computation per fold."""
     metrics = ("ndcg@1", "ndcg@10", "recall@10", "mrr")
     fast = M.run_method(apibank, "llm-free", feedback=feedback)
     monkeypatch.setattr(M, "_fold_field_scores", _naive_fold_field_scores)
+    monkeypatch.setattr(M, "_train_select", _naive_train_select)
     slow = M.run_method(apibank, "llm-free", feedback=feedback)
     assert [n["scale"] for n in fast.notes] == [n["scale"] for n in slow.notes]
     for a, b in zip(fast.notes, slow.notes):

@@ -163,3 +163,83 @@ def test_minilm_exact_fp32_numbers(apibank, tmp_path):
     assert rep["ndcg@10"] == pytest.approx(0.71967, abs=0.0005)
     full = _score(apibank, M.run_method(apibank, "fulldoc", retriever="minilm", encoder=str(tmp_path)))
     assert full["ndcg@10"] == pytest.approx(0.6026, abs=0.0005)
+
+
+def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs):
+    """The fold's field scores the plain way (the pre-cache code): every catalogue
+    standardised from scratch, one fresh single-threaded build per catalogue and config."""
+    from toolsift.scores import FieldScores
+    from toolsift.standardize import standardize_catalog
+    from toolsift.toolindex import ToolIndex
+
+    def catalog(examples):
+        if docs == "authors":
+            return M._catalog(ds, docs, examples)
+        return standardize_catalog(ds.raw_tools, examples=examples)
+
+    n = len(ds.queries)
+    out = None
+
+    def score(cat, rows):
+        nonlocal out
+        ids = [ds.queries[r].id for r in rows]
+        for c, cfg in enumerate(configs):
+            part = ToolIndex.build(cat, config=cfg).field_scores([qs[r] for r in rows], query_ids=ids)
+            if out is None:
+                out = [FieldScores([q.id for q in ds.queries], part.tool_ids,
+                                   np.zeros((n, *part.base.shape[1:]), np.float32),
+                                   np.zeros((n, part.param_sims.shape[1]), np.float32), np.zeros(n, bool),
+                                   part.param_tool, part.required) for _ in configs]
+            out[c].base[rows] = part.base
+            out[c].param_sims[rows] = part.param_sims
+            out[c].penalized[rows] = part.penalized
+
+    if not feedback:
+        score(catalog(None), np.concatenate([train_rows, test_rows]))
+        return out
+    test_texts = {ds.queries[r].text for r in test_rows}
+    score(catalog(M.examples_from(ds, [ds.queries[r].id for r in train_rows], exclude_texts=test_texts)), test_rows)
+    for part in np.array_split(train_rows, M._CROSSFIT):
+        own = set(part.tolist())
+        others = [ds.queries[r].id for r in train_rows if r not in own]
+        ex = M.examples_from(ds, others, exclude_texts=test_texts | {ds.queries[r].text for r in part})
+        score(catalog(ex), part)
+    return out
+
+
+def _naive_train_select(fs_by_setup, rows, ds, negatives, tc, *, inner=3):
+    """Setup selection the plain way (the pre-cache code): fresh pairs per fit, in turn."""
+    labels = {q.id: q.labels for q in ds.queries}
+    qrels = ds.qrels()
+    best, best_score = 0, -1.0
+    splits = np.array_split(rows, inner)
+    for s, fs in enumerate(fs_by_setup):
+        run = {}
+        for k in range(inner):
+            tr = np.concatenate([splits[j] for j in range(inner) if j != k])
+            run.update(fs.run(M.train(M.make_pairs(fs, tr, labels, negatives), tc).params, splits[k], depth=100))
+        score = evaluate({fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}, run, metrics=("ndcg@10",)).mean
+        if score["ndcg@10"] > best_score + 1e-12:
+            best, best_score = s, score["ndcg@10"]
+    return best, M.train(M.make_pairs(fs_by_setup[best], rows, labels, negatives), tc).params
+
+
+@pytest.mark.parametrize("feedback", [True, False])
+def test_cached_fold_loop_equals_the_naive_one(apibank, monkeypatch, feedback):
+    """The fold loop's caches (standardisation once per dataset, one build per catalogue
+    shared by the scales, field scores once without feedback, all threads, pairs per
+    inner split, parallel inner fits) change no number: every fold's choice, weights and every metric equal a from-scratch
+    computation per fold."""
+    metrics = ("ndcg@1", "ndcg@10", "recall@10", "mrr")
+    fast = M.run_method(apibank, "llm-free", feedback=feedback)
+    monkeypatch.setattr(M, "_fold_field_scores", _naive_fold_field_scores)
+    monkeypatch.setattr(M, "_train_select", _naive_train_select)
+    slow = M.run_method(apibank, "llm-free", feedback=feedback)
+    assert [n["scale"] for n in fast.notes] == [n["scale"] for n in slow.notes]
+    for a, b in zip(fast.notes, slow.notes):
+        flat = [{k: v for k, v in n["params"].items() if k != "weights"} for n in (a, b)]
+        assert flat[0] == pytest.approx(flat[1], abs=1e-6)
+        assert a["params"]["weights"] == pytest.approx(b["params"]["weights"], abs=1e-6)
+    got = evaluate(apibank.qrels(), fast.run, metrics=metrics).mean
+    want = evaluate(apibank.qrels(), slow.run, metrics=metrics).mean
+    assert got == pytest.approx(want, abs=1e-9)

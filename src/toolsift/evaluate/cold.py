@@ -128,9 +128,10 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
                 ) -> tuple[dict, dict]:
     from ..toolindex import ToolIndex
 
-    index = ToolIndex.build(catalog, config=config)
+    # All cores for the build (encoding) and the batch: threads change speed, not results.
+    index = ToolIndex.build(catalog, config=replace(config, threads=0))
     hits = index.search_batch(list(texts), k=_depth(catalog))
-    return ranked_run([[h.id for h in hs] for hs in hits], qids), {"config": index.config.to_dict()}
+    return ranked_run([[h.id for h in hs] for hs in hits], qids), {"config": config.to_dict()}
 
 
 def default_config(dataset: str | None) -> tuple[IndexConfig, str]:
@@ -161,7 +162,8 @@ def _dense_guard(encoder: str | None):
     from ..toolindex import get_encoder
 
     try:
-        return get_encoder(IndexConfig(encoder=encoder))
+        # threads=0: encoding the whole catalogue and query set is batch work.
+        return get_encoder(IndexConfig(encoder=encoder, threads=0))
     except (ImportError, EncoderError) as exc:
         raise MethodUnavailable(f"needs the dense extra (pip install 'toolsift[dense]'): {exc}") from None
 

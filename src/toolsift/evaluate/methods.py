@@ -28,8 +28,10 @@ with example intents taken from *training-fold* queries of labelled tools
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -42,9 +44,10 @@ from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from ..schema import Catalog, Query
 from ..scores import FieldScores, scores_to_run
+from ..standardize import _examples as _clean_examples  # the same clean-up standardize_catalog applies
 from ..standardize import standardize_catalog
 from ..toolindex import ToolIndex
-from ..train import TrainConfig, make_pairs, train
+from ..train import TrainConfig, concat_pairs, make_pairs, train
 from .datasets import MftrDataset
 from .metrics import evaluate
 
@@ -91,6 +94,9 @@ def _grid(grid: Sequence[dict], retriever: str) -> list[dict]:
 _CROSSFIT = 3
 
 _DEPTH = 100
+
+#: standardize_catalog's default ``max_examples``.
+_MAX_EXAMPLES = 5
 
 
 class MethodUnavailable(ToolsiftError):
@@ -178,7 +184,30 @@ def _catalog(ds: MftrDataset, docs: str, examples: Mapping[str, Sequence[str]] |
         # Feedback examples join the authors' own example intents.
         return Catalog([replace(t, examples=t.examples + tuple(examples.get(t.id, ())))
                         for t in ds.standardized_tools], name=ds.standardized_tools.name)
-    return standardize_catalog(ds.raw_tools, examples=examples)
+    base = _rules_base(ds)
+    if not examples:
+        return base
+    # Exactly standardize_catalog(raw, examples=...): only the examples differ from the
+    # example-free standardisation, which is derived once per dataset (it is the slow part).
+    # A tool without examples stays the base object (replace re-validates every tool).
+    tools = []
+    for t in base:
+        ex = _clean_examples(examples.get(t.id, ()), _MAX_EXAMPLES)
+        tools.append(replace(t, examples=ex) if ex else t)
+    return Catalog(tools, name=base.name)
+
+
+_RULES_BASE: dict[int, tuple[MftrDataset, Catalog]] = {}
+
+
+def _rules_base(ds: MftrDataset) -> Catalog:
+    """``standardize_catalog(ds.raw_tools)`` (no examples), computed once per dataset object."""
+    hit = _RULES_BASE.get(id(ds))
+    if hit is None or hit[0] is not ds:
+        # Keyed by identity, holding the dataset so its id cannot be reused while cached.
+        _RULES_BASE.clear()
+        hit = _RULES_BASE[id(ds)] = (ds, standardize_catalog(ds.raw_tools, examples=None))
+    return hit[1]
 
 
 def _queries(ds: MftrDataset, form: str) -> list[Query | str]:
@@ -206,21 +235,30 @@ def _train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: Mftr
     """Pick the setup with the best inner-CV NDCG@10 on ``rows``; train it on all rows."""
     labels = _labels(ds)
     qrels = ds.qrels()
+    splits = np.array_split(rows, inner)
+    # Pairs never span queries, so a set of rows' pairs are its splits' pairs joined in
+    # order (exactly make_pairs on the joined rows): pair each split once per setup.
+    split_pairs = [[make_pairs(fs, part, labels, negatives) for part in splits] for fs in fs_by_setup]
     best, best_score = 0, -1.0
     if len(fs_by_setup) > 1:
-        splits = np.array_split(rows, inner)
+        def fold_run(s: int, k: int) -> dict:
+            res = train(concat_pairs([split_pairs[s][j] for j in range(inner) if j != k]), tc)
+            return fs_by_setup[s].run(res.params, splits[k], depth=_DEPTH)
+
+        # Independent fits: run them side by side (the trainer's compiled pass and NumPy
+        # release the GIL); results are collected in a fixed order, so nothing changes.
+        jobs = [(s, k) for s in range(len(fs_by_setup)) for k in range(inner)]
+        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+            runs = list(pool.map(lambda job: fold_run(*job), jobs))
         for s, fs in enumerate(fs_by_setup):
             run: dict = {}
             for k in range(inner):
-                val = splits[k]
-                tr = np.concatenate([splits[j] for j in range(inner) if j != k])
-                res = train(make_pairs(fs, tr, labels, negatives), tc)
-                run.update(fs.run(res.params, val, depth=_DEPTH))
+                run.update(runs[s * inner + k])
             val_qrels = {fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}
             score = evaluate(val_qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]
             if score > best_score + 1e-12:
                 best, best_score = s, score
-    res = train(make_pairs(fs_by_setup[best], rows, labels, negatives), tc)
+    res = train(concat_pairs(split_pairs[best]), tc)
     return best, res.params
 
 
@@ -260,14 +298,35 @@ def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", encoder: str | None 
     return MethodOutput(run, time.perf_counter() - t0, fs.base.shape[0] * fs.base.shape[1])
 
 
+def _indexes(cat: Catalog, configs: Sequence[IndexConfig]) -> list[ToolIndex]:
+    """One index per config over ``cat``, all threads on (batch work). Configs that differ
+    only in ``scale`` share one build: the scale is applied when scoring, never stored."""
+    out: list[ToolIndex] = []
+    built: list[tuple[IndexConfig, ToolIndex]] = []
+    for cfg in configs:
+        cfg = replace(cfg, threads=0)
+        key = replace(cfg, scale="linear")
+        same = next((index for k, index in built if k == key), None)
+        if same is None:
+            same = ToolIndex.build(cat, config=cfg)
+            built.append((key, same))
+            out.append(same)
+        else:
+            # A view on the same arrays with another scale, as ToolIndex.with_params makes one.
+            st = same._state
+            out.append(ToolIndex(st.catalog, cfg, st.vocab, st.fields, tokens=st.tokens, dense=st.dense))
+    return out
+
+
 def _scores(ds: MftrDataset, cat: Catalog, configs: Sequence[IndexConfig], qs: Sequence, rows: np.ndarray,
             into: list[FieldScores]) -> None:
     """Field scores of the queries at ``rows`` on ``cat``, written into ``into`` per config."""
     if rows.size == 0:
         return
     ids = [ds.queries[r].id for r in rows]
-    for cfg, full in zip(configs, into):
-        part = ToolIndex.build(cat, config=cfg).field_scores([qs[r] for r in rows], query_ids=ids)
+    batch = [qs[r] for r in rows]
+    for index, full in zip(_indexes(cat, configs), into):
+        part = index.field_scores(batch, query_ids=ids)
         full.base[rows] = part.base
         full.param_sims[rows] = part.param_sims
         full.penalized[rows] = part.penalized
@@ -284,7 +343,9 @@ def _fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.nd
     splits only; test queries on a catalogue with examples from all training queries.
     """
     n = len(ds.queries)
-    template = ToolIndex.build(_catalog(ds, docs, None), config=configs[0]).field_scores(qs[:1], query_ids=["_"])
+    # Only the tool layout is read from this index; threads=0 as in _indexes (a one-query
+    # batch runs serially anyway).
+    template = _indexes(_catalog(ds, docs, None), configs[:1])[0].field_scores(qs[:1], query_ids=["_"])
     n_tools, n_params = template.base.shape[1], template.param_sims.shape[1]
     out = [FieldScores([q.id for q in ds.queries], template.tool_ids, np.zeros((n, n_tools, 4), np.float32),
                        np.zeros((n, n_params), np.float32), np.zeros(n, bool), template.param_tool,
@@ -331,10 +392,14 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
         from tqdm.auto import tqdm
 
         folds = tqdm(folds, desc=f"{ds.name} folds", leave=False)
+    # Without feedback the catalogue is the same on every fold, so are all field scores:
+    # compute them once (every query's scores are independent of the others in its batch).
+    shared = None if feedback else _fold_field_scores(ds, np.arange(len(ds.queries)), np.zeros(0, np.int64),
+                                                      docs, False, configs, qs)
     for k in folds:
         train_rows = _rows(ds, ds.train_ids(k))
         test_rows = _rows(ds, ds.test_ids(k))
-        setups = _fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs)
+        setups = shared or _fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs)
         best, params = _train_select(setups, train_rows, ds, negatives, tc)
         run.update(setups[best].run(params, test_rows, depth=_DEPTH))
         pairs += len(ds.queries) * len(setups[0].tool_ids) * len(grid)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..analyze import TermBatch, Vocabulary
 from ..config import IndexConfig
+from ..csr import ptr_from_counts, ranges
 from ..errors import IndexCorruptError
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
@@ -77,9 +78,9 @@ class FieldTokens:
         """The documents of ``tools`` (catalogue positions, any order), renumbered 0.."""
         tools = np.asarray(tools, dtype=np.int64)
         n_docs = self.tool_ptr[tools + 1] - self.tool_ptr[tools]
-        docs = _ranges(self.tool_ptr[tools], n_docs)
+        docs = ranges(self.tool_ptr[tools], n_docs)
         lens = self.doc_ptr[docs + 1] - self.doc_ptr[docs]
-        return FieldTokens(self.terms[_ranges(self.doc_ptr[docs], lens)], _ptr(lens), _ptr(n_docs))
+        return FieldTokens(self.terms[ranges(self.doc_ptr[docs], lens)], ptr_from_counts(lens), ptr_from_counts(n_docs))
 
     def concat(self, other: FieldTokens) -> FieldTokens:
         """This field's tools followed by ``other``'s."""
@@ -129,7 +130,7 @@ class DocumentTokens:
                 if groups.size and (groups[1:] < groups[:-1]).any():
                     raise IndexCorruptError(f"field {name}: documents are not grouped by tool")
                 per_tool = np.bincount(groups, minlength=n_tools).astype(np.int64)
-            fields[name] = FieldTokens(terms, _ptr(lens), _ptr(per_tool))
+            fields[name] = FieldTokens(terms, ptr_from_counts(lens), ptr_from_counts(per_tool))
         return cls(vocab, fields)
 
     @classmethod
@@ -153,7 +154,7 @@ class DocumentTokens:
                 per_tool = np.bincount(owner, minlength=n_tools).astype(np.int64)
             else:
                 per_tool = np.ones(n_tools, np.int64)
-            fields[name] = FieldTokens(terms.astype(np.int32), doc_ptr, _ptr(per_tool))
+            fields[name] = FieldTokens(terms.astype(np.int32), doc_ptr, ptr_from_counts(per_tool))
         return cls(st.vocab.copy(), fields)
 
     def select(self, keep: Sequence[int]) -> DocumentTokens:
@@ -187,19 +188,3 @@ class DocumentTokens:
             return batch, None
         groups = np.repeat(np.arange(ft.n_tools, dtype=np.int32), np.diff(ft.tool_ptr)).astype(np.int32)
         return batch, groups
-
-
-def _ptr(counts: np.ndarray) -> np.ndarray:
-    out = np.zeros(counts.size + 1, np.int64)
-    np.cumsum(counts, out=out[1:])
-    return out
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s, s + c)`` for each (s, c), vectorised."""
-    total = int(counts.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    offsets = np.zeros(counts.size, np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

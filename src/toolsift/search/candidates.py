@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..csr import ranges
 from ..index.state import IndexState
 from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
 from .plan import QueryPlan
-from .retrievers import FieldRetriever, _ranges, merge_csr
+from .retrievers import FieldRetriever, merge_csr
 
 __all__ = ["Candidates", "find_candidates", "pack"]
 
@@ -121,7 +122,7 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
     param_ptr = st.param_ptr
     if arg_ptr[-1]:
         n_par = param_ptr[tool + 1] - param_ptr[tool]
-        doc_ids = _ranges(param_ptr[tool], n_par)
+        doc_ids = ranges(param_ptr[tool], n_par)
         cum = np.zeros(tool.size + 1, np.int64)
         np.cumsum(n_par, out=cum[1:])
         doc_ptr = cum[ptr]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import IndexConfig
+from ..csr import ranges
 from ..index.dense_field import DenseField
 from ..index.field_index import FieldIndex, union_candidates
 from ..kernels.int8 import gather as int8_gather
@@ -88,7 +89,7 @@ class DenseRetriever(FieldRetriever):
         counts = np.diff(ptr)[owner]
         text_ptr = np.zeros(owner.size + 1, np.int64)
         np.cumsum(counts, out=text_ptr[1:])
-        per_text = ids[_ranges(ptr[owner], counts)]
+        per_text = ids[ranges(ptr[owner], counts)]
         if not per_text.size:
             return np.zeros(0, np.float32)
         q_codes, q_scales = quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
@@ -100,7 +101,7 @@ class DenseRetriever(FieldRetriever):
         # candidate tool, then take the max per tool (0 for a tool with no documents).
         lo, hi = self.tool_ptr[per_text], self.tool_ptr[per_text + 1]
         n_docs = hi - lo
-        doc_rows = _ranges(lo, n_docs)
+        doc_rows = ranges(lo, n_docs)
         cum = np.zeros(n_docs.size + 1, np.int64)
         np.cumsum(n_docs, out=cum[1:])
         doc_ptr = cum[text_ptr]
@@ -165,13 +166,3 @@ def _csr_unique(rows: np.ndarray, ids: np.ndarray, nq: int) -> tuple[np.ndarray,
     keys = np.unique(rows.astype(np.int64) * span + ids)
     ptr = np.searchsorted(keys // span, np.arange(nq + 1)).astype(np.int64)
     return ptr, keys % span
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s, s + c)`` for each (s, c), vectorised."""
-    total = int(counts.sum())
-    if not total:
-        return np.zeros(0, np.int64)
-    offsets = np.zeros(counts.size, np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

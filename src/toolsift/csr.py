@@ -1,0 +1,24 @@
+"""Small helpers for CSR layouts (a pointer array over a flat values array)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["ptr_from_counts", "ranges"]
+
+
+def ptr_from_counts(counts: np.ndarray) -> np.ndarray:
+    """``int64[len(counts) + 1]`` row pointer of rows with ``counts`` entries."""
+    out = np.zeros(np.size(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + c)`` for each (s, c), vectorised."""
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    offsets = np.zeros(counts.size, np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)

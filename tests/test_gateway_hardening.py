@@ -18,7 +18,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.test_gateway_server import Proc, _env, _free_port, call, http_session
+from tests.test_gateway_server import _env, _free_port, call, http_session, serve_http
 from toolsift.gateway import Gateway, GatewayConfig, GatewayError
 from toolsift.schema import Parameter, Tool
 from toolsift.toolindex import ToolIndex
@@ -40,15 +40,8 @@ def evil_gateway(tmp_path_factory):
     catalog.write_text(json.dumps({"tools": [
         _tool("lookup_code", {"code": {"type": "string", "pattern": EVIL}}, ["code"]),
     ]}), encoding="utf-8")
-    port = _free_port()
-    proc = Proc([sys.executable, "-m", "toolsift", "serve", "--catalog", str(catalog), "--catalog-format", "mcp",
-                 "--transport", "http", "--port", str(port)], tmp / "gateway.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        proc.wait_http(base + "/health", timeout=60)
+    with serve_http(["--catalog", str(catalog), "--catalog-format", "mcp"], tmp / "gateway.log") as base:
         yield base
-    finally:
-        proc.stop()
 
 
 def test_catastrophic_pattern_neither_hangs_nor_blocks_health(evil_gateway):

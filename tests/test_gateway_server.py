@@ -8,6 +8,7 @@ everything listens on loopback; every async scenario runs under a hard time limi
 
 from __future__ import annotations
 
+
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,17 +154,24 @@ def config_file(tmp, crm) -> Path:
     return _write_config(tmp / "gateway.json", crm, auth_token=TOKEN)
 
 
-@pytest.fixture(scope="module")
-def http_gateway(tmp, config_file):
+@contextmanager
+def serve_http(args: list[str], log: Path):
+    """Run ``toolsift serve ARGS --transport http`` on a free port; yield its base URL
+    once /health answers, and stop it on exit."""
     port = _free_port()
-    proc = Proc([sys.executable, "-m", "toolsift", "serve", "--config", str(config_file), "--transport", "http",
-                 "--port", str(port), "--log-level", "info"], tmp / "gateway-http.log")
+    proc = Proc([sys.executable, "-m", "toolsift", "serve", *args, "--transport", "http", "--port", str(port)], log)
     base = f"http://127.0.0.1:{port}"
     try:
         proc.wait_http(base + "/health", timeout=60)
         yield base
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def http_gateway(tmp, config_file):
+    with serve_http(["--config", str(config_file), "--log-level", "info"], tmp / "gateway-http.log") as base:
+        yield base
 
 
 # ------------------------------------------------------------------------ sessions

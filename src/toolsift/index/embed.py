@@ -9,19 +9,14 @@ from typing import Any
 import numpy as np
 
 from ..config import IndexConfig
-from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
 from .dense import Int8Matrix
-from .dense_field import DenseField
+from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
 __all__ = ["embed_fields", "get_encoder", "update_dense"]
 
-
-# Texts per encoder call while building: large enough to batch well, small enough that
-# a progress bar moves every second or two.
-_EMBED_SLICE = 1024
 
 _ENCODERS: dict[tuple, Any] = {}
 _ENCODER_LOCK = threading.Lock()
@@ -42,9 +37,7 @@ def get_encoder(config: IndexConfig):
 def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:
     """Int8 embeddings of every dense or hybrid field's documents.
 
-    All fields' distinct texts go through the encoder together (a parameter text and an
-    example intent are often the same string), in slices so a progress bar can move;
-    the encoder itself batches each slice by token length.
+    The encoder batches its input by token length.
     """
     names = [f for f in FIELDS if config.retriever(f) != "bm25"]
     if not names:
@@ -52,22 +45,15 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     fd = field_documents(catalog, name_in_description=config.name_in_description,
                          split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
                          tool_card=config.tool_card)
-    encoder = get_encoder(config)
-    uniq = list(dict.fromkeys(t for f in names for t in fd[f].texts if t.strip()))
-    row = {t: i for i, t in enumerate(uniq)}
-    emb = np.zeros((len(uniq), encoder.dim), dtype=np.float32)
-    starts = range(0, len(uniq), _EMBED_SLICE)
-    for s in progress_bar(starts, progress and len(uniq) > _EMBED_SLICE, "embed", total=len(starts)):
-        emb[s:s + _EMBED_SLICE] = encoder.encode(uniq[s:s + _EMBED_SLICE])
-    out = {}
+    # One encoder pass over all fields' texts: a parameter text and an example intent are
+    # often the same string, and encode_texts encodes each distinct string once.
+    texts = [t for f in names for t in fd[f].texts]
+    vecs = encode_texts(get_encoder(config), texts, progress=progress)
+    out, start = {}, 0
     for name in names:
-        texts = fd[name].texts
-        vecs = np.zeros((len(texts), encoder.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            j = row.get(t)
-            if j is not None:
-                vecs[i] = emb[j]
-        out[name] = DenseField(Int8Matrix.quantize(vecs), fd[name].groups, len(catalog))
+        n = len(fd[name].texts)
+        out[name] = DenseField(Int8Matrix.quantize(vecs[start:start + n]), fd[name].groups, len(catalog))
+        start += n
     return out
 
 

@@ -76,36 +76,31 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     ``matched`` is False for tools added only to fill ``k``."""
     parts = [retrievers[f].candidates(plan.fields[f], n) for f in FIELDS if plan.fields[f].texts]
     ptr, tool = merge_csr(parts)
-    full_ptr, full_tool = _top_up(ptr, tool, min(k, len(st.catalog)))
-    if full_tool is tool:
-        return ptr, tool, np.ones(tool.size, dtype=bool)
-    q_of = np.repeat(np.arange(full_ptr.size - 1), full_ptr[1:] - full_ptr[:-1])
-    key = lambda p, t, q: q * len(st.catalog) + t  # noqa: E731
-    matched = np.isin(key(full_ptr, full_tool, q_of),
-                      key(ptr, tool, np.repeat(np.arange(ptr.size - 1), ptr[1:] - ptr[:-1])))
-    return full_ptr, full_tool, matched
+    return _top_up(ptr, tool, min(k, len(st.catalog)))
 
 
-def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Add tools in catalogue order to every query with fewer than ``k`` candidates.
+def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Add tools in catalogue order to every query with fewer than ``k`` candidates, and
+    mark which candidates were found rather than added.
 
     Few queries need it (only those sharing a term with fewer than ``k`` tools), and the
     added tools score by the same model as the rest: the hit list is never cut short.
     """
-    counts = np.diff(ptr)
-    short = np.flatnonzero(counts < k)
+    short = np.flatnonzero(ptr[1:] - ptr[:-1] < k)
     if not short.size:
-        return ptr, tool
+        return ptr, tool, np.ones(tool.size, dtype=bool)
     rows = [tool[ptr[q]:ptr[q + 1]] for q in range(ptr.size - 1)]
+    found = [np.ones(r.size, dtype=bool) for r in rows]
     for q in short:
         have = rows[q]
         # The first k tools not yet present lie within the first k + len(have) positions.
         pool = np.arange(k + have.size, dtype=np.int64)
         extra = pool[~np.isin(pool, have)][: k - have.size]
         rows[q] = np.union1d(have, extra)
+        found[q] = np.isin(rows[q], have)
     new_ptr = np.zeros_like(ptr)
     np.cumsum([r.size for r in rows], out=new_ptr[1:])
-    return new_ptr, np.concatenate(rows) if rows else tool
+    return new_ptr, np.concatenate(rows), np.concatenate(found)
 
 
 def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever], ptr: np.ndarray,

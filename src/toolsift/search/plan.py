@@ -15,6 +15,7 @@ import numpy as np
 
 from ..analyze import TermBatch
 from ..config import IndexConfig
+from ..index.dense_field import encode_texts
 from ..index.embed import get_encoder
 from ..index.fields import argument_text
 from ..index.state import IndexState
@@ -133,20 +134,13 @@ def _memo(fn):
 
 def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
     """Unit embeddings of the dense fields' texts: one encoder call, each distinct
-    non-blank string once; blank texts get a zero row (they match nothing, as in BM25)."""
+    non-blank string once (a raw query is the same string in three fields)."""
     names = [f for f in FIELDS if f in st.dense]
     if not names:
         return {}
-    encoder = get_encoder(config)
-    uniq = list(dict.fromkeys(t for f in names for t in texts[f] if t.strip()))
-    emb = encoder.encode(uniq) if uniq else np.zeros((0, encoder.dim), np.float32)
-    row = {t: i for i, t in enumerate(uniq)}
-    out = {}
+    vecs = encode_texts(get_encoder(config), [t for f in names for t in texts[f]])
+    out, start = {}, 0
     for f in names:
-        vecs = np.zeros((len(texts[f]), encoder.dim), dtype=np.float32)
-        for i, t in enumerate(texts[f]):
-            j = row.get(t)
-            if j is not None:
-                vecs[i] = emb[j]
-        out[f] = vecs
+        out[f] = vecs[start:start + len(texts[f])]
+        start += len(texts[f])
     return out

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
 from ..schema import Catalog, Tool
 
-__all__ = ["SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "drive", "drive_async", "field", "reject_stream"]
+__all__ = ["SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "as_index", "drive", "drive_async", "field", "reject_stream"]
 
 #: Default name of the search tool the model sees.
 SEARCH_TOOL_NAME = "tool_search"
@@ -45,7 +45,12 @@ def field(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
-def _as_index(tools: ToolsSource) -> Any:
+def as_index(tools: ToolsSource) -> Any:
+    """A :class:`~toolsift.ToolIndex` over ``tools`` (returned as is when it is one already).
+
+    Raises:
+        SchemaError, CatalogFormatError: ``tools`` cannot be read (see :func:`~toolsift.load_catalog`).
+    """
     from ..toolindex import ToolIndex
 
     if isinstance(tools, ToolIndex):
@@ -62,7 +67,11 @@ def _as_index(tools: ToolsSource) -> Any:
             return ToolIndex.build(Catalog(items))
         from ..adapters import load_catalog
 
-        return ToolIndex.build(load_catalog(items))
+        # Tool objects rather than JSON (LangChain BaseTool, LlamaIndex FunctionTool
+        # metadata ...) are read by the LangChain reader, which takes any object with
+        # .name, .description and .args_schema.
+        objects = items and not any(isinstance(t, Mapping) for t in items)
+        return ToolIndex.build(load_catalog(items, format="langchain") if objects else load_catalog(items))
     raise SchemaError("tools", f"expected a ToolIndex, a Catalog, a list of tools or a catalogue "
                                f"path/payload, got {type(tools).__name__}")
 
@@ -103,7 +112,7 @@ class ToolSearch:
         if not isinstance(search_tool_name, str) or not search_tool_name.strip():
             raise ConfigError(f"search_tool_name: expected a non-empty string, got {search_tool_name!r}")
         self.name = search_tool_name
-        self.index = _as_index(tools)
+        self.index = as_index(tools)
         by_name: dict[str, Tool] = {}
         for tool in self.index.catalog:
             if tool.name in by_name:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -18,10 +19,12 @@ class ChatAPIServer:
     """``with ChatAPIServer() as srv:``; ``srv.script(body, ...)`` queues reply bodies.
 
     Every request is recorded as ``{"path", "body"}`` in :attr:`requests`. A request with
-    nothing scripted gets a 500, so a test that expected fewer model calls fails loudly.
+    nothing scripted is answered by ``responder(path, body)`` if given, else with a 500,
+    so a test that expected fewer model calls fails loudly.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, responder: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self._script: deque[dict[str, Any]] = deque()
         self._lock = threading.Lock()
@@ -58,6 +61,8 @@ class ChatAPIServer:
                 with server._lock:
                     server.requests.append({"path": self.path, "body": json.loads(raw or b"{}")})
                     reply = server._script.popleft() if server._script else None
+                if reply is None and server.responder is not None:
+                    reply = server.responder(self.path, server.requests[-1]["body"])
                 status = 200 if reply is not None else 500
                 out = json.dumps(reply if reply is not None else
                                  {"error": {"type": "api_error", "message": "nothing scripted"}}).encode()

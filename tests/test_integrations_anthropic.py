@@ -110,6 +110,16 @@ def test_search_rounds_are_bounded_and_tool_choice_dropped(server, index):
     assert "tools" not in server.bodies[1] and "tool_choice" not in server.bodies[1]
 
 
+def test_forced_search_applies_to_the_first_round_only(server, index):
+    client = wrap(_client(server), index)
+    server.script(anthropic_reply(_use("a", "tool_search", {"query": "lock the door"})),
+                  anthropic_reply({"type": "text", "text": "ok"}))
+    client.messages.create(model="m", max_tokens=10, tool_choice={"type": "tool", "name": "tool_search"},
+                           messages=[{"role": "user", "content": "?"}])
+    assert [b["tool_choice"] for b in server.bodies] == [{"type": "tool", "name": "tool_search"},
+                                                         {"type": "auto"}]
+
+
 def test_mixed_reply_strips_search_calls(server, index):
     client = wrap(_client(server), index, k=K)
     server.script(anthropic_reply(_use("s", "tool_search", {"query": "lock the door"}),

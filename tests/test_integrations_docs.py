@@ -49,8 +49,9 @@ def _model(path, body):
     if path.endswith("/responses"):
         last = body["input"][-1]
         if last.get("role") == "user":
-            return responses_reply({"type": "function_call", "id": "f1", "call_id": "c1", "name": "tool_search",
-                                    "arguments": json.dumps({"query": last["content"]}), "status": "completed"})
+            return responses_reply({"type": "function_call", "id": "f1", "call_id": "c1",
+                                    "name": "tool_search", "status": "completed",
+                                    "arguments": json.dumps({"query": last["content"]})})
         found = _found(last.get("output"))
         if found:
             return responses_reply({"type": "function_call", "id": "f2", "call_id": "c2",

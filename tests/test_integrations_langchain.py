@@ -131,7 +131,8 @@ def test_bigtool_agent_end_to_end(lc_tools):
     # The async graph path uses the coroutine.
     bound.clear()
     model.messages = iter([
-        AIMessage("", tool_calls=[{"name": "retrieve_tools", "args": {"query": "lock the door"}, "id": "r2"}]),
+        AIMessage("", tool_calls=[{"name": "retrieve_tools", "args": {"query": "lock the door"},
+                                   "id": "r2"}]),
         AIMessage("ok"),
     ])
     state = asyncio.run(agent.ainvoke({"messages": [("user", "lock up")]}))

@@ -67,7 +67,8 @@ def test_tools_shrink_found_tools_persist_pinned_always(server, catalog, index):
     # The search ran locally and its result went back as a tool message.
     assert second["messages"][1]["tool_calls"][0]["function"]["name"] == "tool_search"
     result = json.loads(second["messages"][2]["content"])
-    assert second["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": second["messages"][2]["content"]}
+    assert {k: v for k, v in second["messages"][2].items() if k != "content"} == {"role": "tool",
+                                                                                 "tool_call_id": "c1"}
     assert [f["name"] for f in result["found"]] == found
     # The send_email schema is the catalogue's, converted to OpenAI form.
     schema = next(t for t in second["tools"] if t["function"]["name"] == "send_email")
@@ -97,10 +98,13 @@ def test_search_rounds_are_bounded(server, catalog):
     server.script(chat_reply(calls=[("a", "tool_search", {"query": "weather forecast"})]),
                   chat_reply(calls=[("b", "tool_search", {"query": "air quality"})]),
                   chat_reply(content="I could not find it."))
+    forced = {"type": "function", "function": {"name": "tool_search"}}
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
-                                           tool_choice="auto")
+                                           tool_choice=forced)
     assert reply.choices[0].message.content == "I could not find it."
     assert len(server.requests) == 3
+    # Forcing the search applies to the first round only.
+    assert [b["tool_choice"] for b in server.bodies] == [forced, "auto", "auto"]
     last = server.bodies[2]
     assert "tool_search" not in _names(last)
     # Tools found by both searches are still offered on the last round.
@@ -121,9 +125,9 @@ def test_mixed_reply_strips_search_calls(server, catalog, index):
     client = wrap(_client(server), catalog, k=K)
     server.script(chat_reply(calls=[("s", "tool_search", {"query": "book a hotel"}),
                                     ("r", "get_current_weather", {"location": "Paris"})]))
+    own = {"type": "function", "function": {"name": "get_current_weather", "parameters": {"type": "object"}}}
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "trip"}],
-                                           tools=[{"type": "function", "function": {
-                                               "name": "get_current_weather", "parameters": {"type": "object"}}}])
+                                           tools=[own])
     assert len(server.requests) == 1
     # A tool the caller passes itself is sent as given.
     assert _names(server.bodies[0]) == ["tool_search", "get_current_weather"]
@@ -165,7 +169,8 @@ def test_async_client(server, catalog, index):
     client = wrap(_client(server, openai.AsyncOpenAI), catalog, k=K)
     server.script(chat_reply(calls=[("c1", "tool_search", {"query": "track my order"})]),
                   chat_reply(calls=[("c2", "track_order", {"order_id": "42"})]))
-    reply = asyncio.run(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "?"}]))
+    messages = [{"role": "user", "content": "?"}]
+    reply = asyncio.run(client.chat.completions.create(model="m", messages=messages))
     assert reply.choices[0].message.tool_calls[0].function.name == "track_order"
     assert _names(server.bodies[1]) == ["tool_search", *_expected(index, "track my order")]
 

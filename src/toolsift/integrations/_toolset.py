@@ -25,7 +25,10 @@ from typing import Any, TypeVar
 from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
 from ..schema import Catalog, Tool
 
-__all__ = ["SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "as_index", "drive", "drive_async", "field", "reject_stream"]
+__all__ = [
+    "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "as_index", "drive", "drive_async", "field",
+    "reject_stream", "round_kwargs",
+]
 
 #: Default name of the search tool the model sees.
 SEARCH_TOOL_NAME = "tool_search"
@@ -219,6 +222,17 @@ def reject_stream(kwargs: Mapping[str, Any], api: str) -> None:
     if kwargs.get("stream"):
         raise ToolsiftError(f"{api}: stream=True is not supported by the toolsift wrapper "
                             "(the search calls must be run before the caller sees the reply)")
+
+
+def round_kwargs(kwargs: dict[str, Any], search_name: str, round_: int, *, auto: Any) -> dict[str, Any]:
+    """``kwargs`` for search round ``round_``: a ``tool_choice`` that forces the search
+    tool applies to the first round only (``auto`` after it), or every round would
+    search again and the last one, sent without the search tool, would be rejected."""
+    choice = kwargs.get("tool_choice")
+    if round_ and isinstance(choice, Mapping) and search_name in (
+            field(choice, "name"), field(field(choice, "function"), "name")):
+        return {**kwargs, "tool_choice": auto}
+    return kwargs
 
 
 # A request loop is written once as a generator that yields request kwargs and receives

@@ -29,7 +29,9 @@ from typing import Any
 
 from ..errors import ToolsiftError
 from ..gateway.formats import to_anthropic
-from ._toolset import SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream
+from ._toolset import (
+    SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream, round_kwargs,
+)
 
 __all__ = ["ToolsiftAnthropic", "wrap"]
 
@@ -140,7 +142,8 @@ def _messages_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     for round_ in range(search.max_searches + 1):
         tools = ([search_def] if round_ < search.max_searches else [])
         tools += [to_anthropic(t) for t in search.tools_for(found)] + extra_tools
-        request = {**kwargs, "messages": messages + added}
+        request = {**round_kwargs(kwargs, search.name, round_, auto={"type": "auto"}),
+                   "messages": messages + added}
         if tools:
             request["tools"] = tools
         else:  # tool_choice without tools is rejected

@@ -94,7 +94,8 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     for i, tool in enumerate(tools):
         meta = getattr(tool, "metadata", None)
         if meta is None or not hasattr(meta, "to_openai_tool"):
-            raise SchemaError(f"tools[{i}]", f"expected a LlamaIndex tool with .metadata, got {type(tool).__name__}")
+            raise SchemaError(f"tools[{i}]",
+                              f"expected a LlamaIndex tool with .metadata, got {type(tool).__name__}")
         # ToolMetadata writes the OpenAI function form, which toolsift reads with its schema.
         payload.append(meta.to_openai_tool(skip_length_check=True))
     names = [p["function"]["name"] for p in payload]
@@ -102,4 +103,5 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     if dups:
         raise SchemaError("tools", f"duplicate tool name(s) {', '.join(map(repr, dups))}")
     retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched)
-    return ObjectRetriever(retriever=retriever, object_node_mapping=SimpleToolNodeMapping.from_objects(list(tools)))
+    mapping = SimpleToolNodeMapping.from_objects(list(tools))
+    return ObjectRetriever(retriever=retriever, object_node_mapping=mapping)

@@ -31,7 +31,9 @@ from typing import Any
 
 from ..errors import ToolsiftError
 from ..gateway.formats import to_openai
-from ._toolset import SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream
+from ._toolset import (
+    SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream, round_kwargs,
+)
 
 __all__ = ["ToolsiftOpenAI", "wrap"]
 
@@ -153,7 +155,7 @@ def _chat_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     for round_ in range(search.max_searches + 1):
         tools = ([search_def] if round_ < search.max_searches else [])
         tools += [to_openai(t) for t in search.tools_for(found)] + extra_tools
-        request = {**kwargs, "messages": messages + added}
+        request = {**round_kwargs(kwargs, search.name, round_, auto="auto"), "messages": messages + added}
         if tools:
             request["tools"] = tools
         else:  # the API rejects an empty tool list and tool options without tools
@@ -247,7 +249,8 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     for round_ in range(search.max_searches + 1):
         tools = ([search_def] if round_ < search.max_searches else [])
         tools += [_responses_tool(to_openai(t)) for t in search.tools_for(found)] + extra_tools
-        request = {**kwargs, "input": (pending if round_ else items) if chained else items + added}
+        request = {**round_kwargs(kwargs, search.name, round_, auto="auto"),
+                   "input": (pending if round_ else items) if chained else items + added}
         if chained and round_:
             request["previous_response_id"] = response.id
         if tools:
@@ -257,15 +260,17 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
                 request.pop(key, None)
         response = yield request
         output = list(response.output or ())
-        searches = [o for o in output if field(o, "type") == "function_call" and field(o, "name") == search.name]
+        calls = [o for o in output if field(o, "type") == "function_call"]
+        searches = [o for o in calls if field(o, "name") == search.name]
         if not searches:
             break
-        real = [o for o in output if field(o, "type") == "function_call" and not any(o is s for s in searches)]
+        real = [o for o in calls if not any(o is s for s in searches)]
         results = []
         for call in searches:
             text, names = search.run(field(call, "arguments"))
             found.extend(names)
-            results.append({"type": "function_call_output", "call_id": field(call, "call_id"), "output": text})
+            results.append({"type": "function_call_output", "call_id": field(call, "call_id"),
+                            "output": text})
         if real:
             added += [*(_item(c) for c in searches), *results]
             response.output = [o for o in output if not any(o is s for s in searches)]

@@ -112,6 +112,17 @@ def test_search_rounds_are_bounded(server, catalog):
     assert len(reply.toolsift_messages) == 4
 
 
+def test_search_on_the_last_round_is_not_passed_to_the_caller(server, catalog):
+    client = wrap(_client(server), catalog, max_searches=1)
+    server.script(chat_reply(calls=[("a", "tool_search", {"query": "lock the door"})]),
+                  chat_reply(content="Searching once more.", calls=[("b", "tool_search", {"query": "lights"})]))
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert len(server.requests) == 2 and "tool_search" not in _names(server.bodies[1])
+    message = reply.choices[0].message
+    assert message.tool_calls is None and message.content == "Searching once more."
+    assert [m["role"] for m in reply.toolsift_messages] == ["assistant", "tool", "assistant", "tool"]
+
+
 def test_no_tools_left_drops_tool_options(server, catalog):
     client = wrap(_client(server), catalog, max_searches=0)
     server.script(chat_reply(content="hello"))

@@ -159,9 +159,10 @@ def _messages_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
             found.extend(names)
             results.append({"type": "tool_result", "tool_use_id": field(block, "id"), "content": text})
         real = [b for b in content if field(b, "type") == "tool_use" and not any(b is s for s in searches)]
-        if real:
-            # Real calls need the caller's results: hand the reply back without the
-            # searches, which move into the exchange the caller may keep.
+        if real or round_ == search.max_searches:
+            # Real calls need the caller's results (and a search on the last round, where
+            # the model was not offered one, gets no further round): hand the reply back
+            # without the searches, which move into the exchange the caller may keep.
             added += [{"role": "assistant", "content": [_dump(b) for b in searches]},
                       {"role": "user", "content": results}]
             response.content = [b for b in content if not any(b is s for s in searches)]

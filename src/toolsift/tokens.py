@@ -73,14 +73,20 @@ def _offline_loader(name: str):
     return load
 
 
-@functools.cache
 def encoding(name: str = DEFAULT_ENCODING) -> Any:
-    """The ``tiktoken.Encoding`` ``name``, built without network access (cached).
+    """The ``tiktoken.Encoding`` ``name``, built without network access (once per process).
 
     Raises:
         ConfigError: ``name`` is not one of :data:`ENCODINGS`.
         TokenizerUnavailable: The ``tokens`` extra is not installed.
     """
+    return _build(name)
+
+
+# Cached here rather than on encoding(), whose default argument would give encoding()
+# and encoding("o200k_base") separate cache entries and build the table twice.
+@functools.cache
+def _build(name: str) -> Any:
     if name not in ENCODINGS:
         raise ConfigError(f"unknown token encoding {name!r}; expected one of {', '.join(ENCODINGS)}")
     try:
@@ -99,6 +105,13 @@ def encoding(name: str = DEFAULT_ENCODING) -> Any:
 
 def count_tokens(text: str, *, encoding_name: str = DEFAULT_ENCODING) -> int:
     """Tokens of ``text`` under ``encoding_name`` (special-token strings count as text)."""
+    return _count(text, encoding_name)
+
+
+# Budgeted searches count the same top tools again and again; encoding is the costly
+# step (about 3 us a token), so counts are remembered by text.
+@functools.lru_cache(maxsize=8192)
+def _count(text: str, encoding_name: str) -> int:
     return len(encoding(encoding_name).encode_ordinary(text))
 
 

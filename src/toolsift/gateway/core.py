@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
-from ..search.budget import fit_budget
+from ..search.budget import depth, fit_budget
 from ..tokens import TokenizerUnavailable
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
@@ -291,7 +291,7 @@ class Gateway:
     def _rank_within(self, state: IndexState, query: str | Query, text: str, limit: int,
                      tags: tuple[str, ...], budget: int, fmt: str) -> list[Hit]:
         """:meth:`_rank` over a wider pool, then the best that fit ``budget`` tokens."""
-        pool = self._rank(state, query, text, min(len(state.index.catalog), max(4 * limit, _MIN_FETCH)), tags)
+        pool = self._rank(state, query, text, depth(limit, len(state.index.catalog)), tags)
         try:
             return fit_budget(pool, token_budget=budget, k=limit, format=fmt)
         except TokenizerUnavailable as exc:

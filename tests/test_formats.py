@@ -17,7 +17,7 @@ from toolsift.adapters.anthropic import from_anthropic
 from toolsift.adapters.mcp import from_mcp, mcp_tool
 from toolsift.adapters.openai import from_openai
 from toolsift.adapters.openapi import load_openapi
-from toolsift.adapters._writing import description
+from toolsift.adapters._writing import description_of
 from toolsift.adapters.writers import WRITE_FORMATS, input_schema, to_format
 from toolsift.errors import FormatError
 from toolsift.schema import Parameter, Tool
@@ -66,7 +66,7 @@ def test_real_catalogues_round_trip(catalogues, fmt):
         for orig, back in zip(tools, first):
             # What the format carries survives: name, description, the tool's own
             # arguments with their required flags and descriptions.
-            assert back.description == description(orig), (name, orig.id)
+            assert back.description == description_of(orig), (name, orig.id)
             assert [(n, r) for n, r, _ in _top(back)] == [(n, r) for n, r, _ in _top(orig)], (name, orig.id)
             assert [d for _, _, d in _top(back)] == [d for _, _, d in _top(orig)], (name, orig.id)
         # read -> write -> read is a fixed point: the same tools, the same payload.

@@ -223,3 +223,8 @@ def test_budget_looks_no_deeper_than_the_depth():
     # With k=20 the depth is 80: the tiny tools from place 61 on are found.
     got = search_within_budget(search, n_tools=200, k=20, token_budget=tiny_size * 3, format="openai")
     assert [h.id for h in got] == ["t0", "t1", "t2"] and [h.rank for h in got] == [1, 2, 3]
+
+
+def test_format_typo_fails_without_a_budget_too(index):
+    with pytest.raises(FormatError):
+        index.search(QUERY, k=3, format="open-ai")

@@ -227,11 +227,13 @@ class ToolIndex:
                 is not an integer >= 1.
             FormatError: Unknown ``format``.
         """
+        from .search.budget import check_format, search_within_budget
+
         check_k(k)
+        check_format(format)  # a typo fails even without a budget, rather than being ignored
         q = as_query(query, "query")
         if token_budget is None:
             return _search.run(self._state, self._config, [q], k=k, explain=explain)[0]
-        from .search.budget import search_within_budget
 
         st, cfg = self._state, self._config
         return search_within_budget(lambda n: _search.run(st, cfg, [q], k=n, explain=explain)[0],

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..schema import Tool
 
-__all__ = ["HINT_TAGS", "description", "input_schema", "source_body", "source_format"]
+__all__ = ["HINT_TAGS", "description_of", "input_schema", "source_body", "source_format"]
 
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 # Type names written by Python-function and benchmark sources.
@@ -124,7 +124,7 @@ def input_schema(tool: Tool) -> dict[str, Any]:
     return _built_schema(tool)
 
 
-def description(tool: Tool) -> str:
+def description_of(tool: Tool) -> str:
     """The description to write: the source's own text if it has one, else the tool's.
 
     The source's text wins because :attr:`Tool.description` may hold a stand-in (an

@@ -17,7 +17,7 @@ from typing import Any
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import parameters_from_schema
-from ._writing import description, input_schema
+from ._writing import description_of, input_schema
 
 __all__ = ["from_anthropic", "anthropic_tool", "to_anthropic"]
 
@@ -73,7 +73,7 @@ def to_anthropic(tool: Tool) -> dict[str, Any]:
         Schema when there is one.
     """
     out: dict[str, Any] = {"name": tool.name}
-    desc = description(tool)
+    desc = description_of(tool)
     if desc:
         out["description"] = desc
     out["input_schema"] = input_schema(tool)

@@ -28,7 +28,7 @@ from ..errors import CatalogFormatError, SchemaError
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import describe_output, parameters_from_schema
-from ._writing import HINT_TAGS, description, input_schema, source_format
+from ._writing import HINT_TAGS, description_of, input_schema, source_format
 
 __all__ = ["from_mcp", "mcp_tool", "to_mcp", "EXAMPLES_KEY", "TAGS_KEY"]
 
@@ -162,7 +162,7 @@ def to_mcp(tool: Tool, *, examples: bool = False) -> dict[str, Any]:
                 out[key] = copy.deepcopy(src[key])
         out["inputSchema"] = input_schema(tool)
         return out
-    desc = description(tool)
+    desc = description_of(tool)
     if desc:
         out["description"] = desc
     out["inputSchema"] = input_schema(tool)

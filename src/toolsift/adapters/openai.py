@@ -29,7 +29,7 @@ from ..errors import FormatError, SchemaError
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import parameters_from_schema
-from ._writing import description, input_schema, source_body, source_format
+from ._writing import description_of, input_schema, source_body, source_format
 
 __all__ = ["OPENAI_APIS", "from_openai", "openai_tool", "to_openai"]
 
@@ -117,7 +117,7 @@ def to_openai(tool: Tool, *, api: str = "chat") -> dict[str, Any]:
     if api not in OPENAI_APIS:
         raise FormatError(f"unknown OpenAI api {api!r}; expected one of {', '.join(OPENAI_APIS)}")
     fn: dict[str, Any] = {"name": tool.name}
-    desc = description(tool)
+    desc = description_of(tool)
     if desc:
         fn["description"] = desc
     fn["parameters"] = input_schema(tool)

@@ -19,7 +19,7 @@ from ..errors import QueryError
 from ..tokens import DEFAULT_ENCODING, schema_tokens
 from .hits import Hit
 
-__all__ = ["check_budget", "depth", "fit_budget", "search_within_budget"]
+__all__ = ["check_budget", "check_format", "depth", "fit_budget", "search_within_budget"]
 
 _MIN_DEPTH = 50
 

@@ -128,6 +128,37 @@ def test_mcp_reader_keeps_generated_titles_out_of_text():
     assert from_mcp([t.to_mcp() for t in tools]) == tools
 
 
+def test_mcp_reader_reads_pydantic_enums_and_drops_class_names():
+    from enum import Enum
+
+    class Units(str, Enum):
+        """Measurement system."""
+
+        metric = "metric"
+        imperial = "imperial"
+
+    class WeatherReport(BaseModel):
+        temp: float = Field(description="temperature in Celsius")
+
+    args = create_model("get_weatherArguments", city=(str, ...), unit_system=(Units, Units.metric))
+    entries = [
+        {"name": "get_weather", "description": "Weather now.", "inputSchema": args.model_json_schema(),
+         "outputSchema": WeatherReport.model_json_schema()},  # a model returned as is: title "WeatherReport"
+    ]
+    tool = from_mcp(entries)[0]
+    units = {p.name: p for p in tool.parameters}["unit_system"]
+    # The enum behind the $ref gives the type and the values; its class name is no description.
+    assert (units.type, units.description, units.required) == (
+        "string", "Measurement system. One of: metric, imperial.", False)
+    assert tool.response == "Returns an object with: temp (number): temperature in Celsius."
+    assert "WeatherReport" not in tool.response and "Units" not in units.description
+    # The written schema is still the source's, $ref and all.
+    assert tool.to_mcp()["inputSchema"] == entries[0]["inputSchema"]
+    # A person's one-word or spaced title is kept where it stands in for a description.
+    assert from_mcp([{"name": "w", "inputSchema": {"type": "object"},
+                      "outputSchema": {"type": "object", "title": "Weather"}}])[0].response.startswith("Weather.")
+
+
 def test_sources_are_written_back_verbatim_across_formats():
     params = {"type": "object", "properties": {
         "city": {"type": "string", "enum": ["Oslo", "Rome"], "default": "Oslo"},

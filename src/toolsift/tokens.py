@@ -40,6 +40,7 @@ ENCODINGS: tuple[str, ...] = ("o200k_base", "cl100k_base")
 #: The encoding used unless another is asked for (current OpenAI models).
 DEFAULT_ENCODING = "o200k_base"
 
+
 class TokenizerUnavailable(ToolsiftError, ImportError):
     """The ``tokens`` extra (``tiktoken`` and its offline BPE files) is not installed."""
 

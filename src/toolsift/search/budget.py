@@ -2,11 +2,11 @@
 
 Rule: walk the ranking best first; take a tool if its schema (in the requested format,
 counted by :func:`toolsift.tokens.schema_tokens`) fits in what is left of the budget,
-otherwise skip it and go on; stop at ``k`` tools or ``max(4 k, 50)`` tools down the
-ranking (:func:`depth`). Skipping
-rather than stopping at the first misfit means one oversized schema at rank 2 does not
-leave the rest of the budget empty, while everything taken is still in rank order. A tool
-larger than the whole budget is skipped, never truncated: a cut schema is a broken one.
+otherwise skip it and go on; stop at ``k`` tools or ``max(4 k, 50)`` places down the
+ranking (:func:`depth`). Skipping rather than stopping at the first misfit means one
+oversized schema at rank 2 does not leave the rest of the budget empty, while everything
+taken is still in rank order. A tool larger than the whole budget is skipped, never
+truncated: a cut schema is a broken one.
 """
 
 from __future__ import annotations

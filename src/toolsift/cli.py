@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ToolsiftError
+from .usage.cli import add_learn_parser, run_learn
 
 __all__ = ["main"]
 
@@ -138,6 +139,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--backend", choices=("auto", "direct", "torch"), default="auto",
                     help="direct: BERT from safetensors, no torch; torch: torch.onnx.export; "
                          "auto (default): direct for BERT")
+
+    add_learn_parser(sub)  # toolsift learn: lives in toolsift.usage.cli
 
     de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
@@ -446,7 +449,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
-                "train": _cmd_train, "serve": _cmd_serve}
+                "train": _cmd_train, "serve": _cmd_serve, "learn": run_learn}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

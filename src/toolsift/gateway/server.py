@@ -174,13 +174,14 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                 confirm = args.get("confirm", False)
                 if not isinstance(confirm, bool):
                     raise GatewayError("bad_request", f"confirm must be true or false, got {confirm!r}")
-                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm)
+                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm,
+                                              session=_session_key(ctx))
                 upstream = _upstream_result(done["result"])
                 payload = {"tool": done["tool"], "result": done["result"]}
                 return _text_result(payload, is_error=bool(upstream and upstream.is_error))
             confirm = (params.meta or {}).get(CONFIRM_META_KEY) is True
             try:
-                done = await gateway.call_tool(params.name, args, confirm=confirm)
+                done = await gateway.call_tool(params.name, args, confirm=confirm, session=_session_key(ctx))
             except GatewayError as err:
                 if err.code == "confirmation_required":
                     raise GatewayError(err.code, err.message, **err.details,

@@ -105,7 +105,7 @@ class CoreClient:
             return False
 
 
-async def _http_agents(url: str, jobs: list, run_job, concurrency: int) -> None:
+async def _http_agents(url: str, jobs: list, run_job, concurrency: int, sessions: dict) -> None:
     """Each job is one agent = one MCP session over streamable HTTP."""
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -126,11 +126,23 @@ async def _http_agents(url: str, jobs: list, run_job, concurrency: int) -> None:
     sem = asyncio.Semaphore(concurrency)
 
     async def one(job) -> None:
+        import httpx2
+
+        seen: list[str] = []
+
+        async def hook(response) -> None:
+            sid = response.headers.get("mcp-session-id")
+            if sid and not seen:
+                seen.append(sid)
+                # The gateway keys its sessions by the MCP session id.
+                sessions[f"http:{sid}"] = job[0].id
+
         async with sem:
-            async with streamable_http_client(url) as (read, write, *_):
-                async with ClientSession(read, write) as s:
-                    await s.initialize()
-                    await run_job(HttpClient(s), job)
+            async with httpx2.AsyncClient(timeout=60, event_hooks={"response": [hook]}) as http:
+                async with streamable_http_client(url, http_client=http) as (read, write, *_):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        await run_job(HttpClient(s), job)
 
     await asyncio.gather(*(one(j) for j in jobs))
 
@@ -209,6 +221,7 @@ def replay(ds, base, db: Path, *, agents: int, noise: float, seed: int, transpor
             stats["failed_calls"] += not ok
 
     names = {t.name: t for t in base.catalog}
+    sessions = {f"{q.id}#{a}": q.id for q, a in jobs}  # session key in the log -> query id
     t0 = time.perf_counter()
     if transport == "core":
         client = CoreClient(gateway)
@@ -234,18 +247,19 @@ def replay(ds, base, db: Path, *, agents: int, noise: float, seed: int, transpor
             port = s.getsockname()[1]
         uv, thread = _serve_http(lambda: rt, port)
         try:
-            asyncio.run(_http_agents(f"http://127.0.0.1:{port}/mcp", jobs, run_job, concurrency=8))
+            asyncio.run(_http_agents(f"http://127.0.0.1:{port}/mcp", jobs, run_job, concurrency=8,
+                                     sessions=sessions))
         finally:
             uv.should_exit = True
             thread.join(timeout=10)
     recorder.close()
     stats["seconds"] = round(time.perf_counter() - t0, 1)
     stats["dropped_records"] = recorder.dropped
-    return stats
+    return stats, sessions
 
 
 # ------------------------------------------------------------------ learn + score
-def curve(ds, base, db: Path, *, config, points=CURVE) -> dict:
+def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
     """NDCG@10 / Recall@10 of the test folds after learning from the first N uses."""
     from toolsift.evaluate.cold import ranked_run
     from toolsift.evaluate.metrics import evaluate
@@ -253,7 +267,7 @@ def curve(ds, base, db: Path, *, config, points=CURVE) -> dict:
 
     with UsageLog(db) as log:
         finds, uses = list(log.finds()), list(log.uses())
-    qid = lambda session: session.rsplit("#", 1)[0]  # noqa: E731
+    qid = lambda session: sessions.get(session)  # noqa: E731
     texts = {q.id: q.text for q in ds.queries}
     out = {}
     notes = []
@@ -302,6 +316,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the learning curves (PNG)")
     args = ap.parse_args(argv)
+    import logging
+
+    # The MCP client warns once per call that a gateway-routed tool is not in tools/list.
+    logging.getLogger("mcp").setLevel(logging.ERROR)
 
     from toolsift.config import IndexConfig  # noqa: F401
     from toolsift.evaluate import MftrDataset
@@ -321,9 +339,9 @@ def main(argv=None) -> int:
         db.unlink(missing_ok=True)
         for suffix in ("-wal", "-shm"):
             Path(str(db) + suffix).unlink(missing_ok=True)
-        stats = replay(ds, base, db, agents=args.agents, noise=args.noise, seed=args.seed, transport=args.transport)
+        stats, sessions = replay(ds, base, db, agents=args.agents, noise=args.noise, seed=args.seed, transport=args.transport)
         print(f"{name}: replay {stats}", file=sys.stderr, flush=True)
-        got = curve(ds, base, db, config=config)
+        got = curve(ds, base, db, sessions, config=config)
         results[name] = {"weights": weights, "replay": stats, "agents": args.agents, "noise": args.noise,
                          "transport": args.transport, "min_voters": config.min_voters, **got,
                          "offline_feedback": OFFLINE.get(name)}

@@ -186,7 +186,7 @@ def test_poisoning_one_session_1000_uses(apibank, tmp_path):
     rec3 = UsageRecorder(tmp_path / "three.db")
     gw3 = Gateway(index, executor=_ok, recorder=rec3)
     _honest(gw3, ds, index)
-    _attack(gw3, family, target, uses=3)
+    _attack(gw3, family, target, uses=3, per_find=1)
     rec3.flush()
     three = learn(index, rec3.log, config=lax)
     assert poisoned.added[target] == three.added[target]
@@ -223,8 +223,10 @@ def test_weights_retrained_only_when_they_help(apibank, tmp_path):
                                 query_text=q.text, intent=q.text)
         result = learn(index, log)
     w = result.weights
-    assert w is not None and set(w.validation) == {"current", "trained"}
-    assert w.adopted == (w.validation["trained"] >= w.validation["current"])
+    assert w is not None and set(w.validation) == {"current", "trained", "before"}
+    v = w.validation
+    assert w.adopted == (v["trained"] >= v["current"] and v["trained"] >= v["before"])
+    assert w.keep_examples == (max(v["trained"], v["current"]) >= v["before"])
     assert result.params_after == (w.params if w.adopted else index.config.params)
     assert len(result.added) >= 30
     # No test-fold query was used, and the learned index does better on them.

@@ -199,6 +199,8 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     if cfg.train_weights and len(intents) >= cfg.min_train_intents:
         outcome = fit_weights(index, intents, learned, parts=cfg.crossfit, n_negatives=cfg.n_negatives,
                               key_of=intent_key)
+    if outcome is not None and not outcome.keep_examples:
+        added, changed = {}, []
     params_after = outcome.params if outcome is not None else params_before
     new_index = index.with_params(params_after)
     if changed:

@@ -50,8 +50,11 @@ class WeightOutcome:
         params: The parameters to serve (the current ones when not adopted).
         adopted: Whether trained weights replaced the current ones.
         reason: Why (or why not).
-        validation: Held-out NDCG@10 of the current and the trained weights.
+        validation: Held-out NDCG@10 of the current and the trained weights (with the
+            learned examples) and of the index before learning (``"before"``).
         pairs: Training pairs used.
+        keep_examples: False when the index before learning ranked the intents better
+            than either learned variant: then nothing is learned at all.
     """
 
     params: ScoringParams
@@ -59,6 +62,7 @@ class WeightOutcome:
     reason: str
     validation: dict[str, float]
     pairs: int = 0
+    keep_examples: bool = True
 
 
 def part_of(key: str, parts: int) -> int:
@@ -161,7 +165,16 @@ def fit_weights(base, intents: Sequence[TrainingIntent], examples: Mapping[str, 
     if n_val == 0:
         return WeightOutcome(current, False, "not enough intents in every part to validate", {})
     val = {k: v / n_val for k, v in val.items()}
+    # The index before learning, on the same intents (its examples hold none of them
+    # unless it was learned already: then they are stripped as in cross-fitting).
+    rows = np.concatenate([r for r in splits if r.size])
+    before = crossfit_scores(base, [intents[r] for r in rows], {}, parts=parts, key_of=key_of)
+    val["before"] = _ndcg(before, current, np.arange(rows.size), labels)
     all_pairs = concat_pairs([p for p in split_pairs if p.n_pairs])
+    if max(val["trained"], val["current"]) < val["before"]:
+        return WeightOutcome(current, False, f"learning did not beat the index before learning on held-out intents "
+                             f"(NDCG@10 {max(val['trained'], val['current']):.4f} vs {val['before']:.4f}); "
+                             "nothing learned", val, 0, keep_examples=False)
     if val["trained"] < val["current"] + min_gain:
         return WeightOutcome(current, False, f"trained weights did not beat the current ones on held-out intents "
                              f"(NDCG@10 {val['trained']:.4f} vs {val['current']:.4f})", val, all_pairs.n_pairs)

@@ -106,6 +106,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--usage", metavar="DB", help="record find_tools and tool calls in this usage log (SQLite) "
+                    "and relearn from it on SIGHUP (docs/usage-learning.md)")
+    sv.add_argument("--relearn-every", type=float, metavar="SECONDS", help="with --usage: also relearn this often")
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
@@ -364,6 +367,13 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         from .adapters import load_catalog
 
         local_tools = list(load_catalog(args.catalog, format=args.catalog_format))
+    usage = None
+    if args.usage:
+        from .usage import GatewayLearning
+
+        usage = GatewayLearning(args.usage, every_s=args.relearn_every)
+    elif args.relearn_every is not None:
+        raise ToolsiftError("serve: --relearn-every needs --usage")
     # stdout may be the MCP stdio channel: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -371,11 +381,11 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         if args.transport == "http":
             from .gateway.http import serve_http
 
-            serve_http(config, host=args.host, port=args.port, local_tools=local_tools)
+            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage)
         else:
             from .gateway.server import serve_stdio
 
-            anyio.run(lambda: serve_stdio(config, local_tools=local_tools))
+            anyio.run(lambda: serve_stdio(config, local_tools=local_tools, usage=usage))
     except BaseException as exc:
         # anyio task groups wrap errors in exception groups; report toolsift's own error
         # as the plain one-line error it is. (Duck-typed: no BaseExceptionGroup on 3.10.)

@@ -28,7 +28,7 @@ _WHERE = {
     "LearnConfig": "learner", "LearnResult": "learner", "learn": "learner", "learn_index": "learner",
     "trusted_intents": "learner",
     "UsageRecorder": "recorder", "intent_of": "recorder", "outcome_of": "recorder", "record_use": "recorder",
-    "Relearner": "relearn",
+    "Relearner": "relearn", "GatewayLearning": "relearn",
     "OUTCOMES": "store", "SCHEMA_VERSION": "store", "UsageLog": "store", "UsageLogError": "store",
 }
 
@@ -46,6 +46,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AttributionRules",
     "Evidence",
+    "GatewayLearning",
     "IntentEvidence",
     "LearnConfig",
     "LearnResult",

@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from .learner import REPORT_FILE, LearnConfig, LearnResult, learn
 from .store import UsageLog
 
-__all__ = ["Relearner"]
+__all__ = ["GatewayLearning", "Relearner"]
 
 log = logging.getLogger("toolsift.usage")
 
@@ -160,3 +160,46 @@ class Relearner:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class GatewayLearning:
+    """Usage recording and relearning for a served gateway, as one object to pass in.
+
+    ``toolsift serve --usage usage.db [--relearn-every S]`` builds one; the runtime
+    gives its :attr:`recorder` to the :class:`~toolsift.gateway.Gateway`, calls
+    :meth:`attach` once the gateway exists and :meth:`close` at shutdown. SIGHUP
+    triggers a relearn when the gateway runs in the main thread.
+
+    Args:
+        path: The usage log file.
+        every_s: Relearn period (``None``: only on SIGHUP / :meth:`Relearner.trigger`).
+        save_dir: Where learned versions are saved (optional).
+        config: Learning settings.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, every_s: float | None = None,
+                 save_dir: str | os.PathLike | None = None, config: LearnConfig | None = None) -> None:
+        from .recorder import UsageRecorder
+
+        self.recorder = UsageRecorder(path)
+        self.every_s = every_s
+        self.save_dir = save_dir
+        self.config = config
+        self.relearner: Relearner | None = None
+
+    def attach(self, gateway: Any) -> Relearner:
+        """Start relearning for ``gateway`` (its recorder must be :attr:`recorder`)."""
+        self.relearner = Relearner(gateway, self.recorder.log, config=self.config, every_s=self.every_s,
+                                   save_dir=self.save_dir, recorder=self.recorder)
+        self.relearner.start()
+        try:
+            self.relearner.install_signal()
+        except (ValueError, OSError):  # not the main thread, or no SIGHUP on this platform
+            log.info("relearn signal not installed (not the main thread)")
+        return self.relearner
+
+    def close(self) -> None:
+        """Stop relearning and write what the recorder still holds."""
+        if self.relearner is not None:
+            self.relearner.stop()
+        self.recorder.close()

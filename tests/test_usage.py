@@ -156,6 +156,18 @@ def test_gateway_records_finds_and_use_outcomes(gateway):
                         ("track_order", "invalid_params", False)}
 
 
+def test_structured_find_is_logged_with_its_intents(gateway):
+    gw, rec = gateway
+    q = {"tool_needs": [{"user_intent": "Check the air in Delhi", "tool_description": "air quality index"}],
+         "extracted_arguments": {"location": "city"}}
+    for query in (q, json.dumps(q)):
+        asyncio.run(gw.find_tools(query, limit=3, session="s"))
+    rec.flush()
+    finds = list(rec.log.finds())
+    assert [f.intent for f in finds] == ["Check the air in Delhi"] * 2
+    assert [json.loads(f.query_json) for f in finds] == [q, q] and rec.dropped == 0
+
+
 def test_structured_query_intent_and_record_use(tmp_path):
     rec = UsageRecorder(tmp_path / "u.db")
     q = {"tool_needs": [{"user_intent": "Book a table for two", "tool_description": "restaurant booking"}],

@@ -61,6 +61,17 @@ def outcome_of(error_code: str | None, result: Any = None) -> tuple[str, bool | 
     return "error", None if error_code in ("bad_request", "unknown_tool") else True
 
 
+def _query_json(query: Any, parsed: Query) -> str:
+    """A structured query as JSON: as the client sent it, else rebuilt from ``parsed``."""
+    if isinstance(query, Mapping):
+        return json.dumps(query, ensure_ascii=False, default=str)
+    if isinstance(query, str):
+        return query.strip()  # the client sent the structured form as a JSON string
+    return json.dumps({"tool_needs": [{"user_intent": n.user_intent, "tool_description": n.tool_description,
+                                       "expected_response": n.expected_response} for n in parsed.needs],
+                       "extracted_arguments": dict(parsed.arguments), "text": parsed.text}, ensure_ascii=False)
+
+
 class UsageRecorder:
     """Records ``find_tools`` requests and tool uses into a usage log, off the request path.
 
@@ -106,8 +117,7 @@ class UsageRecorder:
               index: Any) -> None:
         """Hook: a ``find_tools`` request answered with ``returned`` (tool ids, best first)."""
         try:
-            structured = None if isinstance(parsed, str) else json.dumps(
-                query if isinstance(query, Mapping) else parsed.to_dict(), ensure_ascii=False, default=str)
+            structured = None if isinstance(parsed, str) else _query_json(query, parsed)
             rec = dict(run=self.run, session=session, client=self.client, query_text=text,
                        intent=intent_of(parsed), returned=list(returned), index_version=self.version_of(index),
                        query_json=structured, ts=time.time())

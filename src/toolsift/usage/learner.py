@@ -28,7 +28,7 @@ from ..errors import ConfigError, ToolsiftError
 from ..kernels.params import ScoringParams
 from .attribution import AttributionRules, Evidence, attribute, intent_key
 from .store import UsageLog
-from .weights import TrainingIntent, WeightOutcome, fit_weights
+from .weights import TrainingIntent, WeightOutcome, validate
 
 __all__ = ["LearnConfig", "LearnResult", "learn", "learn_index", "trusted_intents", "REPORT_FILE"]
 
@@ -51,6 +51,11 @@ class LearnConfig:
         max_examples_per_tool: Learned intents kept per tool (the best supported).
         train_weights: Retrain the field weights when there is enough data.
         min_train_intents: Trusted intents needed before weights are retrained.
+        validate: Keep what is learned only if it ranks held-out trusted intents
+            better than the index before learning (see :func:`toolsift.usage.weights.validate`).
+        min_validate_intents: With fewer trusted intents, examples are added without
+            validation (too few to test; each is backed by ``min_voters`` sessions).
+        alpha: Level of the validation's one-sided paired t-test.
         crossfit: Parts for cross-fitting and held-out validation of the weights.
         n_negatives: Hard negatives per intent in weight training.
     """
@@ -60,6 +65,9 @@ class LearnConfig:
     max_examples_per_tool: int = 20
     train_weights: bool = True
     min_train_intents: int = 30
+    validate: bool = True
+    min_validate_intents: int = 10
+    alpha: float = 0.05
     crossfit: int = 3
     n_negatives: int = 32
 
@@ -69,6 +77,11 @@ class LearnConfig:
         _int(self.min_voters, "min_voters", 1)
         _int(self.max_examples_per_tool, "max_examples_per_tool", 0)
         _int(self.min_train_intents, "min_train_intents", 2)
+        _int(self.min_validate_intents, "min_validate_intents", 2)
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha <= 1:
+            raise ConfigError(f"learn.alpha must be in (0, 1], got {self.alpha!r}")
+        if not isinstance(self.validate, bool):
+            raise ConfigError(f"learn.validate must be a bool, got {self.validate!r}")
         _int(self.crossfit, "crossfit", 2)
         _int(self.n_negatives, "n_negatives", 1)
         if not isinstance(self.train_weights, bool):
@@ -121,7 +134,7 @@ class LearnResult:
             lines.append(f"  {tool}: +{len(intents)}: {shown}{more}")
         w = self.weights
         if w is None:
-            lines.append("weights: unchanged (not enough trusted intents to retrain)")
+            lines.append("weights: unchanged; not validated (too few trusted intents)")
         else:
             lines.append(f"weights: {'retrained' if w.adopted else 'kept'} ({w.reason})")
             if w.adopted:
@@ -196,9 +209,10 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
             changed.append(replace(tool, examples=tool.examples + new))
     params_before = index.config.params
     outcome = None
-    if cfg.train_weights and len(intents) >= cfg.min_train_intents:
-        outcome = fit_weights(index, intents, learned, parts=cfg.crossfit, n_negatives=cfg.n_negatives,
-                              key_of=intent_key)
+    if cfg.validate and len(intents) >= cfg.min_validate_intents:
+        outcome = validate(index, intents, learned, parts=cfg.crossfit, n_negatives=cfg.n_negatives,
+                           key_of=intent_key, alpha=cfg.alpha,
+                           train_weights=cfg.train_weights and len(intents) >= cfg.min_train_intents)
     if outcome is not None and not outcome.keep_examples:
         added, changed = {}, []
     params_after = outcome.params if outcome is not None else params_before

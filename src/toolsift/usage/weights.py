@@ -8,9 +8,10 @@ what learning from usage does is what the offline feedback numbers measured:
   other parts only (cross-fitting);
 * negatives are the tools the log saw returned but not used, then the current model's
   top-ranked wrong tools;
-* the trained weights replace the current ones only if they rank held-out intents
-  better (NDCG@10, inner cross-validation over the same parts), so learning never
-  makes the served ranking worse on what the log knows.
+* what is learned is kept only if it ranks held-out intents better than the index
+  before learning (NDCG@10 per intent, a one-sided paired t-test), so learning does
+  not make the served ranking worse on what the log knows; trained weights replace
+  the current ones only if they also beat the learned examples alone.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..schema import Tool
 from ..scores import FieldScores
 from ..train import TrainConfig, concat_pairs, make_pairs, train
 
-__all__ = ["TrainingIntent", "WeightOutcome", "fit_weights", "part_of"]
+__all__ = ["TrainingIntent", "WeightOutcome", "validate", "part_of", "crossfit_scores"]
 
 _DEPTH = 10
 
@@ -125,15 +126,38 @@ def _negatives(fs: FieldScores, params: ScoringParams, intents: Sequence[Trainin
     return out
 
 
-def _ndcg(fs: FieldScores, params: ScoringParams, rows: np.ndarray, labels: Mapping[str, Sequence[str]]) -> float:
+def _ndcg(fs: FieldScores, params: ScoringParams, rows: np.ndarray, labels: Mapping[str, Sequence[str]]
+          ) -> dict[str, float]:
+    """NDCG@10 per intent (pytrec_eval)."""
     run = fs.run(params, rows, depth=_DEPTH)
     qrels = {fs.query_ids[r]: {t: 1 for t in labels[fs.query_ids[r]]} for r in rows}
-    return evaluate(qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]
+    return {q: m["ndcg@10"] for q, m in evaluate(qrels, run, metrics=("ndcg@10",)).per_query.items()}
 
 
-def fit_weights(base, intents: Sequence[TrainingIntent], examples: Mapping[str, Sequence[str]], *,
-                parts: int, n_negatives: int, key_of, min_gain: float = 0.0) -> WeightOutcome:
-    """Train field weights on the intents; adopt them only if held-out NDCG@10 improves.
+def _better(new: dict[str, float], old: dict[str, float], alpha: float) -> tuple[bool, float]:
+    """Whether ``new`` beats ``old`` per intent: mean gain > 0 and a one-sided paired
+    t-test at level ``alpha`` (a gain that may be noise is not taken)."""
+    from scipy.stats import ttest_rel
+
+    keys = sorted(old)
+    a = np.asarray([new[k] for k in keys])
+    b = np.asarray([old[k] for k in keys])
+    if not (a - b).any():
+        return False, 1.0
+    p = float(ttest_rel(a, b, alternative="greater").pvalue)
+    return bool((a - b).mean() > 0 and p < alpha), p
+
+
+def validate(base, intents: Sequence[TrainingIntent], examples: Mapping[str, Sequence[str]], *,
+             parts: int, n_negatives: int, key_of, train_weights: bool, alpha: float = 0.05) -> WeightOutcome:
+    """Decide what to learn, on held-out intents only.
+
+    Three candidates are scored per intent, each intent on an index whose learned
+    examples come from the other parts only: the index before learning, the learned
+    examples with the current weights, and (with ``train_weights``) with weights trained
+    on the other parts. The better learned candidate is taken only if it beats the
+    index before learning (:func:`_better`); otherwise nothing is learned. Weights are
+    then trained on all intents.
 
     Args:
         base: The index before learning (its examples and current parameters).
@@ -142,42 +166,52 @@ def fit_weights(base, intents: Sequence[TrainingIntent], examples: Mapping[str, 
         parts: Cross-fitting / validation parts.
         n_negatives: Negatives per intent.
         key_of: The intent key function.
-        min_gain: Held-out NDCG@10 the trained weights must add to be adopted.
+        train_weights: Also consider retrained weights.
+        alpha: Level of the one-sided paired t-test against the index before learning.
     """
     current = base.config.params
     fs = crossfit_scores(base, intents, examples, parts=parts, key_of=key_of)
     labels = {i.key: i.positives for i in intents}
-    negatives = _negatives(fs, current, intents, n_negatives)
     part = np.asarray([part_of(i.key, parts) for i in intents])
-    tc = TrainConfig(init=current, nonnegative=True, penalty=bool(fs.penalized.any()))
     splits = [np.flatnonzero(part == p) for p in range(parts)]
-    split_pairs = [make_pairs(fs, rows, labels, negatives, n_negatives=n_negatives) for rows in splits]
-    val = {"current": 0.0, "trained": 0.0}
-    n_val = 0
-    for p, rows in enumerate(splits):
-        others = [split_pairs[q] for q in range(parts) if q != p and split_pairs[q].n_pairs]
-        if rows.size == 0 or not others:
-            continue
-        trained = train(concat_pairs(others), tc).params
-        val["current"] += _ndcg(fs, current, rows, labels) * rows.size
-        val["trained"] += _ndcg(fs, trained, rows, labels) * rows.size
-        n_val += rows.size
-    if n_val == 0:
-        return WeightOutcome(current, False, "not enough intents in every part to validate", {})
-    val = {k: v / n_val for k, v in val.items()}
-    # The index before learning, on the same intents (its examples hold none of them
-    # unless it was learned already: then they are stripped as in cross-fitting).
-    rows = np.concatenate([r for r in splits if r.size])
-    before = crossfit_scores(base, [intents[r] for r in rows], {}, parts=parts, key_of=key_of)
-    val["before"] = _ndcg(before, current, np.arange(rows.size), labels)
-    all_pairs = concat_pairs([p for p in split_pairs if p.n_pairs])
-    if max(val["trained"], val["current"]) < val["before"]:
-        return WeightOutcome(current, False, f"learning did not beat the index before learning on held-out intents "
-                             f"(NDCG@10 {max(val['trained'], val['current']):.4f} vs {val['before']:.4f}); "
+    everything = np.arange(len(intents))
+    before_fs = crossfit_scores(base, intents, {}, parts=parts, key_of=key_of)
+    scores = {"before": _ndcg(before_fs, current, everything, labels),
+              "current": _ndcg(fs, current, everything, labels)}
+    all_pairs = None
+    tc = TrainConfig(init=current, nonnegative=True, penalty=bool(fs.penalized.any()))
+    if train_weights:
+        negatives = _negatives(fs, current, intents, n_negatives)
+        split_pairs = [make_pairs(fs, rows, labels, negatives, n_negatives=n_negatives) for rows in splits]
+        trained: dict[str, float] = {}
+        for p, rows in enumerate(splits):
+            others = [split_pairs[q] for q in range(parts) if q != p and split_pairs[q].n_pairs]
+            if rows.size == 0:
+                continue
+            params = train(concat_pairs(others), tc).params if others else current
+            trained.update(_ndcg(fs, params, rows, labels))
+        scores["trained"] = trained
+        all_pairs = concat_pairs([p for p in split_pairs if p.n_pairs])
+    val = {k: float(np.mean(list(v.values()))) for k, v in scores.items()}
+    final = train(all_pairs, tc).params if train_weights else None
+    # All-zero weights score every tool alike: rankings then fall to tie-breaking by id,
+    # which must never pass for a model, however the validation numbers look.
+    degenerate = final is not None and sum(abs(w) for w in final.weights) < 1e-9
+    use_trained = train_weights and not degenerate and val["trained"] >= val["current"]
+    best = "trained" if use_trained else "current"
+    ok, pvalue = _better(scores[best], scores["before"], alpha)
+    val["p_value"] = pvalue
+    if not ok:
+        return WeightOutcome(current, False, f"learning did not clearly beat the index before learning on held-out "
+                             f"intents (NDCG@10 {val[best]:.4f} vs {val['before']:.4f}, p={pvalue:.3g}); "
                              "nothing learned", val, 0, keep_examples=False)
-    if val["trained"] < val["current"] + min_gain:
-        return WeightOutcome(current, False, f"trained weights did not beat the current ones on held-out intents "
-                             f"(NDCG@10 {val['trained']:.4f} vs {val['current']:.4f})", val, all_pairs.n_pairs)
-    params = train(all_pairs, tc).params
-    return WeightOutcome(params, True, f"held-out NDCG@10 {val['current']:.4f} -> {val['trained']:.4f}", val,
-                         all_pairs.n_pairs)
+    if not use_trained:
+        why = ("weights not retrained (train_weights off)" if not train_weights else
+               "trained weights are all zero" if degenerate else
+               f"trained weights did not beat the current ones on held-out intents "
+               f"(NDCG@10 {val['trained']:.4f} vs {val['current']:.4f})")
+        return WeightOutcome(current, False, f"examples kept (NDCG@10 {val['before']:.4f} -> {val['current']:.4f}, "
+                             f"p={pvalue:.3g}); {why}", val, 0)
+    params = final
+    return WeightOutcome(params, True, f"held-out NDCG@10 {val['before']:.4f} -> {val['current']:.4f} (examples) "
+                         f"-> {val['trained']:.4f} (weights), p={pvalue:.3g}", val, all_pairs.n_pairs)

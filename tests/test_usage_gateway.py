@@ -127,8 +127,8 @@ def _family(ds, index):
     top, _ = Counter(t for q in ds.queries for t in q.labels).most_common(1)[0]
     family = [q.text for q in ds.queries if top in q.labels]
     labelled = {t for q in ds.queries if top in q.labels for t in q.labels}
-    worst = max((t.id for t in index.catalog if t.id not in labelled),
-                key=lambda tid: min(_rank(index, q, tid) for q in family))
+    ranks = [{h.id: r for r, h in enumerate(hits)} for hits in index.search_batch(family, k=len(index))]
+    worst = max((t.id for t in index.catalog if t.id not in labelled), key=lambda tid: min(r[tid] for r in ranks))
     return family, worst
 
 

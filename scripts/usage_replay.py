@@ -304,6 +304,32 @@ def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
     return {"curve": out, "notes": notes}
 
 
+def plot(results: dict, path: str) -> None:
+    """Learning curves (NDCG@10 after 0, 50, 200, all uses) with each set's no-usage
+    baseline (dotted) and offline feedback reference (dashed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    xs: list = []
+    for name, r in results.items():
+        xs = list(r["curve"])
+        ys = [r["curve"][x]["ndcg@10"] for x in xs]
+        noise = int(round(r["noise"] * 100))
+        line, = ax.plot(range(len(xs)), ys, marker="o", label=f"{name} ({r['agents']} agents/query, {noise}% noise)")
+        ax.axhline(ys[0], color=line.get_color(), linestyle=":", linewidth=1)
+        if r.get("offline_feedback"):
+            ax.axhline(r["offline_feedback"], color=line.get_color(), linestyle="--", linewidth=1)
+    ax.set_xticks(range(len(xs)), [f"{x} uses" if x != "all" else "all uses" for x in xs])
+    ax.set_ylabel("test-fold NDCG@10 (BM25 fields)")
+    ax.set_title("Learning from usage (dotted: no usage; dashed: offline feedback)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("datasets", nargs="+", help="mftr-* folder names under ../shared/data")
@@ -315,7 +341,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", default="/tmp/toolsift-usage-replay")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--plot", help="write the learning curves (PNG)")
+    ap.add_argument("--replot", metavar="JSON", help="only plot the results of an earlier --json run")
     args = ap.parse_args(argv)
+    if args.replot:
+        plot(json.loads(Path(args.replot).read_text(encoding="utf-8")), args.plot or "usage-learning.png")
+        return 0
     import logging
 
     # The MCP client warns once per call that a gateway-routed tool is not in tools/list.
@@ -348,25 +378,7 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for name, r in results.items():
-            xs = list(r["curve"])
-            ys = [r["curve"][x]["ndcg@10"] for x in xs]
-            line, = ax.plot(range(len(xs)), ys, marker="o", label=f"{name} (usage, {int(args.noise * 100)}% noise)")
-            ax.axhline(ys[0], color=line.get_color(), linestyle=":", linewidth=1)
-            if r.get("offline_feedback"):
-                ax.axhline(r["offline_feedback"], color=line.get_color(), linestyle="--", linewidth=1)
-        ax.set_xticks(range(len(xs)), [f"{x} uses" if x != "all" else "all uses" for x in xs])
-        ax.set_ylabel("test-fold NDCG@10 (BM25 fields)")
-        ax.set_title("Learning from usage (dotted: no usage, dashed: offline feedback)")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
+        plot(results, args.plot)
     return 0
 
 

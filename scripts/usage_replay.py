@@ -351,7 +351,6 @@ def main(argv=None) -> int:
     # The MCP client warns once per call that a gateway-routed tool is not in tools/list.
     logging.getLogger("mcp").setLevel(logging.ERROR)
 
-    from toolsift.config import IndexConfig  # noqa: F401
     from toolsift.evaluate import MftrDataset
     from toolsift.evaluate.cold import default_config
     from toolsift.toolindex import ToolIndex

@@ -37,6 +37,7 @@ Retention: rows older than ``max_age_days`` and the oldest rows beyond ``max_row
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -183,18 +184,16 @@ class UsageLog:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
-    def _transaction(self):
-        db = self._db
-
-        class _Tx:
-            def __enter__(self_inner):
-                db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self_inner, kind, exc, tb):
-                db.execute("COMMIT" if kind is None else "ROLLBACK")
-                return False
-
-        return _Tx()
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction (the connection is in autocommit mode otherwise)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     # ------------------------------------------------------------------ writes
     def add_find(self, *, run: str, session: str | None, query_text: str, intent: str,
@@ -319,7 +318,7 @@ class UsageLog:
 
     def counts(self) -> dict[str, int]:
         """``{"finds": n, "uses": n, "successful_uses": n}``."""
-        (f,), (u,), (s,) = (self._read(sql, ()) [0] for sql in (
+        (f,), (u,), (s,) = (self._read(sql, ())[0] for sql in (
             "SELECT COUNT(*) FROM finds", "SELECT COUNT(*) FROM uses",
             "SELECT COUNT(*) FROM uses WHERE outcome = 'success'"))
         return {"finds": f, "uses": u, "successful_uses": s}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ToolsiftError
+from .usage.cli import add_learn_parser, run_learn
 
 __all__ = ["main"]
 
@@ -111,6 +112,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--usage", metavar="DB", help="record find_tools and tool calls in this usage log (SQLite) "
+                    "and relearn from it on SIGHUP (docs/usage-learning.md)")
+    sv.add_argument("--relearn-every", type=float, metavar="SECONDS", help="with --usage: also relearn this often")
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
@@ -144,6 +148,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--backend", choices=("auto", "direct", "torch"), default="auto",
                     help="direct: BERT from safetensors, no torch; torch: torch.onnx.export; "
                          "auto (default): direct for BERT")
+
+    add_learn_parser(sub)  # toolsift learn: lives in toolsift.usage.cli
 
     de = sub.add_parser("demo", help="index the bundled demo catalogue and run example queries")
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
@@ -375,6 +381,13 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         from .adapters import load_catalog
 
         local_tools = list(load_catalog(args.catalog, format=args.catalog_format))
+    usage = None
+    if args.usage:
+        from .usage import GatewayLearning
+
+        usage = GatewayLearning(args.usage, every_s=args.relearn_every)
+    elif args.relearn_every is not None:
+        raise ToolsiftError("serve: --relearn-every needs --usage")
     # stdout may be the MCP stdio channel: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -382,11 +395,11 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         if args.transport == "http":
             from .gateway.http import serve_http
 
-            serve_http(config, host=args.host, port=args.port, local_tools=local_tools)
+            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage)
         else:
             from .gateway.server import serve_stdio
 
-            anyio.run(lambda: serve_stdio(config, local_tools=local_tools))
+            anyio.run(lambda: serve_stdio(config, local_tools=local_tools, usage=usage))
     except BaseException as exc:
         # anyio task groups wrap errors in exception groups; report toolsift's own error
         # as the plain one-line error it is. (Duck-typed: no BaseExceptionGroup on 3.10.)
@@ -460,7 +473,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
-                "train": _cmd_train, "serve": _cmd_serve}
+                "train": _cmd_train, "serve": _cmd_serve, "learn": run_learn}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

@@ -100,6 +100,8 @@ class Gateway:
             :class:`GatewayConfig()`.
         executor: Runs tool calls for :meth:`call_tool` and :meth:`use_tool`. Without
             one, executing anything fails with ``upstream_error``.
+        recorder: Usage recorder (:class:`toolsift.usage.UsageRecorder`): told about every
+            ``find_tools`` answer and tool call, for learning from usage.
 
     Example:
         >>> gw = Gateway(ToolIndex.build(catalog), executor=run_tool)   # doctest: +SKIP
@@ -108,11 +110,12 @@ class Gateway:
     """
 
     def __init__(self, index: ToolIndex, *, config: GatewayConfig | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, recorder: Any = None) -> None:
         if config is not None and not isinstance(config, GatewayConfig):
             raise TypeError(f"config must be a GatewayConfig, got {type(config).__name__}")
         self._config = config or GatewayConfig()
         self._executor = executor
+        self._recorder = recorder
         self._state = self._make_state(index)
         self._sessions = SessionCache(MAX_SESSIONS)
 
@@ -267,6 +270,8 @@ class Gateway:
                     else:
                         tools.append(self._entry(state, h, fmt))
                         sent[key] = etag
+        if self._recorder is not None:
+            self._recorder.found(session, query, q, text, [h.tool.id for h in hits], state.index)
         return {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
 
     def _entry(self, state: IndexState, hit: Hit, fmt: str) -> dict[str, Any]:
@@ -338,7 +343,8 @@ class Gateway:
             query: As for :meth:`find_tools`.
             params: The tool's arguments.
             confirm: Set to ``True`` only after the user approved a high-risk call.
-            session: Accepted for symmetry with :meth:`find_tools`; unused.
+            session: The client session (attributes the call to its last ``find_tools``
+                in the usage log; no schema cache here).
 
         Returns:
             ``{"tool": name, "result": <executor result>}``.
@@ -361,7 +367,7 @@ class Gateway:
         hits = (fitting or hits)[:1]
         if not hits:
             raise GatewayError("no_match", "no tool matches the query; rephrase it or call find_tools")
-        result = await self._execute(state, hits[0].tool, args, confirm)
+        result = await self._execute(state, hits[0].tool, args, confirm, session=session, via="use_tool", query=q)
         return {"tool": hits[0].tool.name, "result": result}
 
     @staticmethod
@@ -377,13 +383,14 @@ class Gateway:
 
     # ------------------------------------------------------------------ call_tool
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None, *,
-                        confirm: bool = False) -> dict[str, Any]:
+                        confirm: bool = False, session: str | None = None) -> dict[str, Any]:
         """Run a tool by name (typically one returned by :meth:`find_tools`).
 
         Args:
             name: The tool name.
             arguments: Its arguments (``None`` means none).
             confirm: Set to ``True`` only after the user approved a high-risk call.
+            session: The client session, for the usage log (as in :meth:`find_tools`).
 
         Returns:
             ``{"tool": name, "result": <executor result>}``.
@@ -402,7 +409,8 @@ class Gateway:
             hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
             raise GatewayError("unknown_tool", f"no tool named {name!r}{hint}", tool=name,
                                did_you_mean=suggestions)
-        result = await self._execute(state, tool, parse_arguments(arguments), confirm)
+        check_session_id(session)
+        result = await self._execute(state, tool, parse_arguments(arguments), confirm, session=session)
         return {"tool": name, "result": result}
 
     def _suggest(self, state: IndexState, name: str) -> list[str]:
@@ -421,7 +429,21 @@ class Gateway:
                 pass
         return list(dict.fromkeys(out))[:_SUGGESTIONS]
 
-    async def _execute(self, state: IndexState, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
+    async def _execute(self, state: IndexState, tool: Tool, args: dict[str, Any], confirm: bool, *,
+                       session: str | None = None, via: str = "call_tool", query: Any = None) -> Any:
+        if self._recorder is None:
+            return await self._run_tool(state, tool, args, confirm)
+        try:
+            result = await self._run_tool(state, tool, args, confirm)
+        except GatewayError as err:
+            self._recorder.used(session, tool.id, via=via, error_code=err.code, arguments=args, query=query,
+                                index=state.index)
+            raise
+        self._recorder.used(session, tool.id, via=via, error_code=None, result=result, arguments=args, query=query,
+                            index=state.index)
+        return result
+
+    async def _run_tool(self, state: IndexState, tool: Tool, args: dict[str, Any], confirm: bool) -> Any:
         # Validation comes first so a user is never asked to approve a call that
         # would be rejected anyway.
         await check_arguments(state.validators, tool, args, timeout=self._config.validation_timeout)

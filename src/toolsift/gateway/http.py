@@ -141,7 +141,7 @@ class _Holder:
 
 
 def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None,
-              host: str = "127.0.0.1") -> ASGIApp:
+              host: str = "127.0.0.1", usage: Any = None) -> ASGIApp:
     """The ASGI app serving the gateway; upstreams connect in its lifespan.
 
     Args:
@@ -150,6 +150,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
         index_config: Index settings.
         host: The host the app is served on; on loopback, DNS-rebinding protection
             (Host and Origin checks) is on, as in the SDK's own app.
+        usage: A :class:`toolsift.usage.GatewayLearning` (record usage, relearn).
     """
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
@@ -179,7 +180,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            opened = open_runtime(config, local_tools=local_tools, index_config=index_config)
+            opened = open_runtime(config, local_tools=local_tools, index_config=index_config, usage=usage)
             rt = await opened.__aenter__()
         except ToolsiftError as exc:
             # An operator error (no upstream answered, ...): serve_http reports it as one
@@ -249,7 +250,7 @@ class _DropStartupFailed(logging.Filter):
 
 
 def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000,
-               local_tools: Sequence[Tool] = (), index_config: Any = None) -> None:
+               local_tools: Sequence[Tool] = (), index_config: Any = None, usage: Any = None) -> None:
     """Serve the gateway over HTTP with uvicorn until interrupted.
 
     Raises:
@@ -260,7 +261,7 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
 
     if host not in _LOOPBACK and config.auth_token is None:
         log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
-    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host)
+    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage)
     uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                         timeout_graceful_shutdown=3)
     server = uvicorn.Server(uv)

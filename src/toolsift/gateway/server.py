@@ -81,22 +81,25 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
-                       index_config: Any = None) -> AsyncIterator[Runtime]:
+                       index_config: Any = None, usage: Any = None) -> AsyncIterator[Runtime]:
     """Connect the upstreams, build the index and the gateway; close everything on exit.
 
     Args:
         config: The serve config (upstreams, gateway settings).
         local_tools: Tools from a local catalogue, served without an executor.
         index_config: :class:`~toolsift.config.IndexConfig` for the index.
+        usage: A :class:`toolsift.usage.GatewayLearning`: record usage and relearn.
 
     Raises:
         ToolsiftError: Nothing to serve (no upstream answered, no local tools).
     """
     if config.upstreams:
         async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config) as ups:
-            gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute)
+            gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute,
+                              recorder=usage.recorder if usage is not None else None)
             ups.attach(gateway)
-            yield Runtime(gateway, ups)
+            async with _learning(usage, gateway):
+                yield Runtime(gateway, ups)
         return
     from ..errors import ToolsiftError
     from ..toolindex import ToolIndex
@@ -104,7 +107,22 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
     if not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
     index = ToolIndex.build(list(local_tools), config=index_config)
-    yield Runtime(Gateway(index, config=config.gateway))
+    gateway = Gateway(index, config=config.gateway, recorder=usage.recorder if usage is not None else None)
+    async with _learning(usage, gateway):
+        yield Runtime(gateway)
+
+
+@asynccontextmanager
+async def _learning(usage: Any, gateway: Gateway) -> AsyncIterator[None]:
+    """Relearning from usage while the runtime is open (nothing without ``usage``)."""
+    if usage is None:
+        yield
+        return
+    usage.attach(gateway)
+    try:
+        yield
+    finally:
+        usage.close()
 
 
 def _text_result(payload: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
@@ -174,13 +192,14 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                 confirm = args.get("confirm", False)
                 if not isinstance(confirm, bool):
                     raise GatewayError("bad_request", f"confirm must be true or false, got {confirm!r}")
-                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm)
+                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm,
+                                              session=_session_key(ctx))
                 upstream = _upstream_result(done["result"])
                 payload = {"tool": done["tool"], "result": done["result"]}
                 return _text_result(payload, is_error=bool(upstream and upstream.is_error))
             confirm = (params.meta or {}).get(CONFIRM_META_KEY) is True
             try:
-                done = await gateway.call_tool(params.name, args, confirm=confirm)
+                done = await gateway.call_tool(params.name, args, confirm=confirm, session=_session_key(ctx))
             except GatewayError as err:
                 if err.code == "confirmation_required":
                     raise GatewayError(err.code, err.message, **err.details,
@@ -209,12 +228,13 @@ def _meta_tools(gateway: Gateway) -> list[dict[str, Any]]:
     return tools
 
 
-async def serve_stdio(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None) -> None:
+async def serve_stdio(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None,
+                      usage: Any = None) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes stdin."""
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
-    async with open_runtime(config, local_tools=local_tools, index_config=index_config) as rt:
+    async with open_runtime(config, local_tools=local_tools, index_config=index_config, usage=usage) as rt:
         server = build_mcp_server(lambda: rt)
         log.info("serving %d tools over stdio", len(rt.gateway.index.catalog))
         async with stdio_server() as (read, write):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
+from ..search.query import NO_MATCH_NOTE
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import to_format
@@ -257,7 +258,10 @@ class Gateway:
                     else:
                         tools.append(self._entry(state, h, fmt))
                         sent[key] = etag
-        return {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
+        found: dict[str, Any] = {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
+        if not tools:
+            found["note"] = NO_MATCH_NOTE
+        return found
 
     def _entry(self, state: IndexState, hit: Hit, fmt: str) -> dict[str, Any]:
         tool = hit.tool

@@ -8,7 +8,18 @@ from typing import Any
 from ..errors import QueryError
 from ..schema import Query
 
-__all__ = ["QueryLike", "as_query", "check_k", "is_raw"]
+__all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "QueryLike", "as_query", "check_k", "is_raw"]
+
+#: Said when no tool shares a word with a query (every hit has ``matched=False``; the
+#: library reports it through that attribute rather than a warning per query).
+NO_MATCH_HINT = ("no tool matches any word of this query: the BM25 retriever matches words, not meanings. "
+                 "A dense or hybrid retriever matches by meaning: build the index with "
+                 "IndexConfig(retrievers={f: \"hybrid\" for f in FIELDS}) (pip install \"toolsift[dense]\").")
+
+#: The same, as the note ``find_tools`` returns to a model when nothing matched.
+NO_MATCH_NOTE = ("No tool matched any word of the query. Rephrase it with the words a tool's description "
+                 "would use (e.g. 'send email' rather than 'let my boss know'), or drop tag filters. "
+                 "(Operators: a dense or hybrid retriever matches by meaning.)")
 
 #: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).
 QueryLike = str | Query | Mapping[str, Any]

@@ -473,7 +473,8 @@ def test_serve_cli_errors(tmp, capsys):
     bad = tmp / "bad.json"
     bad.write_text(json.dumps({"upstreams": [{"name": "a__b", "command": ["x"]}]}), encoding="utf-8")
     assert main(["serve", "--config", str(bad)]) == 2
-    assert "upstream name" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "upstream name" in err and f"{bad}: upstreams[0].name:" in err  # the file and the key
     bad.write_text(json.dumps({"upstreams": [{"name": "a", "command": ["x"], "url": "http://h/mcp"}]}))
     assert main(["serve", "--config", str(bad)]) == 2
     assert "exactly one of" in capsys.readouterr().err

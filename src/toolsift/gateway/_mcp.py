@@ -99,12 +99,18 @@ async def list_tools_page(session: Any, cursor: str | None) -> tuple[list[dict[s
     return list(page.get("tools", [])), page.get("nextCursor")
 
 
-def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0) -> Any:
-    """An HTTP client for :func:`http_transport`, from the SDK's own HTTP library;
-    reads never time out (a server may hold a stream open), everything else after
-    ``timeout_s``."""
+def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0,
+                read_timeout_s: float | None = None) -> Any:
+    """An HTTP client for :func:`http_transport`, from the SDK's own HTTP library.
+
+    Args:
+        headers: Sent with every request.
+        timeout_s: Connect, write and pool timeout.
+        read_timeout_s: Read timeout; ``None`` (default) never times out reads, since a
+            server may hold a stream open.
+    """
     return _httpx_utils.create_mcp_http_client(headers=dict(headers or {}) or None,
-                                               timeout=_httpx.Timeout(timeout_s, read=None))
+                                               timeout=_httpx.Timeout(timeout_s, read=read_timeout_s))
 
 
 @asynccontextmanager

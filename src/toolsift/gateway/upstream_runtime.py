@@ -273,7 +273,14 @@ class Upstream:
         self.calls += 1
         try:
             with anyio.fail_after(self.spec.timeout_s):
-                result = await conn.session.call_tool(tool, dict(arguments or {}))
+                result = await _unless_dead(conn, lambda: conn.session.call_tool(tool, dict(arguments or {})))
+        except _ConnectionLost:
+            self.failures += 1
+            self.drop(conn, "connection closed during a call")
+            again = "restarted" if self.spec.command else "reconnected"
+            raise GatewayError("upstream_error", f"the connection to upstream {name!r} closed during "
+                               f"{tool!r} (server exited or unreachable); it is {again} on the next call",
+                               upstream=name) from None
         except TimeoutError:
             self.failures += 1
             await self._probe(conn)
@@ -424,6 +431,40 @@ async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
         if not cursor:
             break
     return entries
+
+
+class _ConnectionLost(Exception):
+    """The transport of a connection closed while a request on it was pending."""
+
+
+async def _unless_dead(conn: _Connection, request: Any) -> Any:
+    """Await ``request()`` (a request on ``conn``'s session), or raise
+    :class:`_ConnectionLost` as soon as the connection's transport closes.
+
+    mcp 1.x's streamable HTTP client ends its transport when a POST fails (server gone)
+    but leaves the pending request waiting for an answer that never comes; without this
+    the call would only end at its timeout.
+    """
+    box: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:
+        async def run() -> None:
+            try:
+                box["value"] = await request()
+            except Exception as exc:  # noqa: BLE001 - re-raised below, unwrapped from the group
+                box["error"] = exc
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await conn.dead.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(run)
+        tg.start_soon(watch)
+    if "error" in box:
+        raise box["error"]
+    if "value" not in box:
+        raise _ConnectionLost
+    return box["value"]
 
 
 async def _wait_any(*events: anyio.Event) -> None:

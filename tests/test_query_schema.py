@@ -12,7 +12,7 @@ jsonschema = pytest.importorskip("jsonschema")
 
 from toolsift.llm.prompts import REWRITE_SHAPE  # noqa: E402
 from toolsift.schema import Query  # noqa: E402
-from toolsift.search.query import StructuredQuery, structured_query_schema  # noqa: E402
+from toolsift.query_schema import StructuredQuery, structured_query_schema  # noqa: E402
 
 
 def _advertised(gateway_format: str = "mcp") -> dict:

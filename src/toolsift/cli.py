@@ -222,7 +222,7 @@ def _print_hits(query: Any, hits, ms: float, out: TextIO) -> None:
     label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
     print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
     if not any(h.matched for h in hits):
-        from .search.query import NO_MATCH_HINT
+        from .query_schema import NO_MATCH_HINT
 
         print(f"  {NO_MATCH_HINT}", file=out)
         return

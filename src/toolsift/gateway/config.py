@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import re2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..config import validation_message
 from ..errors import ConfigError
 
 __all__ = ["FORMATS", "ConfigModel", "GatewayConfig", "RoutingRule", "validation_message"]
@@ -32,35 +33,6 @@ FORMATS: tuple[str, ...] = ("mcp", "openai", "anthropic")
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
 PositiveSeconds = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]
-
-
-def _where(prefix: str, loc: tuple[Any, ...]) -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif "function-" in str(part) or "[" in str(part):  # validator names pydantic puts in loc
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "config"
-
-
-def validation_message(exc: ValidationError, prefix: str) -> str:
-    """pydantic's errors as one line per problem, each naming the key under ``prefix``."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        where = _where(prefix, tuple(err.get("loc", ())))
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            lines.append(f"{where}: unknown key")
-            continue
-        got = err.get("input")
-        # Our own checks ("value_error") already say what is wrong with the value.
-        shown = "" if err.get("type") in ("missing", "value_error") or isinstance(got, (Mapping, list)) \
-            else f", got {got!r}"[:120]
-        lines.append(f"{where}: {msg}{shown}")
-    return "; ".join(lines)
 
 
 # Set while a config model is being validated: nested models (which pydantic builds

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
-from ..search.query import NO_MATCH_NOTE
+from ..query_schema import NO_MATCH_NOTE
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import to_format

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from ..schema import Tool
-from ..search.query import structured_query_schema
+from ..query_schema import structured_query_schema
 from .config import GatewayConfig
 
 __all__ = ["META_TOOLS", "meta_tool_definitions"]

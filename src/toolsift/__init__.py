@@ -5,6 +5,7 @@ from __future__ import annotations
 from .errors import (
     CatalogFormatError,
     ConfigError,
+    FormatError,
     IndexCorruptError,
     IndexFormatError,
     QueryError,
@@ -20,6 +21,7 @@ __all__ = [
     "Catalog",
     "CatalogFormatError",
     "ConfigError",
+    "FormatError",
     "IndexConfig",
     "IndexCorruptError",
     "IndexFormatError",

@@ -63,6 +63,12 @@ def _build_parser() -> argparse.ArgumentParser:
     se.add_argument("--structured", action="store_true",
                     help='QUERY is {"tool_needs": [...], "extracted_arguments": {...}} JSON or a file holding it')
     se.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    se.add_argument("--token-budget", type=int, default=None, metavar="N",
+                    help="return the best tools whose schemas fit in N tokens together (o200k_base; "
+                         "needs the 'tokens' extra)")
+    se.add_argument("--format", default="openai",
+                    help="schema format --token-budget counts: openai (default), openai-responses, anthropic "
+                         "or mcp; with --json the schemas are printed in it")
     se.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
 
     ev = sub.add_parser("eval", help="evaluate methods on a benchmark folder (mftr-* or ultratool)")
@@ -208,13 +214,21 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     index = ToolIndex.load(args.index, mmap=not args.no_mmap)
     query = _parse_structured(args.query) if args.structured else args.query
     t0 = time.perf_counter()
-    hits = index.search(query, k=args.k, explain=True)
+    hits = index.search(query, k=args.k, explain=True, token_budget=args.token_budget, format=args.format)
     ms = (time.perf_counter() - t0) * 1e3
     if args.json:
-        json.dump({"query": query, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}, out, indent=2)
+        doc: dict[str, Any] = {"query": query, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}
+        if args.token_budget is not None:
+            doc.update(token_budget=args.token_budget, format=args.format,
+                       tokens=sum(h.tokens or 0 for h in hits),
+                       schemas=[h.to_format(args.format) for h in hits])
+        json.dump(doc, out, indent=2)
         out.write("\n")
     else:
         _print_hits(query, hits, ms, out)
+        if args.token_budget is not None:
+            used = sum(h.tokens or 0 for h in hits)
+            print(f"  {args.format} schemas: {used} of {args.token_budget} tokens (o200k_base)", file=out)
     return 0
 
 

@@ -12,6 +12,7 @@ __all__ = [
     "CatalogFormatError",
     "QueryError",
     "ConfigError",
+    "FormatError",
     "IndexFormatError",
     "IndexCorruptError",
 ]
@@ -43,6 +44,10 @@ class QueryError(SchemaError):
 
 class ConfigError(ToolsiftError, ValueError):
     """An index or scoring configuration value is out of range or of the wrong type."""
+
+
+class FormatError(ToolsiftError, ValueError):
+    """An unknown tool-schema format name (or OpenAI API) was asked for."""
 
 
 class IndexFormatError(ToolsiftError):

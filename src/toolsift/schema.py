@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import QueryError, SchemaError
+from .jsoncheck import MAX_NESTING, check_json, no_surrogates
 
 __all__ = [
     "FIELDS",
@@ -37,82 +38,6 @@ FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 #: (a whole spec pasted into a description) and would dominate BM25 length statistics.
 MAX_TEXT_CHARS = 100_000
 
-#: Deepest nesting of objects and arrays accepted in a tool's ``source`` or a parameter's
-#: ``example``. Real schemas stay far below it; deeper ones are mistakes or attacks, and
-#: would fail later (on save, on JSON encoding) instead of here.
-MAX_NESTING = 100
-
-
-def _no_surrogates(value: str, where: str, error: type[SchemaError] = SchemaError) -> None:
-    # A lone surrogate cannot be encoded as UTF-8, so such a tool could be indexed but
-    # never saved or sent; refuse it where it enters.
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise error(where, f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at "
-                               f"character {exc.start}; it cannot be encoded as UTF-8") from None
-
-
-def _json_ok(value: Any) -> bool:
-    """Fast pass of :func:`_check_json` (no paths built): whether ``value`` is fine."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, depth = pop()
-        if isinstance(node, str):
-            if not node.isascii() and not _utf8_ok(node):
-                return False
-        elif isinstance(node, Mapping):
-            if depth >= MAX_NESTING:
-                return False
-            for k, v in node.items():
-                if isinstance(k, str):
-                    if not k.isascii() and not _utf8_ok(k):
-                        return False
-                elif not isinstance(k, (int, float, bool)) and k is not None:
-                    return False  # JSON cannot encode the key
-                if isinstance(v, (str, Mapping, list, tuple)):
-                    push((v, depth + 1))
-        elif isinstance(node, (list, tuple)):
-            if depth >= MAX_NESTING:
-                return False
-            for v in node:
-                if isinstance(v, (str, Mapping, list, tuple)):
-                    push((v, depth + 1))
-    return True
-
-
-def _utf8_ok(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_json(value: Any, where: str) -> None:
-    """Refuse nesting deeper than :data:`MAX_NESTING` and strings with lone surrogates."""
-    if _json_ok(value):
-        return
-    # Slow pass only to name the place.
-    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
-    while stack:
-        node, depth, at = stack.pop()
-        if isinstance(node, str):
-            _no_surrogates(node, at)
-        elif isinstance(node, (Mapping, list, tuple)):
-            if depth >= MAX_NESTING:
-                raise SchemaError(at, f"nested more than {MAX_NESTING} levels deep")
-            if isinstance(node, Mapping):
-                for k, v in node.items():
-                    if not isinstance(k, (str, int, float, bool)) and k is not None:
-                        raise SchemaError(at, f"key {k!r} is a {type(k).__name__}; JSON keys are strings")
-                    key = str(k)
-                    _no_surrogates(key, f"{at}.{key!a}")
-                    stack.append((v, depth + 1, f"{at}.{key}"))
-            else:
-                stack.extend((v, depth + 1, f"{at}[{i}]") for i, v in enumerate(node))
 
 
 def _text(value: Any, where: str, *, allow_empty: bool = True,
@@ -127,7 +52,7 @@ def _text(value: Any, where: str, *, allow_empty: bool = True,
         )
     if not allow_empty and not value.strip():
         raise error(where, "must be a non-empty string")
-    _no_surrogates(value, where, error)
+    no_surrogates(value, where, error)
     return value
 
 
@@ -165,7 +90,7 @@ class Parameter:
         if not isinstance(self.required, bool):
             raise SchemaError(f"parameter {self.name!r}.required", "expected a bool")
         if self.example is not None:
-            _check_json(self.example, f"parameter {self.name!r}.example")
+            check_json(self.example, f"parameter {self.name!r}.example")
 
     def document(self) -> str:
         """The text indexed for this parameter: ``"name (type): description"``."""
@@ -240,7 +165,7 @@ class Tool:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id.strip():
             raise SchemaError(f"tool {self.name!r}.id", "must be a non-empty string")
-        _no_surrogates(self.id, f"tool {self.id!a}.id")
+        no_surrogates(self.id, f"tool {self.id!a}.id")
         where = f"tool {self.id!r}"
         _text(self.name, f"{where}.name", allow_empty=False)
         _text(self.description, f"{where}.description")
@@ -264,7 +189,7 @@ class Tool:
         if self.source is not None and not isinstance(self.source, Mapping):
             raise SchemaError(f"{where}.source", "expected a mapping or None")
         if self.source is not None:
-            _check_json(self.source, f"{where}.source")
+            check_json(self.source, f"{where}.source")
 
     def parent_of(self, name: str) -> str | None:
         """The parameter that parameter ``name`` is nested in, or ``None`` at top level.
@@ -281,6 +206,45 @@ class Tool:
         """The parameters that are not nested in another one (the tool's own arguments)."""
         names = {p.name for p in self.parameters}
         return tuple(p for p in self.parameters if _parent(p.name, names) is None)
+
+    def to_openai(self, *, api: str = "chat") -> dict[str, Any]:
+        """The tool as an OpenAI function tool (:func:`toolsift.adapters.openai.to_openai`).
+
+        Args:
+            api: ``"chat"`` (Chat Completions, ``{"type": "function", "function":
+                {...}}``) or ``"responses"`` (Responses API, flat).
+        """
+        from .adapters.openai import to_openai
+
+        return to_openai(self, api=api)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The tool as an Anthropic Messages API tool (``name``, ``description``,
+        ``input_schema``)."""
+        from .adapters.anthropic import to_anthropic
+
+        return to_anthropic(self)
+
+    def to_mcp(self, *, examples: bool = False) -> dict[str, Any]:
+        """The tool as an MCP ``tools/list`` entry (:func:`toolsift.adapters.mcp.to_mcp`).
+
+        Args:
+            examples: Also write the example intents under ``_meta``.
+        """
+        from .adapters.mcp import to_mcp
+
+        return to_mcp(self, examples=examples)
+
+    def to_format(self, format: str) -> dict[str, Any]:
+        """The tool in host ``format``: ``"openai"``, ``"openai-responses"``,
+        ``"anthropic"`` or ``"mcp"``.
+
+        Raises:
+            FormatError: For an unknown format.
+        """
+        from .adapters.writers import to_format
+
+        return to_format(self, format)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (the toolsift native catalogue format)."""

@@ -205,7 +205,8 @@ class ToolIndex:
         return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
                          dense=st.dense)
 
-    def search(self, query: QueryLike, *, k: int = 5, explain: bool = False) -> list[Hit]:
+    def search(self, query: QueryLike, *, k: int = 5, explain: bool = False, token_budget: int | None = None,
+               format: str = "openai") -> list[Hit]:
         """Rank tools for one query.
 
         Args:
@@ -214,12 +215,29 @@ class ToolIndex:
                 "extracted_arguments": {...}}``).
             k: Number of hits to return (``min(k, len(index))`` of them).
             explain: Fill the per-field breakdown, penalty and a one-line reason.
+            token_budget: Return at most ``k`` of the best-ranked tools whose schemas in
+                ``format`` fit together in this many tokens (``o200k_base``, the
+                ``tokens`` extra); a tool that does not fit is skipped, never truncated,
+                and lower-ranked ones may still fit. See :mod:`toolsift.search.budget`.
+            format: Schema format the budget counts: ``"openai"``,
+                ``"openai-responses"``, ``"anthropic"`` or ``"mcp"``.
 
         Raises:
-            QueryError: The query is empty, too long or malformed.
+            QueryError: The query is empty, too long or malformed, or ``token_budget``
+                is not an integer >= 1.
+            FormatError: Unknown ``format``.
         """
+        from .search.budget import check_format, search_within_budget
+
         check_k(k)
-        return _search.run(self._state, self._config, [as_query(query, "query")], k=k, explain=explain)[0]
+        check_format(format)  # a typo fails even without a budget, rather than being ignored
+        q = as_query(query, "query")
+        if token_budget is None:
+            return _search.run(self._state, self._config, [q], k=k, explain=explain)[0]
+
+        st, cfg = self._state, self._config
+        return search_within_budget(lambda n: _search.run(st, cfg, [q], k=n, explain=explain)[0],
+                                    n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
                      progress: bool = False) -> list[list[Hit]]:

@@ -11,6 +11,11 @@ Supported formats (:data:`FORMATS`):
 * ``"toolret"``: ToolRet benchmark ``tools.json`` records.
 * ``"mftr-augmented"``: MFTR LLM-standardized benchmark tools.
 
+OpenAI (Chat Completions and Responses), Anthropic and MCP are also written, by the module
+that reads them (:func:`to_openai`, :func:`to_anthropic`, :func:`to_mcp`; by name:
+:func:`to_format` with one of :data:`WRITE_FORMATS`); ``Tool.to_openai()`` and friends
+call these.
+
 JSON Schema inputs (OpenAI, Anthropic, MCP, Gemini, LangChain, OpenAPI bodies) accept
 legacy type spellings such as BFCL's ``"type": "dict"``, and properties of nested objects
 become sub-parameters of their own (``address.city``, ``stops[].name``); the tool's
@@ -32,7 +37,7 @@ from typing import Any
 from ..errors import CatalogFormatError, SchemaError
 from ..schema import Catalog, Tool
 from ._common import checked_path, read_json
-from .anthropic import anthropic_tool, from_anthropic
+from .anthropic import anthropic_tool, from_anthropic, to_anthropic
 from .benchmark import (
     BenchmarkQuery,
     from_mftr_augmented,
@@ -44,11 +49,12 @@ from .benchmark import (
 from .gemini import from_gemini, gemini_tool
 from .langchain import from_langchain, langchain_tool
 from .live_mcp import from_mcp_server, load_mcp_server
-from .mcp import from_mcp, mcp_tool
+from .mcp import from_mcp, mcp_tool, to_mcp
 from .native import NATIVE_FORMAT, from_native, native_tool
-from .openai import from_openai, openai_tool
+from .openai import from_openai, openai_tool, to_openai
 from .openapi import from_openapi, load_openapi, read_openapi
 from .python import from_callable, from_module
+from .writers import WRITE_FORMATS, to_format
 
 __all__ = [
     "from_openapi",
@@ -81,6 +87,11 @@ __all__ = [
     "BenchmarkQuery",
     "load_queries",
     "demo_catalog_path",
+    "WRITE_FORMATS",
+    "to_anthropic",
+    "to_format",
+    "to_mcp",
+    "to_openai",
 ]
 
 _READERS: dict[str, Callable[[Any], list[Tool]]] = {

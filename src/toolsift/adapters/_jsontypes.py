@@ -67,6 +67,8 @@ _GENERATED_SUFFIX = re.compile(
     r"|Result|Results|Schema|Model)$"
 )
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+# Words joined as code: camelCase / PascalCase ("WeatherReport") or snake_case.
+_CODE_NAME = re.compile(r"[a-z0-9][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]")
 
 
 def _squash(text: str) -> str:
@@ -82,16 +84,20 @@ def is_generated_title(title: str, name: str | None = None) -> bool:
 
     Returns:
         ``True`` for blank titles, titles that only restate ``name`` (``"Max Results"``
-        for ``max_results``) and model names made of one identifier ending in a
-        generator suffix (``"search_notesOutput"``, ``"WeatherArguments"``); ``False``
-        for text a person wrote (``"Search query"``).
+        for ``max_results``), model names made of one identifier ending in a generator
+        suffix (``"search_notesOutput"``, ``"WeatherArguments"``) and other identifiers
+        written as code (``"WeatherReport"``, ``"weather_report"``); ``False`` for text a
+        person wrote (``"Search query"``, ``"Weather"``).
     """
     stripped = title.strip()
     if not stripped:
         return True
     if name is not None and _squash(stripped) == _squash(name):
         return True
-    return bool(_IDENTIFIER.match(stripped) and _GENERATED_SUFFIX.search(stripped))
+    if not _IDENTIFIER.match(stripped):
+        return False
+    # One identifier written as code (a model or function name) rather than prose.
+    return bool(_GENERATED_SUFFIX.search(stripped) or _CODE_NAME.search(stripped))
 
 
 def json_type(value: str, where: str) -> str:

@@ -150,6 +150,20 @@ class _Reader:
             schema, at = target, f"{self.where}{ref[1:].replace('/', '.')}"
         return schema, at
 
+    def leaf(self, prop: Mapping[str, Any], at: str) -> Mapping[str, Any]:
+        """``prop`` with a reference to a non-object schema (an enum or a scalar) merged
+        in, so the parameter reads ``string`` and ``One of: metric, imperial`` rather than
+        the definition's name. The target's ``title`` is left out: generators set it to a
+        class name (pydantic's ``"Units"``), which is not a description."""
+        if "$ref" not in prop:
+            return prop
+        target, _ = self.resolve(prop, at)
+        if target is prop or "properties" in target or "$ref" in target:
+            return prop
+        merged = {k: target[k] for k in ("type", "enum", "description") if k in target}
+        merged.update((k, v) for k, v in prop.items() if k != "$ref")
+        return merged
+
     def _pointer(self, pointer: str) -> Any:
         node: Any = self.root
         if not pointer:
@@ -208,7 +222,7 @@ class _Reader:
                     req = prop.get("required") is True
                 else:
                     req = is_required(key, prop, required, self.nullable_optional)
-                param = _parameter(name, key, prop, prop_at, self.where, req)
+                param = _parameter(name, key, self.leaf(prop, prop_at), prop_at, self.where, req)
                 used.add(name)
                 out.append(_Node(param, prop, prop_at, node.depth + 1))
         return out
@@ -242,7 +256,8 @@ def read_parameters(
     top: list[_Node] = []
     for key, prop, prop_at in _properties(obj, where):
         req = is_required(key, prop, required, nullable_optional) if isinstance(key, str) else True
-        top.append(_Node(_parameter(key, key, prop, prop_at, where, req), prop, prop_at, 1))
+        param = _parameter(key, key, reader.leaf(prop, prop_at), prop_at, where, req)
+        top.append(_Node(param, prop, prop_at, 1))
     used = {n.param.name for n in top}
     budget = max_parameters - len(top)
     queue = deque(top)

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
 from ..query_schema import NO_MATCH_NOTE
+from ..search.budget import depth, fit_budget
+from ..tokens import TokenizerUnavailable
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import to_format
@@ -38,6 +40,7 @@ from .request_parsing import (
     parse_limit,
     parse_query,
     parse_tags,
+    parse_token_budget,
 )
 from .sessions import (
     MAX_SESSIONS,
@@ -211,7 +214,7 @@ class Gateway:
     # ----------------------------------------------------------------- find_tools
     async def find_tools(self, query: str | Mapping[str, Any], *, limit: int | None = None,
                          format: str | None = None, tags: Sequence[str] = (),
-                         session: str | None = None) -> dict[str, Any]:
+                         session: str | None = None, token_budget: int | None = None) -> dict[str, Any]:
         """The tools that best fit ``query``, with schemas in the host's format.
 
         Args:
@@ -226,6 +229,9 @@ class Gateway:
             session: A client session id enabling the schema cache: a tool whose ETag
                 this session already received in this format comes back as
                 ``{"name", "etag", "unchanged": true}`` instead of in full.
+            token_budget: Return only the best tools whose schemas (in ``format``) fit
+                together in this many tokens (:mod:`toolsift.search.budget`); each entry
+                then carries its ``tokens``.
 
         Returns:
             ``{"tools": [...], "format": ..., "backend": "bm25"}``, best first. A full
@@ -235,15 +241,19 @@ class Gateway:
         Raises:
             GatewayError: ``empty_query`` (never the full list), ``query_too_long``,
                 ``limit_out_of_range``, ``bad_request`` (unknown format, malformed
-                structured query, bad tags or session).
+                structured query, bad tags, session or token budget).
         """
         fmt = parse_format(format, self._config)
         k = parse_limit(limit, self._config)
+        budget = parse_token_budget(token_budget)
         want = parse_tags(tags)
         check_session_id(session)
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         state = self._state
-        hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
+        if budget is None:
+            hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
+        else:
+            hits = await asyncio.to_thread(self._rank_within, state, q, text, k, want, budget, fmt)
         tools: list[dict[str, Any]] = []
         if session is None:
             tools = [self._entry(state, h, fmt) for h in hits]
@@ -278,7 +288,18 @@ class Gateway:
         note = when_not_to_use(tool)
         if note:
             entry["when_not_to_use"] = note
+        if hit.tokens is not None:
+            entry["tokens"] = hit.tokens
         return entry
+
+    def _rank_within(self, state: IndexState, query: str | Query, text: str, limit: int,
+                     tags: tuple[str, ...], budget: int, fmt: str) -> list[Hit]:
+        """:meth:`_rank` over a wider pool, then the best that fit ``budget`` tokens."""
+        pool = self._rank(state, query, text, depth(limit, len(state.index.catalog)), tags)
+        try:
+            return fit_budget(pool, token_budget=budget, k=limit, format=fmt)
+        except TokenizerUnavailable as exc:
+            raise GatewayError("bad_request", f"token_budget is not available on this gateway: {exc}") from None
 
     def _rank(self, state: IndexState, query: str | Query, text: str, limit: int,
               tags: tuple[str, ...]) -> list[Hit]:

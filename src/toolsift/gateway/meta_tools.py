@@ -39,6 +39,9 @@ def meta_tool_definitions(config: GatewayConfig) -> list[Tool]:
                           "default": cfg.default_limit, "description": "How many tools to return."},
                 "tags": {"type": "array", "items": {"type": "string"},
                          "description": "Only return tools that carry all of these tags."},
+                "token_budget": {"type": "integer", "minimum": 1,
+                                 "description": "Optional: return only the best tools whose schemas fit "
+                                                "together in this many tokens."},
             },
             "required": ["query"],
         },

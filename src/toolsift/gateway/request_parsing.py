@@ -16,7 +16,8 @@ from ..schema import Query
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 
-__all__ = ["check_session_id", "parse_arguments", "parse_format", "parse_limit", "parse_query", "parse_tags"]
+__all__ = ["check_session_id", "parse_arguments", "parse_format", "parse_limit", "parse_query", "parse_tags",
+           "parse_token_budget"]
 
 
 def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -64,6 +65,17 @@ def parse_limit(limit: Any, config: GatewayConfig) -> int:
         raise GatewayError("limit_out_of_range", f"limit must be between 1 and {cfg.max_limit}, got {limit}",
                            min=1, max=cfg.max_limit)
     return limit
+
+
+def parse_token_budget(token_budget: Any) -> int | None:
+    """``token_budget`` as an int >= 1, or ``None`` for no budget."""
+    if token_budget is None:
+        return None
+    if isinstance(token_budget, float) and token_budget.is_integer():
+        token_budget = int(token_budget)  # JSON clients may send 500.0 for 500
+    if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 1:
+        raise GatewayError("bad_request", f"token_budget must be an integer >= 1 (tokens), got {token_budget!r}")
+    return token_budget
 
 
 def parse_tags(tags: Any) -> tuple[str, ...]:

@@ -32,6 +32,11 @@ class Hit:
         matched: Whether some field matched the query. ``search`` always returns
             ``min(k, len(index))`` hits; tools that no field matched fill the tail and
             have ``matched=False`` (callers that want evidence only filter on it).
+        tokens: Tokens of the tool's schema in the requested format, set only by a
+            search with ``token_budget`` (see :mod:`toolsift.search.budget`).
+
+    The ``to_*`` methods write the tool's schema for a host API, so the hits of a search
+    become a ``tools=`` list directly: ``tools=[h.to_openai() for h in hits]``.
     """
 
     tool: Tool
@@ -42,6 +47,7 @@ class Hit:
     penalty: float | None = None
     parameters: dict[str, tuple[str | None, float]] | None = field(default=None, repr=False)
     why: str | None = None
+    tokens: int | None = None
 
     @property
     def id(self) -> str:
@@ -53,6 +59,24 @@ class Hit:
         """The tool name."""
         return self.tool.name
 
+    def to_openai(self, *, api: str = "chat") -> dict[str, Any]:
+        """The tool as an OpenAI function tool, ``api="chat"`` (Chat Completions) or
+        ``"responses"`` (flat Responses API form); see :meth:`Tool.to_openai`."""
+        return self.tool.to_openai(api=api)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The tool as an Anthropic Messages API tool; see :meth:`Tool.to_anthropic`."""
+        return self.tool.to_anthropic()
+
+    def to_mcp(self, *, examples: bool = False) -> dict[str, Any]:
+        """The tool as an MCP ``tools/list`` entry; see :meth:`Tool.to_mcp`."""
+        return self.tool.to_mcp(examples=examples)
+
+    def to_format(self, format: str) -> dict[str, Any]:
+        """The tool in host ``format`` (``"openai"``, ``"openai-responses"``,
+        ``"anthropic"``, ``"mcp"``); see :meth:`Tool.to_format`."""
+        return self.tool.to_format(format)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form (tool id and name, score, rank and the explanation if present)."""
         out: dict[str, Any] = {"rank": self.rank, "id": self.id, "name": self.name, "score": self.score}
@@ -63,6 +87,8 @@ class Hit:
                 p: {"argument": a, "similarity": s} for p, (a, s) in (self.parameters or {}).items()
             }
             out["why"] = self.why
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
         return out
 
 

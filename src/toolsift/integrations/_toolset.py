@@ -1,0 +1,261 @@
+"""The part of the client wrappers that knows no SDK: the catalogue, ``tool_search`` and the found set.
+
+A wrapped client keeps no conversation state. The tools a request carries are derived
+from the request's own message history, so one wrapper serves any number of concurrent
+conversations and a conversation can be resumed by any process:
+
+* the pinned tools, always;
+* every catalogue tool the assistant has called somewhere in the history;
+* every tool listed in a ``tool_search`` result that is in the history (the wrapper
+  hands its own search exchanges back as ``response.toolsift_messages``; a caller who
+  appends them keeps every found tool, one who does not keeps the ones the model used);
+* the tools found by searches inside the current call.
+
+At most ``max_tools`` found tools are sent (pinned ones never count), the most recently
+found or used first to stay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
+from ..schema import Catalog, Tool
+
+__all__ = [
+    "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "as_index", "drive", "drive_async", "field",
+    "reject_stream", "round_kwargs",
+]
+
+#: Default name of the search tool the model sees.
+SEARCH_TOOL_NAME = "tool_search"
+
+# What the user may pass as the full tool list: a built index, a catalogue, Tool objects,
+# or anything load_catalog reads (a path, an OpenAI/Anthropic/MCP/OpenAPI payload ...).
+ToolsSource = Any
+
+_DESCRIPTION_CHARS = 300
+_T = TypeVar("_T")
+
+
+def field(obj: Any, key: str, default: Any = None) -> Any:
+    """``obj[key]`` for a dict, ``obj.key`` for an SDK object (history may mix both)."""
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def as_index(tools: ToolsSource) -> Any:
+    """A :class:`~toolsift.ToolIndex` over ``tools`` (returned as is when it is one already).
+
+    Raises:
+        SchemaError, CatalogFormatError: ``tools`` cannot be read (see :func:`~toolsift.load_catalog`).
+    """
+    from ..toolindex import ToolIndex
+
+    if isinstance(tools, ToolIndex):
+        return tools
+    if isinstance(tools, Catalog):
+        return ToolIndex.build(tools)
+    if isinstance(tools, (str, os.PathLike, Mapping)):
+        from ..adapters import load_catalog
+
+        return ToolIndex.build(load_catalog(tools))
+    if isinstance(tools, Iterable):
+        items = list(tools)
+        if items and all(isinstance(t, Tool) for t in items):
+            return ToolIndex.build(Catalog(items))
+        from ..adapters import load_catalog
+
+        # Tool objects rather than JSON (LangChain BaseTool, LlamaIndex FunctionTool
+        # metadata ...) are read by the LangChain reader, which takes any object with
+        # .name, .description and .args_schema.
+        objects = items and not any(isinstance(t, Mapping) for t in items)
+        return ToolIndex.build(load_catalog(items, format="langchain") if objects else load_catalog(items))
+    raise SchemaError("tools", f"expected a ToolIndex, a Catalog, a list of tools or a catalogue "
+                               f"path/payload, got {type(tools).__name__}")
+
+
+def _positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
+        raise ConfigError(f"{name}: expected an integer >= {0 if allow_zero else 1}, got {value!r}")
+    return value
+
+
+class ToolSearch:
+    """The full catalogue behind a wrapped client, and the ``tool_search`` tool over it.
+
+    Args:
+        tools: The full tool list, given once: a :class:`~toolsift.ToolIndex`, a
+            :class:`~toolsift.Catalog`, a list of :class:`~toolsift.Tool`, or anything
+            :func:`~toolsift.load_catalog` reads (a path, an OpenAI / Anthropic / MCP /
+            OpenAPI payload ...).
+        pinned: Names of tools sent with every request, searched for or not.
+        k: Tools returned by one search.
+        max_searches: Search rounds inside one ``create`` call; after that the model is
+            asked once more without the search tool, so the loop always ends.
+        max_tools: Found tools sent at most (pinned tools do not count).
+        search_tool_name: The name the model sees for the search tool.
+
+    Raises:
+        SchemaError: Two catalogue tools share a name, a pinned name is not in the
+            catalogue, or a catalogue tool is called like the search tool.
+        ConfigError: A count is not a positive integer.
+    """
+
+    def __init__(self, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
+                 max_searches: int = 3, max_tools: int = 32,
+                 search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+        self.k = _positive_int(k, "k")
+        self.max_searches = _positive_int(max_searches, "max_searches", allow_zero=True)
+        self.max_tools = _positive_int(max_tools, "max_tools")
+        if not isinstance(search_tool_name, str) or not search_tool_name.strip():
+            raise ConfigError(f"search_tool_name: expected a non-empty string, got {search_tool_name!r}")
+        self.name = search_tool_name
+        self.index = as_index(tools)
+        by_name: dict[str, Tool] = {}
+        for tool in self.index.catalog:
+            if tool.name in by_name:
+                # The model calls tools by name, so a shared name could run the wrong one.
+                raise SchemaError(f"tools (id={tool.id!r})", f"duplicate tool name {tool.name!r}; "
+                                  "tool names must be unique for a model to call them")
+            by_name[tool.name] = tool
+        if self.name in by_name:
+            raise SchemaError(f"tools (name={self.name!r})", "a catalogue tool has the search tool's "
+                              "name; pass another search_tool_name")
+        self.by_name = by_name
+        if isinstance(pinned, str):
+            raise SchemaError("pinned", "expected a list of tool names, got one string")
+        unknown = [p for p in pinned if p not in by_name]
+        if unknown:
+            raise SchemaError("pinned", f"not in the catalogue: {', '.join(map(repr, unknown))}")
+        self.pinned = tuple(dict.fromkeys(pinned))
+
+    # ------------------------------------------------------------ the tool
+    @property
+    def description(self) -> str:
+        """What the model reads about the search tool."""
+        return (f"Search a catalogue of {len(self.by_name)} tools and make the best {self.k} "
+                "matches available. Only the tools listed in your tool list can be called; when "
+                "none of them fits the task, call this first with a short description of what "
+                "you need to do, then call a found tool by its name.")
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The search tool's JSON Schema."""
+        return {
+            "type": "object",
+            "properties": {"query": {"type": "string",
+                                     "description": "The action you need a tool for, in plain words."}},
+            "required": ["query"],
+            "additionalProperties": False,
+        }
+
+    def run(self, arguments: Any) -> tuple[str, list[str]]:
+        """Execute one ``tool_search`` call.
+
+        Args:
+            arguments: The call's arguments as the model sent them (JSON text or a dict).
+
+        Returns:
+            The tool result text for the model (JSON) and the names of the tools found.
+            A malformed call is answered with an error text for the model to correct
+            rather than raised, since it is the model's mistake, not the caller's.
+        """
+        try:
+            args = json.loads(arguments) if isinstance(arguments, (str, bytes)) else arguments
+        except ValueError:
+            return json.dumps({"error": "arguments are not valid JSON; send {\"query\": \"...\"}"}), []
+        query = args.get("query") if isinstance(args, Mapping) else None
+        if not isinstance(query, str) or not query.strip():
+            return json.dumps({"error": "missing 'query': send {\"query\": \"what you need to do\"}"}), []
+        try:
+            hits = self.index.search(query, k=self.k)
+        except QueryError as exc:
+            return json.dumps({"error": str(exc)}), []
+        found = [h.tool for h in hits if h.matched]
+        payload: dict[str, Any] = {
+            "found": [{"name": t.name, "description": _short(t.description)} for t in found],
+        }
+        payload["note"] = ("These tools are now in your tool list: call them by name." if found else
+                           "No tool matches these words; search again with other words.")
+        return json.dumps(payload, ensure_ascii=False), [t.name for t in found]
+
+    # ------------------------------------------------------------ state
+    def found_in_result(self, content: Any) -> list[str]:
+        """Tool names listed in one earlier ``tool_search`` result (text or text blocks)."""
+        if isinstance(content, list):  # Anthropic / Responses text blocks
+            content = "".join(str(field(b, "text", "") or "") for b in content)
+        if not isinstance(content, str):
+            return []
+        try:
+            payload = json.loads(content)
+        except ValueError:
+            return []
+        entries = payload.get("found") if isinstance(payload, Mapping) else None
+        if not isinstance(entries, list):
+            return []
+        return [e["name"] for e in entries
+                if isinstance(e, Mapping) and isinstance(e.get("name"), str) and e["name"] in self.by_name]
+
+    def tools_for(self, found: Iterable[str]) -> list[Tool]:
+        """Pinned tools, then at most ``max_tools`` of ``found`` (the last ones win)."""
+        recent: dict[str, None] = {}
+        for name in found:
+            if name in self.by_name and name not in self.pinned:
+                recent.pop(name, None)
+                recent[name] = None
+        kept = list(recent)[-self.max_tools:]
+        return [self.by_name[n] for n in (*self.pinned, *kept)]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _DESCRIPTION_CHARS else text[:_DESCRIPTION_CHARS - 1] + "…"
+
+
+def reject_stream(kwargs: Mapping[str, Any], api: str) -> None:
+    """Streaming would hand the caller ``tool_search`` calls before they are run; refuse it."""
+    if kwargs.get("stream"):
+        raise ToolsiftError(f"{api}: stream=True is not supported by the toolsift wrapper "
+                            "(the search calls must be run before the caller sees the reply)")
+
+
+def round_kwargs(kwargs: dict[str, Any], search_name: str, round_: int, *, auto: Any) -> dict[str, Any]:
+    """``kwargs`` for search round ``round_``: a ``tool_choice`` that forces the search
+    tool applies to the first round only (``auto`` after it), or every round would
+    search again and the last one, sent without the search tool, would be rejected."""
+    choice = kwargs.get("tool_choice")
+    if round_ and isinstance(choice, Mapping) and search_name in (
+            field(choice, "name"), field(field(choice, "function"), "name")):
+        return {**kwargs, "tool_choice": auto}
+    return kwargs
+
+
+# A request loop is written once as a generator that yields request kwargs and receives
+# responses; these two drivers run it on a sync or an async SDK client.
+Loop = Generator[dict[str, Any], Any, _T]
+
+
+def drive(loop: Loop[_T], send: Callable[..., Any]) -> _T:
+    """Run ``loop`` with a synchronous ``send(**request)``."""
+    request = next(loop)
+    while True:
+        try:
+            request = loop.send(send(**request))
+        except StopIteration as stop:
+            return stop.value
+
+
+async def drive_async(loop: Loop[_T], send: Callable[..., Awaitable[Any]]) -> _T:
+    """Run ``loop`` with an asynchronous ``send(**request)``."""
+    request = next(loop)
+    while True:
+        response = await send(**request)
+        try:
+            request = loop.send(response)
+        except StopIteration as stop:
+            return stop.value

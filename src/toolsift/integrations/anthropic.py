@@ -1,0 +1,173 @@
+"""A drop-in wrapper for the official ``anthropic`` client (extra ``anthropic``).
+
+Give the wrapper the full tool list once; every ``messages.create`` call then sends
+Claude a ``tool_search`` tool plus the tools found so far instead of the whole
+catalogue. When Claude calls ``tool_search`` the wrapper runs the search locally with
+toolsift, adds the found tools, and asks again (at most ``max_searches`` rounds), so the
+caller only ever sees real ``tool_use`` blocks::
+
+    from anthropic import Anthropic
+    from toolsift.integrations.anthropic import wrap
+
+    client = wrap(Anthropic(), tools="tools.json", pinned=["get_time"], k=5)
+    reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, messages=messages)
+
+Nothing is kept between calls: the tools sent are derived from ``messages``, see
+:mod:`toolsift.integrations._toolset`. The wrapper's own search exchanges come back as
+``reply.toolsift_messages`` (an assistant turn with the ``tool_use`` blocks and a user
+turn with their ``tool_result`` blocks, per round, to put *before* the reply in the
+history); appending them keeps every found tool for the next turns, not only the ones
+Claude called. When a reply mixes search calls with real ones, the searches are run,
+moved into ``toolsift_messages`` and removed from ``reply.content``. Tools passed to
+``create(tools=...)`` are sent as well, unchanged; ``stream=True`` is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ToolsiftError
+from ..gateway.formats import to_anthropic
+from ._toolset import (
+    SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream, round_kwargs,
+)
+
+__all__ = ["ToolsiftAnthropic", "wrap"]
+
+
+def _require_anthropic() -> Any:
+    try:
+        import anthropic
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ToolsiftError("toolsift.integrations.anthropic needs the anthropic package: "
+                            "pip install 'toolsift[anthropic]'") from exc
+    return anthropic
+
+
+class ToolsiftAnthropic:
+    """An ``anthropic.Anthropic`` / ``AsyncAnthropic`` client whose requests carry only the tools that matter.
+
+    ``messages.create`` is wrapped; every other attribute is the wrapped client's.
+
+    Args:
+        client: An ``anthropic.Anthropic`` or ``anthropic.AsyncAnthropic``.
+        tools: The full tool list (see :class:`~toolsift.integrations._toolset.ToolSearch`).
+        pinned: Tool names sent with every request.
+        k: Tools returned by one search.
+        max_searches: Search rounds per ``create`` call.
+        max_tools: Found tools sent at most.
+        search_tool_name: The search tool's name.
+
+    Raises:
+        ToolsiftError: ``client`` is not an Anthropic client.
+        SchemaError, ConfigError: See :class:`~toolsift.integrations._toolset.ToolSearch`.
+    """
+
+    def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
+                 max_searches: int = 3, max_tools: int = 32,
+                 search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+        anthropic = _require_anthropic()
+        if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
+            raise ToolsiftError(f"client: expected an anthropic.Anthropic or AsyncAnthropic client, "
+                                f"got {type(client).__name__}")
+        self._client = client
+        self._async = isinstance(client, anthropic.AsyncAnthropic)
+        self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
+                                 max_tools=max_tools, search_tool_name=search_tool_name)
+        self.messages = _Messages(self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def wrap(client: Any, tools: ToolsSource, **options: Any) -> ToolsiftAnthropic:
+    """``ToolsiftAnthropic(client, tools, **options)``: the wrapped client."""
+    return ToolsiftAnthropic(client, tools, **options)
+
+
+class _Messages:
+    def __init__(self, owner: ToolsiftAnthropic) -> None:
+        self._owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._owner._client.messages, name)
+
+    def create(self, **kwargs: Any) -> Any:
+        """``messages.create`` with the catalogue behind ``tool_search``.
+
+        Returns the SDK's ``Message`` (awaitable for an async client), with
+        ``toolsift_messages`` set.
+        """
+        owner = self._owner
+        loop = _messages_loop(owner.search, kwargs)
+        send = owner._client.messages.create
+        return drive_async(loop, send) if owner._async else drive(loop, send)
+
+
+def _blocks(content: Any) -> Sequence[Any]:
+    return content if isinstance(content, (list, tuple)) else ()
+
+
+def _found(search: ToolSearch, messages: Sequence[Any]) -> list[str]:
+    search_ids: set[Any] = set()
+    names: list[str] = []
+    for m in messages:
+        for block in _blocks(field(m, "content")):
+            kind = field(block, "type")
+            if kind == "tool_use":
+                name = field(block, "name")
+                if name == search.name:
+                    search_ids.add(field(block, "id"))
+                elif name in search.by_name:
+                    names.append(name)
+            elif kind == "tool_result" and field(block, "tool_use_id") in search_ids:
+                names.extend(search.found_in_result(field(block, "content")))
+    return names
+
+
+def _dump(block: Any) -> Any:
+    return block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else block
+
+
+def _messages_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
+    reject_stream(kwargs, "messages.create")
+    if "messages" not in kwargs:
+        raise ToolsiftError("messages.create: messages= is required")
+    messages = list(kwargs.pop("messages"))
+    extra_tools = list(kwargs.pop("tools", None) or ())
+    found = _found(search, messages)
+    search_def = {"name": search.name, "description": search.description, "input_schema": search.parameters}
+    added: list[dict[str, Any]] = []
+    for round_ in range(search.max_searches + 1):
+        tools = ([search_def] if round_ < search.max_searches else [])
+        tools += [to_anthropic(t) for t in search.tools_for(found)] + extra_tools
+        request = {**round_kwargs(kwargs, search.name, round_, auto={"type": "auto"}),
+                   "messages": messages + added}
+        if tools:
+            request["tools"] = tools
+        else:  # tool_choice without tools is rejected
+            request.pop("tool_choice", None)
+        response = yield request
+        content = list(response.content or ())
+        searches = [b for b in content if field(b, "type") == "tool_use" and field(b, "name") == search.name]
+        if not searches:
+            break
+        results = []
+        for block in searches:
+            text, names = search.run(field(block, "input"))
+            found.extend(names)
+            results.append({"type": "tool_result", "tool_use_id": field(block, "id"), "content": text})
+        real = [b for b in content if field(b, "type") == "tool_use" and not any(b is s for s in searches)]
+        if real or round_ == search.max_searches:
+            # Real calls need the caller's results (and a search on the last round, where
+            # the model was not offered one, gets no further round): hand the reply back
+            # without the searches, which move into the exchange the caller may keep.
+            added += [{"role": "assistant", "content": [_dump(b) for b in searches]},
+                      {"role": "user", "content": results}]
+            response.content = [b for b in content if not any(b is s for s in searches)]
+            break
+        added += [{"role": "assistant", "content": [_dump(b) for b in content]},
+                  {"role": "user", "content": results}]
+    response.toolsift_messages = added
+    return response

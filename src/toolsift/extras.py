@@ -24,6 +24,12 @@ EXTRAS: dict[str, str] = {
     "export": "exporting encoders to ONNX",
     "peers": "other tool retrievers measured beside toolsift",
     "plot": "recall plots",
+    "tokens": "token counts for token budgets (tiktoken)",
+    "openai": "the OpenAI client wrapper",
+    "anthropic": "the Anthropic client wrapper",
+    "langchain": "the LangChain retriever",
+    "langgraph": "the LangGraph big-tool retrieve_tools function",
+    "llama-index": "the LlamaIndex retriever",
 }
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import anyio
-import httpx2
+import httpx
 import pytest
 
 from tests.test_gateway_server import _env, _free_port, call, http_session, serve_http
@@ -57,7 +57,7 @@ def test_catastrophic_pattern_neither_hangs_nor_blocks_health(evil_gateway):
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(evil_call)
-                async with httpx2.AsyncClient(timeout=2.0) as client:
+                async with httpx.AsyncClient(timeout=2.0) as client:
                     for _ in range(5):
                         t0 = time.perf_counter()
                         r = await client.get(evil_gateway + "/health")

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
+import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 import toolsift
+from toolsift.gateway import _mcp
 
 SERVERS = Path(__file__).resolve().parent / "gateway_servers"
 # The package the tests import (src/ in a dev tree, site-packages in CI) is the one the
@@ -69,9 +69,9 @@ class Proc:
             if self.p.poll() is not None:
                 raise AssertionError(f"{url}: process exited with {self.p.returncode}:\n{self.tail()}")
             try:
-                if httpx2.get(url, timeout=1.0).status_code < 500:
+                if httpx.get(url, timeout=1.0).status_code < 500:
                     return
-            except httpx2.HTTPError:
+            except httpx.HTTPError:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"{url} not up after {timeout}s:\n{self.tail()}")
@@ -163,6 +163,10 @@ def serve_http(args: list[str], log: Path):
     base = f"http://127.0.0.1:{port}"
     try:
         proc.wait_http(base + "/health", timeout=60)
+        # One ready line, with the URL to connect to.
+        ready = [line for line in proc.tail().splitlines() if "gateway ready at" in line]
+        assert ready == [f"toolsift: gateway ready at {base}/mcp (GET {base}/health for status; Ctrl-C stops)"], \
+            proc.tail()
         yield base
     finally:
         proc.stop()
@@ -177,8 +181,8 @@ def http_gateway(tmp, config_file):
 # ------------------------------------------------------------------------ sessions
 @asynccontextmanager
 async def http_session(base: str, token: str = TOKEN) -> AsyncIterator[ClientSession]:
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30))
-    async with client, streamable_http_client(base + "/mcp", http_client=client) as (read, write), \
+    client = _mcp.http_client(headers={"Authorization": f"Bearer {token}"}, timeout_s=30)
+    async with _mcp.http_transport(base + "/mcp", client) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -204,10 +208,11 @@ def run(scenario: Callable[[], Any]) -> None:
 
 async def call(session: ClientSession, name: str, args: dict[str, Any] | None = None, **kw: Any) -> tuple[bool, Any]:
     """``(is_error, structured content)`` of one tools/call."""
-    result = await session.call_tool(name, args or {}, **kw)
-    if result.structured_content is None:
-        return result.is_error, json.loads(result.content[0].text)
-    return result.is_error, result.structured_content
+    result = _mcp.dump(await session.call_tool(name, args or {}, **kw))
+    is_error = bool(result.get("isError"))
+    if result.get("structuredContent") is None:
+        return is_error, json.loads(result["content"][0]["text"])
+    return is_error, result["structuredContent"]
 
 
 async def ok(session: ClientSession, name: str, args: dict[str, Any] | None = None, **kw: Any) -> Any:
@@ -239,7 +244,7 @@ async def find(session: ClientSession, query: Any, **kw: Any) -> list[dict]:
 async def check_meta_only(s: ClientSession) -> None:
     listed = await s.list_tools()
     assert {t.name for t in listed.tools} == META
-    find_schema = next(t for t in listed.tools if t.name == "find_tools").input_schema
+    find_schema = _mcp.dump(next(t for t in listed.tools if t.name == "find_tools"))["inputSchema"]
     assert {"query", "limit", "format", "token_budget"} <= set(find_schema["properties"])
 
 
@@ -345,6 +350,10 @@ def test_stdio_gateway_end_to_end(tmp, config_file):
             await full_scenario(s)
 
     run(scenario)
+    # No SDK warning per proxied call (mcp 1.x's call_tool decorator warned on every call
+    # of a tool it had not listed itself).
+    log = (tmp / "gateway-stdio.log").read_text(errors="replace")
+    assert not [line for line in log.splitlines() if " WARNING mcp" in line], log[-3000:]
 
 
 def test_http_gateway_end_to_end(http_gateway):
@@ -361,24 +370,24 @@ def test_http_auth_size_limit_and_health(http_gateway):
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                        "clientInfo": {"name": "t", "version": "0"}}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    r = httpx2.post(mcp_url, json=init, headers=headers, timeout=10)
+    r = httpx.post(mcp_url, json=init, headers=headers, timeout=10)
     assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
     assert r.json()["error"]["code"] == "unauthorized"
-    r = httpx2.post(mcp_url, json=init, headers={**headers, "Authorization": "Bearer wrong"}, timeout=10)
+    r = httpx.post(mcp_url, json=init, headers={**headers, "Authorization": "Bearer wrong"}, timeout=10)
     assert r.status_code == 401
-    r = httpx2.post(mcp_url, json=init, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    r = httpx.post(mcp_url, json=init, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "toolsift"
 
     big = json.dumps({**init, "params": {**init["params"], "pad": "x" * (MAX_BODY + 1)}})
-    r = httpx2.post(mcp_url, content=big, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    r = httpx.post(mcp_url, content=big, headers={**headers, "Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
 
-    public = httpx2.get(http_gateway + "/health", timeout=10)
+    public = httpx.get(http_gateway + "/health", timeout=10)
     assert public.status_code == 200
     body = public.json()
     assert body["status"] == "ok" and body["tools"] >= 10 and body["upstreams"]["ready"] == 2
     assert "upstream_status" not in body  # no internals without the token
-    private = httpx2.get(http_gateway + "/health", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
+    private = httpx.get(http_gateway + "/health", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
     states = {u["name"]: (u["state"], u["transport"]) for u in private["upstream_status"]}
     assert states == {"weather": ("ready", "stdio"), "crm": ("ready", "http")}
 
@@ -469,7 +478,8 @@ def test_serve_cli_errors(tmp, capsys):
     bad = tmp / "bad.json"
     bad.write_text(json.dumps({"upstreams": [{"name": "a__b", "command": ["x"]}]}), encoding="utf-8")
     assert main(["serve", "--config", str(bad)]) == 2
-    assert "upstream name" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "upstream name" in err and f"{bad}: upstreams[0].name:" in err  # the file and the key
     bad.write_text(json.dumps({"upstreams": [{"name": "a", "command": ["x"], "url": "http://h/mcp"}]}))
     assert main(["serve", "--config", str(bad)]) == 2
     assert "exactly one of" in capsys.readouterr().err

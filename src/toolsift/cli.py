@@ -241,8 +241,10 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
 def _print_hits(query: Any, hits, ms: float, out: TextIO) -> None:
     label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
     print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
-    if not hits:
-        print("  no tool matches any word of this query", file=out)
+    if not any(h.matched for h in hits):
+        from .query_schema import NO_MATCH_HINT
+
+        print(f"  {NO_MATCH_HINT}", file=out)
         return
     name_w = max(12, max(len(h.name) for h in hits))
     print(f"  {'#':>2}  {'tool':<{name_w}}  {'score':>7}  {'desc':>5} {'param':>5} {'resp':>5} {'exmp':>5} {'pen':>5}  why",
@@ -289,6 +291,10 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    from .extras import require_extra
+
+    # Checked up front: the metrics run only after every method has.
+    require_extra("pytrec_eval", extra="eval", feature="toolsift eval")
     from .evaluate import MftrDataset, UltraToolDataset, evaluate, write_trec_run
     from .evaluate.methods import METHODS, MethodUnavailable, run_method
     from .evaluate.report import format_table, plot_recall, summary_json
@@ -296,6 +302,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from .evaluate.cold import BASELINE_METHODS, COLD_METHODS
 
     root = Path(args.dataset)
+    _check_dataset_folder(root)
     ultra = (root / "data" / "English-dataset").is_dir()
     if ultra:
         ds = UltraToolDataset.load(root)
@@ -347,6 +354,21 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _looks_like_dataset(path: Path) -> bool:
+    """An MFTR data set (``dataset/from_toolret``) or UltraTool (``data/English-dataset``)."""
+    return (path / "dataset" / "from_toolret").is_dir() or (path / "data" / "English-dataset").is_dir()
+
+
+def _check_dataset_folder(root: Path) -> None:
+    """A folder of data sets instead of one: name the ones it holds."""
+    if not root.is_dir() or _looks_like_dataset(root):
+        return  # the loaders report missing folders and files precisely
+    found = sorted(p.name for p in root.iterdir() if p.is_dir() and _looks_like_dataset(p))
+    if found:
+        raise ToolsiftError(f"{root} is a folder of data sets, not one data set; it holds: {', '.join(found)} "
+                            f"(e.g. toolsift eval {root / found[0]})")
+
+
 def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
     from .evaluate import MftrDataset
     from .evaluate.methods import train_index
@@ -365,11 +387,10 @@ def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     import logging
 
-    try:
-        import anyio
-        import mcp  # noqa: F401
-    except ImportError:
-        raise ToolsiftError("serve needs the MCP SDK: pip install 'toolsift[gateway]'") from None
+    from .extras import require_extra
+
+    require_extra("mcp", extra="gateway", feature="toolsift serve")
+    import anyio
 
     from .gateway.upstream import ServeConfig
 
@@ -395,7 +416,12 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         if args.transport == "http":
             from .gateway.http import serve_http
 
-            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage)
+            def ready(url: str) -> None:
+                print(f"toolsift: gateway ready at {url} (GET {url.removesuffix('/mcp')}/health for status; "
+                      "Ctrl-C stops)", file=out, flush=True)
+
+            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage,
+                       on_ready=ready)
         else:
             from .gateway.server import serve_stdio
 
@@ -462,9 +488,9 @@ def _split(value: str | None) -> list[str]:
 
 
 def _tqdm(items, desc: str):
-    from tqdm.auto import tqdm
+    from .progress import progress_bar
 
-    return tqdm(items, desc=desc, leave=False)
+    return progress_bar(items, True, desc, total=len(items))
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:

@@ -8,18 +8,22 @@ hybrid retrievers slot in later without changing the shape of the config.
 
 from __future__ import annotations
 
-import math
+import contextvars
+import functools
 import threading
 import warnings
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, InstanceOf, TypeAdapter, ValidationError
 
 from .analyze import Analyzer
 from .errors import ConfigError
 from .kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams
 from .schema import FIELDS
 
-__all__ = ["UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]
+__all__ = ["validation_message", "UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]
 
 #: ``bounded``: ``1 - exp(-BM25 / ref)`` with ``ref`` the score of an average-length
 #: document holding each query term once (``sum idf / (1 + k1)``): rank-preserving, in
@@ -31,6 +35,69 @@ SCALES = ("bounded", "linear", "raw")
 #: Retrievers per field: BM25, dense (ONNX sentence encoder, int8 matrices), or a convex
 #: combination of the two on the bounded scale.
 RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+# ----------------------------------------------------------------- validation
+# Types and limits of configuration fields are declared on the fields (Annotated with
+# pydantic constraints) and checked by pydantic, the one schema library of the package;
+# rules across fields stay in __post_init__.
+
+def _where(prefix: str, loc: tuple[Any, ...]) -> str:
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "function-" in str(part) or "[" in str(part):  # validator names pydantic puts in loc
+            continue
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "config"
+
+
+def validation_message(exc: ValidationError, prefix: str) -> str:
+    """pydantic's errors as one line, each problem naming its key under ``prefix``
+    (``gateway.routing[0].pattern``, ``config.candidates``)."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = _where(prefix, tuple(err.get("loc", ())))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            lines.append(f"{where}: unknown key")
+            continue
+        got = err.get("input")
+        # Our own checks ("value_error") already say what is wrong with the value.
+        shown = "" if err.get("type") in ("missing", "value_error") or isinstance(got, (Mapping, list)) \
+            else f", got {got!r}"[:120]
+        lines.append(f"{where}: {msg}{shown}")
+    return "; ".join(lines)
+
+
+_CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_checking", default=False)
+
+
+@functools.cache
+def _adapter(cls: type) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+def _check_fields(obj: Any, where: str) -> None:
+    """Validate a config dataclass's fields against their annotated types and limits.
+
+    Raises:
+        ConfigError: Naming each bad field as ``where.field``.
+    """
+    if _CHECKING.get():  # the copy pydantic builds while validating: already being checked
+        return
+    token = _CHECKING.set(True)
+    try:
+        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, where)) from None
+    finally:
+        _CHECKING.reset(token)
+
+
+Strict = functools.partial(Field, strict=True)
 
 
 class UntrainedPenaltyWarning(UserWarning):
@@ -87,17 +154,12 @@ def warn_untrained_penalty(params: ScoringParams) -> None:
 class Bm25Config:
     """BM25 parameters (bm25s's defaults; ``method="lucene"`` is its default variant)."""
 
-    k1: float = 1.5
-    b: float = 0.75
+    k1: Annotated[float, Strict(ge=0, allow_inf_nan=False)] = 1.5
+    b: Annotated[float, Strict(ge=0, le=1)] = 0.75
     method: Literal["lucene", "atire"] = "lucene"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.k1, (int, float)) or not math.isfinite(self.k1) or self.k1 < 0:
-            raise ConfigError(f"bm25.k1 must be a finite number >= 0, got {self.k1!r}")
-        if not isinstance(self.b, (int, float)) or not 0.0 <= self.b <= 1.0:
-            raise ConfigError(f"bm25.b must be in [0, 1], got {self.b!r}")
-        if self.method not in ("lucene", "atire"):
-            raise ConfigError(f"bm25.method must be 'lucene' or 'atire', got {self.method!r}")
+        _check_fields(self, "bm25")
 
 
 #: The default analyzer of a new index, chosen by the cold-start ablation
@@ -154,49 +216,32 @@ class IndexConfig:
             batches, builds and evaluation.
     """
 
-    bm25: Bm25Config = field(default_factory=lambda: COLDSTART_BM25)
-    analyzer: Analyzer = field(default_factory=lambda: COLDSTART_ANALYZER)
+    bm25: InstanceOf[Bm25Config] = field(default_factory=lambda: COLDSTART_BM25)
+    analyzer: InstanceOf[Analyzer] = field(default_factory=lambda: COLDSTART_ANALYZER)
     scale: Literal["bounded", "linear", "raw"] = "bounded"
-    candidates: int = 100
-    name_in_description: bool = True
-    tool_card: int = 2
-    split_identifiers: bool = True
+    candidates: Annotated[int, Strict(ge=1)] = 100
+    name_in_description: Annotated[bool, Strict()] = True
+    tool_card: Annotated[int, Strict(ge=0, le=8)] = 2
+    split_identifiers: Annotated[bool, Strict()] = True
     parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
-    penalize_without_arguments: bool = False
-    encoder: str | None = None
-    hybrid_weight: float = 0.5
-    retrievers: tuple[tuple[str, str], ...] = tuple((f, "bm25") for f in FIELDS)
-    params: ScoringParams = DEFAULT_PARAMS
-    threads: int = 1
+    penalize_without_arguments: Annotated[bool, Strict()] = False
+    encoder: Annotated[str, Strict()] | None = None
+    hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
+    retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
+        tuple((f, "bm25") for f in FIELDS)
+    params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
+    threads: Annotated[int, Strict(ge=0)] = 1
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     def __post_init__(self) -> None:
         if isinstance(self.retrievers, dict):
             object.__setattr__(self, "retrievers", tuple(self.retrievers.items()))
-        if not isinstance(self.bm25, Bm25Config):
-            raise ConfigError("config.bm25 must be a Bm25Config")
-        if not isinstance(self.analyzer, Analyzer):
-            raise ConfigError("config.analyzer must be an Analyzer")
-        if self.scale not in SCALES:
-            raise ConfigError(f"config.scale must be one of {SCALES}, got {self.scale!r}")
-        if not isinstance(self.candidates, int) or isinstance(self.candidates, bool) or self.candidates < 1:
-            raise ConfigError(f"config.candidates must be an integer >= 1, got {self.candidates!r}")
-        tc = self.tool_card
-        if isinstance(tc, bool) or not isinstance(tc, int) or not 0 <= tc <= 8:
-            raise ConfigError(f"config.tool_card must be an integer in 0..8, got {tc!r}")
-        for flag in ("name_in_description", "split_identifiers", "penalize_without_arguments"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ConfigError(f"config.{flag} must be a bool, got {getattr(self, flag)!r}")
-        if self.parameter_format not in ("text", "json"):
-            raise ConfigError(f"config.parameter_format must be 'text' or 'json', got {self.parameter_format!r}")
-        if self.no_argument_params not in ("intent", "zero"):
-            raise ConfigError(
-                f"config.no_argument_params must be 'intent' or 'zero', got {self.no_argument_params!r}"
-            )
-        if not isinstance(self.threads, int) or isinstance(self.threads, bool) or self.threads < 0:
-            raise ConfigError(f"config.threads must be an integer >= 0, got {self.threads!r}")
-        if not isinstance(self.params, ScoringParams):
-            raise ConfigError("config.params must be a ScoringParams")
+        if _CHECKING.get():  # the copy pydantic builds while checking this one
+            return
+        _check_fields(self, "config")
+        # Rules across fields and against the field names.
         r = dict(self.retrievers)
         for f, kind in r.items():
             if f not in FIELDS:
@@ -206,11 +251,6 @@ class IndexConfig:
                     f"config.retrievers[{f!r}]: retriever {kind!r} is not available "
                     f"(available: {', '.join(RETRIEVERS)})"
                 )
-        if self.encoder is not None and not isinstance(self.encoder, str):
-            raise ConfigError(f"config.encoder must be a path or None, got {self.encoder!r}")
-        hw = self.hybrid_weight
-        if isinstance(hw, bool) or not isinstance(hw, (int, float)) or not 0.0 <= hw <= 1.0:
-            raise ConfigError(f"config.hybrid_weight must be a number in [0, 1], got {hw!r}")
         if "hybrid" in r.values() and self.scale == "raw":
             raise ConfigError("config.retrievers: a hybrid field needs scale 'bounded' or 'linear' "
                               "(raw BM25 and cosine are on different scales)")

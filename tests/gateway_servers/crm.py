@@ -9,8 +9,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import mcp_types as types
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _serve import make_server, run, tool
 
@@ -30,7 +28,7 @@ TOOLS = [
          {"customer_id": {"type": "integer", "description": "numeric customer id"},
           "amount": {"type": "number", "description": "amount to refund in euros"}},
          ["customer_id", "amount"],
-         annotations=types.ToolAnnotations(destructive_hint=True),
+         annotations={"destructiveHint": True},
          _meta={"toolsift/tags": ["risk:high", "payments"]}),
 ]
 

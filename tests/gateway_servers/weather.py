@@ -23,7 +23,7 @@ TOOLS = [
     tool("get_forecast", "Weather forecast for a city: temperature and chance of rain for the next days.",
          {"city": {"type": "string", "description": "city name, e.g. Lisbon"},
           "days": {"type": "integer", "minimum": 1, "maximum": 7, "description": "number of days to forecast"}},
-         ["city"], output_schema={"type": "object", "properties": {
+         ["city"], outputSchema={"type": "object", "properties": {
              "city": {"type": "string"}, "days": {"type": "array"}}}),
     tool("search", "Search weather stations by place name and return their station codes.",
          {"query": {"type": "string", "description": "place name to look for"}}, ["query"]),

@@ -27,15 +27,13 @@ _MAX_PAGES = 1000
 
 
 async def _list_tools(session: Any) -> list[dict[str, Any]]:
-    import mcp_types as types
+    from ..gateway._mcp import list_tools_page  # works with mcp 1.x and 2.x
 
     entries: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(_MAX_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        entries.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
-        cursor = page.next_cursor
+        tools, cursor = await list_tools_page(session, cursor)
+        entries.extend(tools)
         if not cursor:
             return entries
     raise CatalogFormatError(f"mcp server: tools/list did not end after {_MAX_PAGES} pages")
@@ -54,13 +52,12 @@ async def _from_stdio(command: Sequence[str], env: Mapping[str, str] | None,
 
 
 async def _from_http(url: str, headers: Mapping[str, str] | None, timeout: float) -> list[dict[str, Any]]:
-    import httpx2
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    client = create_mcp_http_client(headers=dict(headers or {}), timeout=httpx2.Timeout(timeout))
-    async with client, streamable_http_client(url, http_client=client) as (read, write), \
+    from ..gateway._mcp import http_client, http_transport  # works with mcp 1.x and 2.x
+
+    client = http_client(headers=headers, timeout_s=timeout, read_timeout_s=timeout)
+    async with http_transport(url, client) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
         return await _list_tools(session)

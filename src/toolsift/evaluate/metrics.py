@@ -143,8 +143,11 @@ def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str] = METRICS) -> EvalRe
     Raises:
         ValueError: If ``qrels`` is empty or a metric name is unknown.
         RunFormatError: If a score is not a finite number.
+        MissingExtraError: pytrec_eval is not installed (``pip install "toolsift[eval]"``).
     """
-    import pytrec_eval  # optional dependency: only evaluation needs it
+    from ..extras import require_extra
+
+    pytrec_eval = require_extra("pytrec_eval", extra="eval", feature="evaluation metrics")
 
     if not qrels:
         raise ValueError("qrels is empty: there is nothing to evaluate")

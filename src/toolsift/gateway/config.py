@@ -1,48 +1,101 @@
 """Gateway configuration: host format, limits, routing rules and risk tags.
 
-:class:`GatewayConfig` is immutable and validated on construction; a bad value raises
-:class:`~toolsift.errors.ConfigError` naming the key (``gateway.max_limit``,
-``gateway.routing[1].pattern``), so a config file can be fixed without a stack trace.
+Every configuration the gateway reads (this module and :mod:`.upstream_config`) is a
+pydantic model, validated one way: by the field types and constraints declared on it.
+A bad value raises :class:`~toolsift.errors.ConfigError` naming the key
+(``gateway.max_limit``, ``gateway.routing[1].pattern``) and, when read from a file, the
+file, so a config can be fixed without a stack trace.
 """
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import logging
-import math
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
 import re2
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..config import validation_message
 from ..errors import ConfigError
 
-__all__ = ["FORMATS", "GatewayConfig", "RoutingRule"]
+__all__ = ["FORMATS", "ConfigModel", "GatewayConfig", "RoutingRule", "validation_message"]
 
 log = logging.getLogger(__name__)
 
 #: Host formats tool schemas can be returned in.
 FORMATS: tuple[str, ...] = ("mcp", "openai", "anthropic")
 
-
-def _string_tuple(value: Any, key: str) -> tuple[str, ...]:
-    # A bare string is almost always a forgotten list; iterating it would yield letters.
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ConfigError(f"{key} must be a list of strings, got {type(value).__name__}")
-    for i, v in enumerate(value):
-        if not isinstance(v, str) or not v.strip():
-            raise ConfigError(f"{key}[{i}] must be a non-empty string, got {v!r}")
-    return tuple(value)
+#: Types shared by the gateway's config models (strict: no "3" for 3, no true for 1).
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+PositiveSeconds = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+NonEmptyStr = Annotated[str, Field(strict=True, min_length=1, pattern=r"\S")]
 
 
-def _positive_int(value: Any, key: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{key} must be an integer >= 1, got {value!r}")
+# Set while a config model is being validated: nested models (which pydantic builds
+# through their __init__) then leave errors to the outermost one, which names the full key.
+_VALIDATING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_validating", default=False)
 
 
-@dataclass(frozen=True)
-class RoutingRule:
+class ConfigModel(BaseModel):
+    """Base of the gateway's config models: immutable, unknown keys refused, and a
+    :class:`ConfigError` (not pydantic's ``ValidationError``) on bad values, whether
+    built directly (fields by name or in declaration order) or with :meth:`from_dict`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: The key errors are reported under when built directly.
+    _where: ClassVar[str] = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args:
+            names = list(type(self).model_fields)
+            if len(args) > len(names):
+                raise TypeError(f"{type(self).__name__} takes at most {len(names)} positional arguments")
+            kwargs.update(zip(names, args))
+        if _VALIDATING.get():
+            super().__init__(**kwargs)
+            return
+        token = _VALIDATING.set(True)
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise ConfigError(validation_message(exc, self._where)) from None
+        finally:
+            _VALIDATING.reset(token)
+
+    @classmethod
+    def _validated(cls, data: Any, where: str) -> Any:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{where or 'config'} must be an object, got {type(data).__name__}")
+        token = _VALIDATING.set(True)
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ConfigError(validation_message(exc, where)) from None
+        finally:
+            _VALIDATING.reset(token)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    # Queries come from clients: match them in linear time (RE2) whenever RE2 can express
+    # the pattern, so no query makes a pattern backtrack on the event loop.
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = False
+    options.never_capture = True
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error:
+        log.warning("routing pattern %r needs a backtracking engine (lookaround or backreference); "
+                    "a long query can make it slow", pattern)
+        return re.compile(pattern, re.IGNORECASE)
+
+
+class RoutingRule(ConfigModel):
     """Search tools with some tags first when a query matches a pattern.
 
     Example: ``RoutingRule(r"\\border", ("commerce",))`` ranks commerce tools above all
@@ -54,37 +107,23 @@ class RoutingRule:
         tags: A tool carrying any of these tags is ranked above tools carrying none.
     """
 
-    pattern: str
-    tags: tuple[str, ...]
-    _regex: Any = field(init=False, repr=False, compare=False)
+    _where: ClassVar[str] = "routing"
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.pattern, str) or not self.pattern:
-            raise ConfigError(f"routing.pattern must be a non-empty string, got {self.pattern!r}")
+    pattern: Annotated[str, Field(strict=True, min_length=1)]
+    tags: Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)]
+
+    @field_validator("pattern")
+    @classmethod
+    def _valid_regex(cls, pattern: str) -> str:
         try:
-            regex: Any = re.compile(self.pattern, re.IGNORECASE)
+            re.compile(pattern, re.IGNORECASE)
         except re.error as exc:
-            raise ConfigError(f"routing.pattern {self.pattern!r} is not a valid regular expression: {exc}") from None
-        # Queries come from clients: match them in linear time (RE2) whenever RE2 can
-        # express the pattern, so no query makes a pattern backtrack on the event loop.
-        options = re2.Options()
-        options.log_errors = False
-        options.case_sensitive = False
-        options.never_capture = True
-        try:
-            regex = re2.compile(self.pattern, options=options)
-        except re2.error:
-            log.warning("routing pattern %r needs a backtracking engine (lookaround or backreference); "
-                        "a long query can make it slow", self.pattern)
-        tags = _string_tuple(self.tags, "routing.tags")
-        if not tags:
-            raise ConfigError("routing.tags must name at least one tag")
-        object.__setattr__(self, "tags", tags)
-        object.__setattr__(self, "_regex", regex)
+            raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+        return pattern
 
     def matches(self, text: str) -> bool:
         """Whether the rule applies to a query with this text."""
-        return self._regex.search(text) is not None
+        return _compiled(self.pattern).search(text) is not None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form ``{"pattern", "tags"}``."""
@@ -93,20 +132,10 @@ class RoutingRule:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, where: str = "routing") -> RoutingRule:
         """Inverse of :meth:`to_dict`; errors name ``where`` (e.g. ``gateway.routing[2]``)."""
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"{where} must be an object with 'pattern' and 'tags', got {type(d).__name__}")
-        unknown = set(d) - {"pattern", "tags"}
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-        try:
-            return cls(pattern=d.get("pattern"), tags=d.get("tags", ()))  # type: ignore[arg-type]
-        except ConfigError as exc:
-            # Re-anchor "routing.x" to this rule's position in the file.
-            raise ConfigError(str(exc).replace("routing.", f"{where}.", 1)) from None
+        return cls._validated(d, where)
 
 
-@dataclass(frozen=True)
-class GatewayConfig:
+class GatewayConfig(ConfigModel):
     """How the gateway answers ``find_tools`` / ``use_tool`` requests.
 
     Attributes:
@@ -128,42 +157,25 @@ class GatewayConfig:
             larger ones become a ``result_too_large`` error.
     """
 
-    format: Literal["mcp", "openai", "anthropic"] = "mcp"
-    default_limit: int = 5
-    max_limit: int = 20
-    max_query_chars: int = 2000
-    routing: tuple[RoutingRule, ...] = ()
-    high_risk_tags: tuple[str, ...] = ("risk:high",)
-    call_timeout: float | None = None
-    validation_timeout: float = 2.0
-    max_result_bytes: int = 4 * 1024 * 1024
+    _where: ClassVar[str] = "gateway"
 
-    def __post_init__(self) -> None:
-        if self.format not in FORMATS:
-            raise ConfigError(f"gateway.format must be one of {', '.join(FORMATS)}, got {self.format!r}")
-        _positive_int(self.max_limit, "gateway.max_limit")
-        _positive_int(self.default_limit, "gateway.default_limit")
-        if self.default_limit > self.max_limit:
-            raise ConfigError(
-                f"gateway.default_limit ({self.default_limit}) must not exceed gateway.max_limit ({self.max_limit})"
-            )
-        _positive_int(self.max_query_chars, "gateway.max_query_chars")
-        if isinstance(self.routing, (str, Mapping)) or not isinstance(self.routing, Sequence):
-            raise ConfigError(f"gateway.routing must be a list of routing rules, got {type(self.routing).__name__}")
-        for i, rule in enumerate(self.routing):
-            if not isinstance(rule, RoutingRule):
-                raise ConfigError(f"gateway.routing[{i}] must be a RoutingRule, got {type(rule).__name__}")
-        object.__setattr__(self, "routing", tuple(self.routing))
-        object.__setattr__(self, "high_risk_tags", _string_tuple(self.high_risk_tags, "gateway.high_risk_tags"))
-        t = self.call_timeout
-        if t is not None and (
-            not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t <= 0
-        ):
-            raise ConfigError(f"gateway.call_timeout must be a number > 0 or null, got {t!r}")
-        v = self.validation_timeout
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
-            raise ConfigError(f"gateway.validation_timeout must be a number > 0, got {v!r}")
-        _positive_int(self.max_result_bytes, "gateway.max_result_bytes")
+    format: Literal["mcp", "openai", "anthropic"] = "mcp"
+    max_limit: PositiveInt = 20
+    default_limit: PositiveInt = 5
+    max_query_chars: PositiveInt = 2000
+    routing: tuple[RoutingRule, ...] = ()
+    high_risk_tags: tuple[NonEmptyStr, ...] = ("risk:high",)
+    call_timeout: PositiveSeconds | None = None
+    validation_timeout: PositiveSeconds = 2.0
+    max_result_bytes: PositiveInt = 4 * 1024 * 1024
+
+    @field_validator("default_limit")
+    @classmethod
+    def _within_max(cls, value: int, info: Any) -> int:
+        top = info.data.get("max_limit")
+        if top is not None and value > top:
+            raise ValueError(f"must not exceed max_limit ({top})")
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form, the inverse of :meth:`from_dict`."""
@@ -186,21 +198,4 @@ class GatewayConfig:
         Raises:
             ConfigError: Unknown keys or bad values, naming the key.
         """
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"gateway config must be an object, got {type(d).__name__}")
-        known = {"format", "default_limit", "max_limit", "max_query_chars", "routing",
-                 "high_risk_tags", "call_timeout", "validation_timeout", "max_result_bytes"}
-        unknown = set(d) - known
-        if unknown:
-            raise ConfigError(f"gateway: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-        kw: dict[str, Any] = {k: d[k] for k in known - {"routing", "high_risk_tags"} if k in d}
-        if "routing" in d:
-            rules = d["routing"]
-            if isinstance(rules, (str, Mapping)) or not isinstance(rules, Sequence):
-                raise ConfigError(f"gateway.routing must be a list of rules, got {type(rules).__name__}")
-            kw["routing"] = tuple(
-                RoutingRule.from_dict(r, where=f"gateway.routing[{i}]") for i, r in enumerate(rules)
-            )
-        if "high_risk_tags" in d:
-            kw["high_risk_tags"] = _string_tuple(d["high_risk_tags"], "gateway.high_risk_tags")
-        return cls(**kw)
+        return cls._validated(d, "gateway")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
+from ..query_schema import NO_MATCH_NOTE
 from ..search.budget import depth, fit_budget
 from ..tokens import TokenizerUnavailable
 from .config import FORMATS, GatewayConfig
@@ -272,7 +273,10 @@ class Gateway:
                         sent[key] = etag
         if self._recorder is not None:
             self._recorder.found(session, query, q, text, [h.tool.id for h in hits], state.index)
-        return {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
+        found: dict[str, Any] = {"tools": tools, "format": fmt, "backend": BACKENDS[0]}
+        if not tools:
+            found["note"] = NO_MATCH_NOTE
+        return found
 
     def _entry(self, state: IndexState, hit: Hit, fmt: str) -> dict[str, Any]:
         tool = hit.tool

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ToolsiftError
 
-__all__ = ["ERROR_CODES", "GatewayError"]
+__all__ = ["ERROR_CODES", "GatewayError", "UpstreamStartError"]
 
 #: Every code a :class:`GatewayError` may carry, with its default message.
 ERROR_CODES: dict[str, str] = {
@@ -70,3 +70,25 @@ class GatewayError(ToolsiftError):
 
     def __repr__(self) -> str:
         return f"GatewayError({self.code!r}, {self.message!r}, **{self.details!r})"
+
+
+class UpstreamStartError(GatewayError):
+    """An upstream MCP server could not be started or connected to (code
+    ``upstream_error``); the message names the cause, e.g. ``upstream 'notes' exited
+    during start-up: ModuleNotFoundError: No module named 'mcp.server.fastmcp'``.
+
+    Args:
+        upstream: The upstream's name.
+        message: What went wrong, with the server's own last stderr line when it exited.
+        stderr_tail: The server's last stderr lines (stdio upstreams).
+
+    Attributes:
+        stderr_tail: As given.
+    """
+
+    def __init__(self, upstream: str, message: str, *, stderr_tail: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__("upstream_error", message, upstream=upstream)
+        self.stderr_tail = list(stderr_tail)
+
+    def __str__(self) -> str:
+        return self.message

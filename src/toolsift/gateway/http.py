@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -152,8 +152,9 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
             (Host and Origin checks) is on, as in the SDK's own app.
         usage: A :class:`toolsift.usage.GatewayLearning` (record usage, relearn).
     """
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from ._mcp import streamable_http_app
 
     holder = _Holder()
     server = build_mcp_server(holder)
@@ -164,14 +165,10 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        # Plain JSON answers: every gateway call is request/response, and JSON avoids
-        # an SSE stream per POST.
-        json_response=True,
-        security_settings=security,
-        max_request_body_size=config.max_request_bytes,
-    )
+    # Plain JSON answers: every gateway call is request/response, and JSON avoids an SSE
+    # stream per POST.
+    manager, endpoint = streamable_http_app(server, security_settings=security,
+                                            max_request_body_size=config.max_request_bytes)
 
     async def health(request: Request) -> JSONResponse:
         detail = bool(request.scope.get("toolsift.authorized", config.auth_token is None))
@@ -196,7 +193,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
 
     failure: list[ToolsiftError] = []
     app = Starlette(routes=[Route("/health", health, methods=["GET"]),
-                            Route("/mcp", StreamableHTTPASGIApp(manager))],
+                            Route("/mcp", endpoint)],
                     lifespan=lifespan)
     outer = _QuietStartup(BearerAuth(BodyLimit(app, config.max_request_bytes), config.auth_token), failure)
     return outer
@@ -249,9 +246,41 @@ class _DropStartupFailed(logging.Filter):
         return not (self.failure and "startup failed" in record.getMessage())
 
 
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, reporting the URL once it listens (uvicorn's own started line
+        is below the warning log level the gateway runs it at)."""
+
+        def __init__(self, config: Any, on_ready: Callable[[str], None] | None) -> None:
+            super().__init__(config)
+            self._on_ready = on_ready
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and self._on_ready is not None and self.servers:
+                host, port = self.servers[0].sockets[0].getsockname()[:2]
+                host = f"[{host}]" if ":" in host else host
+                self._on_ready(f"http://{host}:{port}/mcp")
+
+    return Server
+
+
 def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000,
-               local_tools: Sequence[Tool] = (), index_config: Any = None, usage: Any = None) -> None:
+               local_tools: Sequence[Tool] = (), index_config: Any = None, usage: Any = None,
+               on_ready: Callable[[str], None] | None = None) -> None:
     """Serve the gateway over HTTP with uvicorn until interrupted.
+
+    Args:
+        config: Upstreams, gateway settings, auth token, request size limit.
+        host: Interface to listen on.
+        port: Port to listen on (0 picks a free one).
+        local_tools: Tools from a local catalogue (no executor).
+        index_config: Index settings.
+        usage: A :class:`toolsift.usage.GatewayLearning` (record usage, relearn).
+        on_ready: Called once with the MCP endpoint URL (``http://host:port/mcp``, the
+            real port) when the upstreams are connected and the socket listens.
 
     Raises:
         ToolsiftError: Startup failed, e.g. no upstream answered and there are no local
@@ -264,7 +293,7 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage)
     uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                         timeout_graceful_shutdown=3)
-    server = uvicorn.Server(uv)
+    server = _server_class()(uv, on_ready)
     failure = app.failure if isinstance(app, _QuietStartup) else []
     quiet = _DropStartupFailed(failure)
     uv_log = logging.getLogger("uvicorn.error")

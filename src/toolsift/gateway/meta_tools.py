@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from ..schema import Tool
+from ..query_schema import structured_query_schema
 from .config import GatewayConfig
 
 __all__ = ["META_TOOLS", "meta_tool_definitions"]
@@ -16,32 +17,7 @@ META_TOOLS: tuple[str, ...] = ("find_tools", "use_tool")
 def meta_tool_definitions(config: GatewayConfig) -> list[Tool]:
     """The ``find_tools`` and ``use_tool`` definitions (MCP form), limits taken from ``config``."""
     cfg = config
-    structured = {
-        "type": "object",
-        "description": "Structured form: the tools you need and the argument roles you already know.",
-        "properties": {
-            "tool_needs": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "user_intent": {"type": "string", "description": "What the user wants done."},
-                        "tool_description": {"type": "string",
-                                             "description": "What a fitting tool's description would say."},
-                        "expected_response": {"type": "string",
-                                              "description": "What a fitting tool would return."},
-                    },
-                },
-            },
-            "extracted_arguments": {
-                "type": "object",
-                "description": "Argument roles found in the request: {name: what it is}.",
-                "additionalProperties": {"type": "string"},
-            },
-        },
-        "required": ["tool_needs"],
-    }
+    structured = structured_query_schema()
     query = {
         "description": "The task to find tools for, in plain words (or the structured form).",
         "anyOf": [{"type": "string", "minLength": 1, "maxLength": cfg.max_query_chars}, structured],

@@ -29,13 +29,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types as types
-from mcp.server.lowlevel import Server
-
 from .. import __version__
 from ..schema import Tool
 from .config import FORMATS
 from .core import Gateway
+from . import _mcp
+from ._mcp import Server, types
 from .errors import GatewayError
 from .upstream import ServeConfig, Upstreams
 
@@ -126,11 +125,8 @@ async def _learning(usage: Any, gateway: Gateway) -> AsyncIterator[None]:
 
 
 def _text_result(payload: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False, default=str))],
-        structured_content=payload,
-        is_error=is_error,
-    )
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    return _mcp.text_result(payload, text, is_error=is_error)
 
 
 def error_result(err: GatewayError) -> types.CallToolResult:
@@ -142,10 +138,15 @@ def _upstream_result(result: Any) -> types.CallToolResult | None:
     """The upstream's own ``CallToolResult`` if ``result`` is one (proxied calls)."""
     if isinstance(result, Mapping) and isinstance(result.get("content"), list):
         try:
-            return types.CallToolResult.model_validate(dict(result), by_name=False)
+            return _mcp.tool_result(result)
         except ValueError:
             return None
     return None
+
+
+def _is_error(result: Any) -> bool:
+    """Whether ``result`` is an upstream ``CallToolResult`` flagged ``isError``."""
+    return _upstream_result(result) is not None and result.get("isError") is True
 
 
 def _check_keys(name: str, args: Mapping[str, Any], allowed: frozenset[str]) -> None:
@@ -156,10 +157,9 @@ def _check_keys(name: str, args: Mapping[str, Any], allowed: frozenset[str]) -> 
                            f"its arguments are {', '.join(sorted(allowed))}", allowed=sorted(allowed))
 
 
-def _session_key(ctx: Any) -> str | None:
+def _session_key(request: Any) -> str | None:
     """The schema-cache session: the MCP session id over HTTP, the process over stdio
     (one client per process); ``None`` (no cache) for HTTP without a session."""
-    request = getattr(ctx, "request", None)
     if request is None:
         return "stdio"
     sid = request.headers.get("mcp-session-id")
@@ -173,33 +173,28 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
     (the HTTP app builds it in its lifespan).
     """
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[types.Tool.model_validate(t, by_name=False)
-                                            for t in _meta_tools(runtime().gateway)])
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
         gateway = runtime().gateway
-        args = params.arguments or {}
         try:
-            if params.name == "find_tools":
+            if name == "find_tools":
                 _check_keys("find_tools", args, _FIND_KEYS)
                 found = await gateway.find_tools(args.get("query"), limit=args.get("limit"),
                                                  format=args.get("format"), tags=args.get("tags") or (),
-                                                 session=_session_key(ctx), token_budget=args.get("token_budget"))
+                                                 session=_session_key(request),
+                                                 token_budget=args.get("token_budget"))
                 return _text_result(found)
-            if params.name == "use_tool":
+            if name == "use_tool":
                 _check_keys("use_tool", args, _USE_KEYS)
                 confirm = args.get("confirm", False)
                 if not isinstance(confirm, bool):
                     raise GatewayError("bad_request", f"confirm must be true or false, got {confirm!r}")
                 done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm,
-                                              session=_session_key(ctx))
-                upstream = _upstream_result(done["result"])
+                                              session=_session_key(request))
                 payload = {"tool": done["tool"], "result": done["result"]}
-                return _text_result(payload, is_error=bool(upstream and upstream.is_error))
-            confirm = (params.meta or {}).get(CONFIRM_META_KEY) is True
+                return _text_result(payload, is_error=_is_error(done["result"]))
+            confirm = meta.get(CONFIRM_META_KEY) is True
             try:
-                done = await gateway.call_tool(params.name, args, confirm=confirm, session=_session_key(ctx))
+                done = await gateway.call_tool(name, args, confirm=confirm, session=_session_key(request))
             except GatewayError as err:
                 if err.code == "confirmation_required":
                     raise GatewayError(err.code, err.message, **err.details,
@@ -207,13 +202,14 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                 raise
             return _upstream_result(done["result"]) or _text_result(done)
         except GatewayError as err:
-            log.info("%s -> %s", params.name, err)
+            log.info("%s -> %s", name, err)
             return error_result(err)
 
-    return Server(name, version=__version__, title="toolsift gateway",
-                  instructions="Call find_tools first to get the tools for a task, then call a returned "
-                               "tool by its name (or use use_tool to find and run the best tool in one step).",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return _mcp.make_server(
+        name, version=__version__, title="toolsift gateway",
+        instructions="Call find_tools first to get the tools for a task, then call a returned "
+                     "tool by its name (or use use_tool to find and run the best tool in one step).",
+        list_tools=lambda: _meta_tools(runtime().gateway), call_tool=call_tool)
 
 
 def _meta_tools(gateway: Gateway) -> list[dict[str, Any]]:
@@ -231,11 +227,10 @@ def _meta_tools(gateway: Gateway) -> list[dict[str, Any]]:
 async def serve_stdio(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None,
                       usage: Any = None) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes stdin."""
-    from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
 
     async with open_runtime(config, local_tools=local_tools, index_config=index_config, usage=usage) as rt:
         server = build_mcp_server(lambda: rt)
         log.info("serving %d tools over stdio", len(rt.gateway.index.catalog))
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options(NotificationOptions()))
+            await server.run(read, write, server.create_initialization_options(_mcp.NotificationOptions()))

@@ -151,7 +151,7 @@ class Upstreams:
             ToolsiftError: If no upstream answered and there are no local tools.
         """
         if self._index is None:
-            errors = "; ".join(f"{u.spec.name}: {u.last_error}" for u in self._ups.values())
+            errors = "; ".join(str(u.last_error) for u in self._ups.values())
             raise ToolsiftError(f"no tools to serve: no upstream answered ({errors or 'none configured'})")
         return self._index
 

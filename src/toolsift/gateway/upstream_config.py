@@ -8,17 +8,18 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..schema import Tool
-from .config import GatewayConfig
+from .config import ConfigModel, GatewayConfig, NonEmptyStr, PositiveSeconds
 
 __all__ = ["SEPARATOR", "ServeConfig", "UpstreamSpec", "namespaced", "upstream_tool"]
 
@@ -28,30 +29,15 @@ SEPARATOR = "__"
 # name always ends the upstream part.
 _UPSTREAM_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*$")
 
+StrMap = dict[Annotated[str, Field(strict=True)], Annotated[str, Field(strict=True)]]
+
 
 def namespaced(upstream: str, tool: str) -> str:
     """The gateway-wide name of ``tool`` served by ``upstream``."""
     return f"{upstream}{SEPARATOR}{tool}"
 
 
-def _number(value: Any, key: str, default: float) -> float:
-    if value is None:
-        return default
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{key} must be a number > 0, got {value!r}")
-    return float(value)
-
-
-def _str_map(value: Any, key: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ConfigError(f"{key} must be an object of string values")
-    return dict(value)
-
-
-@dataclass(frozen=True)
-class UpstreamSpec:
+class UpstreamSpec(ConfigModel):
     """One upstream MCP server.
 
     Attributes:
@@ -66,26 +52,37 @@ class UpstreamSpec:
         connect_timeout_s: Seconds to start, initialise and list a server.
     """
 
-    name: str
-    command: tuple[str, ...] = ()
-    url: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    timeout_s: float = 30.0
-    connect_timeout_s: float = 20.0
+    _where: ClassVar[str] = "upstream"
 
-    def __post_init__(self) -> None:
-        where = f"upstreams[{self.name!r}]"
-        if not isinstance(self.name, str) or not _UPSTREAM_NAME.match(self.name):
-            raise ConfigError(f"upstream name {self.name!r} must be letters, digits, '-' and single '_' "
-                              f"(no '{SEPARATOR}': it separates upstream and tool names)")
+    name: Annotated[str, Field(strict=True)]
+    command: tuple[NonEmptyStr, ...] = ()
+    url: Annotated[str, Field(strict=True, pattern=r"^https?://")] | None = None
+    env: StrMap = Field(default_factory=dict)
+    headers: StrMap = Field(default_factory=dict)
+    cwd: Annotated[str, Field(strict=True)] | None = None
+    timeout_s: PositiveSeconds = 30.0
+    connect_timeout_s: PositiveSeconds = 20.0
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not _UPSTREAM_NAME.match(name):
+            raise ValueError(f"an upstream name must be letters, digits, '-' and single '_' (no "
+                             f"'{SEPARATOR}': it separates upstream and tool names), got {name!r}")
+        return name
+
+    @field_validator("env", "headers", "timeout_s", "connect_timeout_s", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any, info: Any) -> Any:
+        if value is not None:
+            return value
+        return {} if info.field_name in ("env", "headers") else cls.model_fields[info.field_name].default
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> UpstreamSpec:
         if bool(self.command) == bool(self.url):
-            raise ConfigError(f"{where}: give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
-        if self.command and not all(isinstance(c, str) and c for c in self.command):
-            raise ConfigError(f"{where}.command must be a non-empty list of strings")
-        if self.url is not None and not re.match(r"^https?://", self.url):
-            raise ConfigError(f"{where}.url must be an http(s) URL, got {self.url!r}")
+            raise ValueError("give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
+        return self
 
     @property
     def transport(self) -> str:
@@ -95,38 +92,22 @@ class UpstreamSpec:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, where: str = "upstreams[?]",
                   base_dir: Path | None = None) -> UpstreamSpec:
-        """Build from one ``upstreams`` entry; errors name ``where``."""
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"{where} must be an object, got {type(d).__name__}")
-        known = {"name", "command", "url", "env", "headers", "cwd", "timeout_s", "connect_timeout_s"}
-        unknown = set(d) - known
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-        command = d.get("command") or ()
-        if isinstance(command, str) or not isinstance(command, Sequence):
-            raise ConfigError(f"{where}.command must be a list of strings, e.g. [\"python\", \"server.py\"]")
-        cwd = d.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise ConfigError(f"{where}.cwd must be a string")
-        if base_dir is not None and command:
-            cwd = str((base_dir / cwd) if cwd else base_dir)
-        try:
-            return cls(
-                name=d.get("name"),  # type: ignore[arg-type]
-                command=tuple(command),
-                url=d.get("url"),
-                env=_str_map(d.get("env"), f"{where}.env"),
-                headers=_str_map(d.get("headers"), f"{where}.headers"),
-                cwd=cwd,
-                timeout_s=_number(d.get("timeout_s"), f"{where}.timeout_s", 30.0),
-                connect_timeout_s=_number(d.get("connect_timeout_s"), f"{where}.connect_timeout_s", 20.0),
-            )
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+        """Build from one ``upstreams`` entry; errors name ``where``; a stdio server's
+        ``cwd`` resolves from ``base_dir``."""
+        return cls._validated(_with_cwd(d, base_dir), where)
 
 
-@dataclass(frozen=True)
-class ServeConfig:
+def _with_cwd(entry: Any, base_dir: Path | None) -> Any:
+    """``entry`` with a stdio server's ``cwd`` resolved from the config file's folder."""
+    if base_dir is None or not isinstance(entry, Mapping) or not entry.get("command"):
+        return entry
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        return entry  # reported by validation
+    return {**entry, "cwd": str((base_dir / cwd) if cwd else base_dir)}
+
+
+class ServeConfig(ConfigModel):
     """Everything ``toolsift serve --config`` reads.
 
     Attributes:
@@ -138,48 +119,44 @@ class ServeConfig:
     """
 
     upstreams: tuple[UpstreamSpec, ...] = ()
-    gateway: GatewayConfig = field(default_factory=GatewayConfig)
-    auth_token: str | None = None
-    max_request_bytes: int = 1_048_576
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    auth_token: NonEmptyStr | None = None
+    max_request_bytes: Annotated[int, Field(strict=True, ge=1024)] = 1_048_576
 
-    def __post_init__(self) -> None:
-        names = [u.name for u in self.upstreams]
+    @field_validator("upstreams")
+    @classmethod
+    def _unique(cls, ups: tuple[UpstreamSpec, ...]) -> tuple[UpstreamSpec, ...]:
+        names = [u.name for u in ups]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
-            raise ConfigError(f"duplicate upstream name(s): {', '.join(dup)}")
-        if self.auth_token is not None and (not isinstance(self.auth_token, str) or not self.auth_token.strip()):
-            raise ConfigError("auth_token must be a non-empty string or null")
-        if not isinstance(self.max_request_bytes, int) or isinstance(self.max_request_bytes, bool) \
-                or self.max_request_bytes < 1024:
-            raise ConfigError(f"max_request_bytes must be an integer >= 1024, got {self.max_request_bytes!r}")
+            raise ValueError(f"duplicate upstream name(s): {', '.join(dup)}")
+        return ups
+
+    @field_validator("upstreams", "gateway", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any, info: Any) -> Any:
+        return value if value is not None else ((), {})[info.field_name == "gateway"]
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, base_dir: Path | None = None) -> ServeConfig:
         """Build from the parsed config file; relative stdio paths resolve from ``base_dir``."""
         if not isinstance(d, Mapping):
             raise ConfigError(f"serve config must be a JSON object, got {type(d).__name__}")
-        unknown = set(d) - {"upstreams", "gateway", "auth_token", "auth_token_env", "max_request_bytes"}
-        if unknown:
-            raise ConfigError(f"serve config: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-        ups = d.get("upstreams") or []
-        if isinstance(ups, (str, Mapping)) or not isinstance(ups, Sequence):
-            raise ConfigError("upstreams must be a list of objects")
-        token = d.get("auth_token")
-        if d.get("auth_token_env"):
-            token = os.environ.get(str(d["auth_token_env"]))
+        data = dict(d)
+        env_var = data.pop("auth_token_env", None)
+        if env_var:
+            token = os.environ.get(str(env_var))
             if not token:
-                raise ConfigError(f"auth_token_env: environment variable {d['auth_token_env']!r} is not set")
-        return cls(
-            upstreams=tuple(UpstreamSpec.from_dict(u, where=f"upstreams[{i}]", base_dir=base_dir)
-                            for i, u in enumerate(ups)),
-            gateway=GatewayConfig.from_dict(d.get("gateway") or {}),
-            auth_token=token,
-            max_request_bytes=d.get("max_request_bytes", 1_048_576),
-        )
+                raise ConfigError(f"auth_token_env: environment variable {env_var!r} is not set")
+            data["auth_token"] = token
+        ups = data.get("upstreams")
+        if isinstance(ups, list):
+            data["upstreams"] = [_with_cwd(u, base_dir) for u in ups]
+        return cls._validated(data, "")
 
     @classmethod
     def load(cls, path: str | Path) -> ServeConfig:
-        """Read a config file (JSON)."""
+        """Read a config file (JSON); errors name the file and the key."""
         path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -187,7 +164,10 @@ class ServeConfig:
             raise ConfigError(f"cannot read serve config {path}: {exc.strerror or exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} is not valid JSON: {exc}") from None
-        return cls.from_dict(data, base_dir=path.resolve().parent)
+        try:
+            return cls.from_dict(data, base_dir=path.resolve().parent)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
 
 
 def upstream_tool(upstream: str, entry: Mapping[str, Any]) -> Tool:

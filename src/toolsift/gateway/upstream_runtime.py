@@ -7,8 +7,11 @@ holds one per configured server and routes calls to it.
 
 from __future__ import annotations
 
+import collections
 import logging
+import os
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -16,20 +19,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 from typing_extensions import Self
 
 from ..schema import Tool
-from .errors import GatewayError
+from . import _mcp
+from ._mcp import ClientSession, McpError, StdioServerParameters, types
+from .errors import GatewayError, UpstreamStartError
 from .upstream_config import UpstreamSpec
 
 if TYPE_CHECKING:
     from .upstream import Upstreams
 
 __all__ = ["Upstream", "describe_error"]
+
+# stderr lines of a stdio upstream kept for the start-up error.
+_STDERR_TAIL = 20
 
 log = logging.getLogger("toolsift.gateway.upstream")
 
@@ -112,20 +116,17 @@ class Upstream:
         self._backoff = _BACKOFF_FIRST
         self._refreshing = False
         self._refresh_again = False
+        self._start_error: UpstreamStartError | None = None
 
     # ------------------------------------------------------------- connection
-    def _transport(self):
+    def _transport(self, stderr: _StderrTail | None):
         spec = self.spec
         if spec.command:
             params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                            env=dict(spec.env) or None, cwd=spec.cwd)
-            return stdio_client(params, errlog=_errlog())
-        import httpx2
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        client = create_mcp_http_client(headers=dict(spec.headers) or None,
-                                        timeout=httpx2.Timeout(spec.connect_timeout_s, read=None))
-        return _http_transport(spec.url, client)
+            return _mcp.stdio_client(params, errlog=stderr.writer if stderr else _errlog())
+        client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s)
+        return _mcp.http_transport(spec.url, client)
 
     async def _run(self, ready: anyio.Event, box: dict[str, Any]) -> None:
         """Own one connection from start to close; runs as a task of the upstreams group.
@@ -135,9 +136,15 @@ class Upstream:
         session from other tasks.
         """
         conn: _Connection | None = None
+        stderr = _StderrTail(_errlog()) if self.spec.command else None
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                try:
+                    read, write = await stack.enter_async_context(self._transport(stderr))
+                finally:
+                    # The child holds its own copy now: its exit closes the pipe.
+                    if stderr is not None:
+                        stderr.close_writer()
                 dead = anyio.Event()
                 holder: dict[str, _Connection] = {}
                 session = await stack.enter_async_context(ClientSession(
@@ -152,11 +159,13 @@ class Upstream:
                 await _wait_any(conn.dead, conn.stop)
         except Exception as exc:  # noqa: BLE001 - every failure becomes health state
             if not ready.is_set():
-                box["error"] = exc
+                box["error"] = await self._start_failure(exc, stderr)
             elif conn is not None and not conn.stop.is_set():
                 log.warning("upstream %s: connection failed: %s", self.spec.name, describe_error(exc))
                 self.last_error = describe_error(exc)
         finally:
+            if stderr is not None:
+                stderr.close_writer()
             if conn is not None:
                 conn.dead.set()
                 if self.conn is conn:
@@ -164,11 +173,41 @@ class Upstream:
                     self.state = "down"
             ready.set()
 
+    async def _start_failure(self, exc: BaseException, stderr: _StderrTail | None) -> UpstreamStartError:
+        """Why the upstream did not start, in one line: the server's own last words on
+        stderr when it exited (a traceback's last line), not the SDK's "Connection
+        closed"."""
+        spec, name = self.spec, self.spec.name
+        leaf = _leaf(exc)
+        if spec.command and stderr is not None:
+            if isinstance(leaf, OSError) and not stderr.lines():
+                return UpstreamStartError(name, f"cannot start upstream {name!r} (command {list(spec.command)}): "
+                                          f"{describe_error(leaf)}")
+            if isinstance(leaf, TimeoutError):
+                tail = stderr.lines()
+                said = f"; its last stderr line: {tail[-1].strip()}" if tail else ""
+                return UpstreamStartError(name, f"upstream {name!r} did not finish the MCP handshake within "
+                                          f"{spec.connect_timeout_s:g}s{said}", stderr_tail=tail)
+            exited = await stderr.ended(timeout=2.0)
+            tail = stderr.lines()
+            if exited:
+                why = tail[-1].strip() if tail else \
+                    "it printed nothing on stderr; check that the command runs an MCP server over stdio"
+                return UpstreamStartError(name, f"upstream {name!r} exited during start-up: {why}",
+                                          stderr_tail=tail)
+            return UpstreamStartError(name, f"upstream {name!r} failed during start-up: {describe_error(leaf)}",
+                                      stderr_tail=tail)
+        if isinstance(leaf, TimeoutError):
+            return UpstreamStartError(name, f"upstream {name!r} at {spec.url} did not finish the MCP handshake "
+                                      f"within {spec.connect_timeout_s:g}s")
+        return UpstreamStartError(name, f"cannot connect to upstream {name!r} at {spec.url}: {describe_error(leaf)}")
+
     async def connection(self) -> _Connection:
         """The live connection, (re)starting the server first if there is none.
 
         Raises:
-            GatewayError: ``upstream_error`` if the server cannot be started.
+            UpstreamStartError: The server cannot be started (or is in its restart
+                back-off after failing to); the message names the cause.
         """
         conn = self.conn
         if conn is not None and conn.usable:
@@ -179,9 +218,10 @@ class Upstream:
                 return conn
             wait = self._retry_at - time.monotonic()
             if wait > 0:
-                raise GatewayError("upstream_error", f"upstream {self.spec.name!r} is unavailable "
-                                   f"({self.last_error}); next restart attempt in {wait:.1f}s",
-                                   upstream=self.spec.name)
+                tail = self._start_error.stderr_tail if self._start_error is not None else ()
+                raise UpstreamStartError(self.spec.name, f"upstream {self.spec.name!r} is unavailable "
+                                         f"({self.last_error}); next restart attempt in {wait:.1f}s",
+                                         stderr_tail=tail)
             return await self._connect()
 
     async def _connect(self) -> _Connection:
@@ -193,19 +233,24 @@ class Upstream:
         with anyio.CancelScope(shield=True):
             await ready.wait()
         if "error" in box or "conn" not in box:
-            exc = box.get("error")
-            self.last_error = describe_error(exc) if exc is not None else "closed during start-up"
+            err = box.get("error") or UpstreamStartError(self.spec.name, f"upstream {self.spec.name!r} "
+                                                         "closed during start-up")
+            self.last_error = err.message
+            self._start_error = err
             self.state = "down"
             self._retry_at = time.monotonic() + self._backoff
             self._backoff = min(self._backoff * 2, _BACKOFF_MAX)
-            log.warning("upstream %s: cannot start: %s", self.spec.name, self.last_error)
-            raise GatewayError("upstream_error", f"upstream {self.spec.name!r} is unavailable: {self.last_error}",
-                               upstream=self.spec.name)
+            log.warning("%s", err.message)
+            if err.stderr_tail:
+                log.info("upstream %s stderr (last %d lines):\n%s", self.spec.name, len(err.stderr_tail),
+                         "\n".join(err.stderr_tail))
+            raise err
         self._connects += 1
         if self._connects > 1:
             self.restarts += 1
         self._backoff = _BACKOFF_FIRST
         self._retry_at = 0.0
+        self._start_error = None
         self.conn = box["conn"]
         self.state = "ready"
         self.last_error = None
@@ -228,22 +273,29 @@ class Upstream:
         self.calls += 1
         try:
             with anyio.fail_after(self.spec.timeout_s):
-                result = await conn.session.call_tool(tool, dict(arguments or {}))
+                result = await _unless_dead(conn, lambda: conn.session.call_tool(tool, dict(arguments or {})))
+        except _ConnectionLost:
+            self.failures += 1
+            self.drop(conn, "connection closed during a call")
+            again = "restarted" if self.spec.command else "reconnected"
+            raise GatewayError("upstream_error", f"the connection to upstream {name!r} closed during "
+                               f"{tool!r} (server exited or unreachable); it is {again} on the next call",
+                               upstream=name) from None
         except TimeoutError:
             self.failures += 1
             await self._probe(conn)
             raise GatewayError("upstream_timeout", f"upstream {name!r} did not answer {tool!r} within "
                                f"{self.spec.timeout_s:g}s", upstream=name, timeout_s=self.spec.timeout_s) from None
-        except MCPError as exc:
+        except McpError as exc:
             self.failures += 1
-            if exc.code == types.CONNECTION_CLOSED or conn.dead.is_set():
+            if _mcp.error_code(exc) == types.CONNECTION_CLOSED or conn.dead.is_set():
                 self.drop(conn, "connection closed during a call")
                 again = "restarted" if self.spec.command else "reconnected"
                 raise GatewayError("upstream_error", f"the connection to upstream {name!r} closed during "
                                    f"{tool!r} (server exited or unreachable); it is {again} on the next call",
                                    upstream=name) from None
-            raise GatewayError("upstream_error", f"upstream {name!r} refused {tool!r}: {exc.message}",
-                               upstream=name, upstream_code=exc.code) from None
+            raise GatewayError("upstream_error", f"upstream {name!r} refused {tool!r}: {_mcp.error_message(exc)}",
+                               upstream=name, upstream_code=_mcp.error_code(exc)) from None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self.failures += 1
             self.drop(conn, describe_error(exc))
@@ -253,7 +305,7 @@ class Upstream:
             self.failures += 1
             raise GatewayError("upstream_error", f"upstream {name!r} returned an unusable result for "
                                f"{tool!r}: {describe_error(exc)}", upstream=name) from None
-        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return _mcp.dump(result)
 
     async def _probe(self, conn: _Connection) -> None:
         """After a timeout: a server that cannot even answer a ping is frozen; drop it."""
@@ -269,8 +321,7 @@ class Upstream:
 
     # ------------------------------------------------------------ list_changed
     async def _on_message(self, conn: _Connection | None, message: Any) -> None:
-        message = getattr(message, "root", message)
-        if isinstance(message, types.ToolListChangedNotification) and conn is not None:
+        if _mcp.is_tool_list_changed(message) and conn is not None:
             # Re-listing from inside the session's receive path would wait on itself.
             self.owner._spawn(self.refresh, conn)
 
@@ -312,29 +363,108 @@ def _errlog() -> Any:
         return sys.__stderr__
 
 
-def _http_transport(url: str, client: Any):
-    """The streamable HTTP client transport, closing ``client`` with it."""
-    from contextlib import asynccontextmanager
+class _StderrTail:
+    """A stdio upstream's stderr: passed through to ours line by line, last lines kept.
 
-    @asynccontextmanager
-    async def cm():
-        async with client, streamable_http_client(url, http_client=client) as streams:
-            yield streams
+    A server that dies during start-up says why on stderr (a traceback); the SDK itself
+    only reports "Connection closed". A thread reading the pipe keeps the server's log
+    visible as before and gives the start-up error its cause.
 
-    return cm()
+    Attributes:
+        writer: The pipe's write end, handed to the child as its stderr.
+    """
+
+    def __init__(self, sink: Any, keep: int = _STDERR_TAIL) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w", encoding="utf-8")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._lines: collections.deque[str] = collections.deque(maxlen=keep)
+        self._sink = sink
+        self._done = threading.Event()
+        threading.Thread(target=self._pump, name="toolsift-upstream-stderr", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            for raw in self._reader:
+                line = raw.decode("utf-8", "replace")
+                self._lines.append(line.rstrip("\r\n"))
+                try:
+                    self._sink.write(line)
+                    self._sink.flush()
+                except (OSError, ValueError):  # our stderr closed (shutdown): keep draining
+                    pass
+        finally:
+            self._reader.close()
+            self._done.set()
+
+    def close_writer(self) -> None:
+        """Close our copy of the write end (once the child has its own)."""
+        if not self.writer.closed:
+            self.writer.close()
+
+    async def ended(self, *, timeout: float) -> bool:
+        """Whether the child closed its stderr (it exited) within ``timeout`` seconds."""
+        self.close_writer()
+        with anyio.move_on_after(timeout):
+            while not self._done.is_set():
+                await anyio.sleep(0.02)
+        return self._done.is_set()
+
+    def lines(self) -> list[str]:
+        """The last non-blank lines read."""
+        return [line for line in self._lines if line.strip()]
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (anyio wraps errors), else ``exc``."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
 
 
 async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(1000):  # a paging server that never ends is a bug, not a catalogue
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        entries.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
-        cursor = page.next_cursor
+        tools, cursor = await _mcp.list_tools_page(session, cursor)
+        entries.extend(tools)
         if not cursor:
             break
     return entries
+
+
+class _ConnectionLost(Exception):
+    """The transport of a connection closed while a request on it was pending."""
+
+
+async def _unless_dead(conn: _Connection, request: Any) -> Any:
+    """Await ``request()`` (a request on ``conn``'s session), or raise
+    :class:`_ConnectionLost` as soon as the connection's transport closes.
+
+    mcp 1.x's streamable HTTP client ends its transport when a POST fails (server gone)
+    but leaves the pending request waiting for an answer that never comes; without this
+    the call would only end at its timeout.
+    """
+    box: dict[str, Any] = {}
+    async with anyio.create_task_group() as tg:
+        async def run() -> None:
+            try:
+                box["value"] = await request()
+            except Exception as exc:  # noqa: BLE001 - re-raised below, unwrapped from the group
+                box["error"] = exc
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await conn.dead.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(run)
+        tg.start_soon(watch)
+    if "error" in box:
+        raise box["error"]
+    if "value" not in box:
+        raise _ConnectionLost
+    return box["value"]
 
 
 async def _wait_any(*events: anyio.Event) -> None:
@@ -349,9 +479,8 @@ async def _wait_any(*events: anyio.Event) -> None:
 
 def describe_error(exc: BaseException | None) -> str:
     """One line for an exception, looking inside exception groups (anyio wraps errors)."""
-    while getattr(exc, "exceptions", None):  # exception groups (duck-typed for 3.10)
-        exc = exc.exceptions[0]  # type: ignore[union-attr]
     if exc is None:
         return "unknown error"
+    exc = _leaf(exc)  # exception groups (duck-typed for 3.10)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

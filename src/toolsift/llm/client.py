@@ -1,8 +1,11 @@
 """A small client for any OpenAI-compatible chat endpoint that must answer in JSON.
 
-Stdlib only (``urllib``): the client is a few POSTs, and the package should not pin an
-HTTP library for it. Sync calls run directly; the async variant runs the same code in a
-worker thread, so both share one concurrency limit, one cache and one usage counter.
+HTTP goes through ``httpx`` (the ``llm`` extra: ``pip install "toolsift[llm]"``), one
+pooled connection set per client. Sync calls run directly; the async variant runs the
+same code in a worker thread, so both share one concurrency limit, one cache and one
+usage counter. Retries stay here rather than in the transport because they follow the
+chat API's rules: 429 and 5xx honour ``Retry-After``, and every retry is counted in
+:class:`Usage`.
 """
 
 from __future__ import annotations
@@ -14,11 +17,8 @@ import logging
 import os
 import random
 import re
-import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolsiftError
+from ..extras import require_extra
+from ..progress import progress_bar
 from .cache import JsonCache, cache_key
+
+
+def _httpx() -> Any:
+    """httpx, imported on first use (``toolsift.llm`` itself imports without it)."""
+    return require_extra("httpx", extra="llm", feature="the LLM client")
 
 __all__ = ["LLMClient", "LLMError", "LLMUnavailable", "Report", "Usage", "extract_json", "run_concurrently"]
 
@@ -267,6 +274,7 @@ class LLMClient:
 
     Raises:
         LLMUnavailable: No base URL given or configured.
+        MissingExtraError: ``httpx`` is not installed (``pip install "toolsift[llm]"``).
     """
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
@@ -305,6 +313,23 @@ class LLMClient:
         # Flipped off the first time the server rejects response_format, so later calls
         # do not pay for the rejected attempt again.
         self._json_mode = True
+        httpx = _httpx()
+        headers = {"Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        # Thread-safe and pooled: worker threads share keep-alive connections.
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=self.timeout,
+                                  limits=httpx.Limits(max_connections=self.concurrency))
+
+    def close(self) -> None:
+        """Close the pooled HTTP connections (the client is unusable afterwards)."""
+        self._http.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r})"
@@ -385,18 +410,18 @@ class LLMClient:
         with self._slots:
             try:
                 data = self._post(body)
-            except urllib.error.HTTPError as exc:
-                if json_mode and exc.code in (400, 422):
+            except _HTTPStatus as exc:
+                if json_mode and exc.status in (400, 422):
                     # Some servers reject response_format; the prompt asks for JSON anyway.
-                    logger.info("server rejected response_format (HTTP %d); retrying without", exc.code)
+                    logger.info("server rejected response_format (HTTP %d); retrying without", exc.status)
                     self._json_mode = False
                     del body["response_format"]
                     try:
                         data = self._post(body)
-                    except urllib.error.HTTPError as exc2:
-                        raise _classify_http(exc2) from None
+                    except _HTTPStatus as exc2:
+                        raise exc2.classified() from None
                 else:
-                    raise _classify_http(exc) from None
+                    raise exc.classified() from None
         try:
             choice = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -411,27 +436,17 @@ class LLMClient:
         return choice.get("content") or ""
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(f"{self.base_url}/v1/chat/completions",
-                                     data=json.dumps(body).encode("utf-8"), headers=headers,
-                                     method="POST")
+        httpx = _httpx()
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError:
-            raise
-        except TimeoutError as exc:
+            resp = self._http.post("/v1/chat/completions", json=body)
+        except httpx.TimeoutException as exc:
             raise _Transient("timeout", f"no answer within {self.timeout:g} s") from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise _Transient("timeout", f"no answer within {self.timeout:g} s") from exc
-            raise _Transient("connection", f"{self.base_url}: {exc.reason}") from exc
-        except (ConnectionError, OSError) as exc:
-            raise _Transient("connection", f"{self.base_url}: {exc}") from exc
+        except httpx.TransportError as exc:  # connection refused/reset, DNS, protocol errors
+            raise _Transient("connection", f"{self.base_url}: {exc or type(exc).__name__}") from exc
+        if resp.status_code >= 400:
+            raise _HTTPStatus(resp)
         try:
-            data = json.loads(raw)
+            data = resp.json()
         except ValueError:
             raise LLMError("malformed", "the server's response body is not JSON") from None
         if not isinstance(data, dict):
@@ -439,18 +454,22 @@ class LLMClient:
         return data
 
 
-def _classify_http(exc: urllib.error.HTTPError) -> Exception:
-    try:
-        detail = exc.read().decode("utf-8", "replace")[:200]
-    except Exception:  # noqa: BLE001 - the body is only for the message
-        detail = ""
-    if exc.code == 429:
-        return _Transient("rate_limit", f"HTTP 429 {detail}",
-                          _retry_after(exc.headers.get("Retry-After") if exc.headers else None))
-    if exc.code >= 500:
-        return _Transient("http", f"HTTP {exc.code} {detail}",
-                          _retry_after(exc.headers.get("Retry-After") if exc.headers else None))
-    return LLMError("http", f"HTTP {exc.code} {detail}")
+class _HTTPStatus(Exception):
+    """An HTTP error status from the server, before classification."""
+
+    def __init__(self, resp: Any) -> None:
+        super().__init__(resp.status_code)
+        self.status = resp.status_code
+        self.detail = resp.text[:200]
+        self.retry_after = resp.headers.get("Retry-After")
+
+    def classified(self) -> Exception:
+        """A retryable :class:`_Transient` (429, 5xx) or a final :class:`LLMError`."""
+        if self.status == 429:
+            return _Transient("rate_limit", f"HTTP 429 {self.detail}", _retry_after(self.retry_after))
+        if self.status >= 500:
+            return _Transient("http", f"HTTP {self.status} {self.detail}", _retry_after(self.retry_after))
+        return LLMError("http", f"HTTP {self.status} {self.detail}")
 
 
 def _with_hint(messages: Sequence[Mapping[str, str]], hint: str | None) -> list[dict[str, str]]:
@@ -477,11 +496,7 @@ def run_concurrently(fn, items: Sequence[Any], *, workers: int, progress: bool =
     out: list[Any] = [None] * len(items)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {pool.submit(fn, x): i for i, x in enumerate(items)}
-        done = as_completed(futures)
-        if progress and items:
-            from tqdm.auto import tqdm
-
-            done = tqdm(done, total=len(items), desc=desc, leave=False)
+        done = progress_bar(as_completed(futures), progress and bool(items), desc, total=len(items))
         for fut in done:
             out[futures[fut]] = fut.result()
     return out

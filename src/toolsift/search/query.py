@@ -1,4 +1,8 @@
-"""What a caller may pass as a query, and turning it into a :class:`Query`."""
+"""What a caller may pass as a query, and turning it into a :class:`Query`.
+
+The structured query's wire form and JSON Schema live in :mod:`toolsift.query_schema`
+(re-exported here).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import QueryError
+from ..query_schema import NO_MATCH_HINT, NO_MATCH_NOTE, StructuredQuery, ToolNeedSpec, structured_query_schema
 from ..schema import Query
 
-__all__ = ["QueryLike", "as_query", "check_k", "is_raw"]
+__all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "QueryLike", "StructuredQuery", "ToolNeedSpec", "as_query",
+           "check_k", "is_raw", "structured_query_schema"]
 
 #: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).
 QueryLike = str | Query | Mapping[str, Any]

@@ -1,0 +1,213 @@
+"""The one seam between toolsift and the official MCP SDK, for ``mcp`` 1.x and 2.x.
+
+The two majors speak the same protocol but differ in Python API: 2.x moved the wire
+types to ``mcp_types`` (still mirrored as ``mcp.types``) with snake_case attribute names,
+renamed ``McpError`` to ``MCPError``, switched its HTTP client to ``httpx2`` and takes
+request handlers as constructor arguments; 1.x has camelCase attributes, ``httpx`` and
+decorator-registered handlers (whose ``call_tool`` decorator logs a warning on every call
+of a tool it did not list - every proxied call). Everything version-specific the gateway
+needs lives here, so the rest of the package reads one API:
+
+* wire objects are built from and read as their JSON (camelCase) form, which both
+  majors accept and produce;
+* servers are built by :func:`make_server` with plain async callbacks;
+* clients use :func:`http_client` / :func:`http_transport` and :func:`error_code`.
+
+Users keep whichever major their own servers need (``FastMCP`` lives in
+``mcp.server.fastmcp`` only in 1.x; 2.x renamed it ``mcp.server.mcpserver.MCPServer``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.shared import _httpx_utils
+
+try:  # mcp >= 2
+    from mcp.shared.exceptions import MCPError as McpError
+except ImportError:  # mcp 1.x
+    from mcp.shared.exceptions import McpError  # type: ignore[no-redef,attr-defined]
+
+__all__ = [
+    "MCP_MAJOR", "MCP_VERSION", "ClientSession", "McpError", "NotificationOptions", "StdioServerParameters",
+    "dump", "error_code", "error_message", "http_client", "http_transport", "is_tool_list_changed",
+    "list_tools_page", "make_server", "stdio_client", "streamable_http_app", "text_result", "tool_result", "types",
+]
+
+#: The installed SDK's version and major version.
+MCP_VERSION: str = importlib.metadata.version("mcp")
+MCP_MAJOR: int = int(MCP_VERSION.split(".")[0])
+
+# The HTTP library the SDK's own transports are built on (httpx2 in 2.x, httpx in 1.x):
+# a client handed to streamable_http_client must come from it.
+_httpx: Any = getattr(_httpx_utils, "httpx2", None) or _httpx_utils.httpx
+
+#: ``tools/call`` handler: ``(name, arguments, meta, http_request) -> CallToolResult``;
+#: ``meta`` is the request's ``_meta`` as JSON, ``http_request`` the Starlette request
+#: over HTTP and ``None`` over stdio.
+CallHandler = Callable[[str, dict[str, Any], dict[str, Any], Any], Awaitable[Any]]
+
+
+def dump(model: Any) -> dict[str, Any]:
+    """A wire object as its JSON form (camelCase keys, no nulls), the same in both majors."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def tool_result(data: Mapping[str, Any]) -> Any:
+    """A ``CallToolResult`` from its JSON form.
+
+    Raises:
+        ValueError: ``data`` is not a valid result (pydantic's ``ValidationError``).
+    """
+    return types.CallToolResult.model_validate(dict(data))
+
+
+def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False) -> Any:
+    """A ``CallToolResult`` carrying ``payload`` as structured content and ``text``."""
+    return tool_result({"content": [{"type": "text", "text": text}], "structuredContent": payload,
+                        "isError": is_error})
+
+
+def error_code(exc: BaseException) -> int | None:
+    """The JSON-RPC error code of an SDK error (``McpError``/``MCPError``)."""
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None)
+
+
+def error_message(exc: BaseException) -> str:
+    """The message of an SDK error."""
+    error = getattr(exc, "error", None)
+    return str(getattr(error, "message", None) or exc)
+
+
+def is_tool_list_changed(message: Any) -> bool:
+    """Whether a message from a server is ``notifications/tools/list_changed``."""
+    return isinstance(getattr(message, "root", message), types.ToolListChangedNotification)
+
+
+async def list_tools_page(session: Any, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``tools/list``: the tools as JSON and the next cursor."""
+    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+    page = dump(await session.list_tools(params=params))
+    return list(page.get("tools", [])), page.get("nextCursor")
+
+
+def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0,
+                read_timeout_s: float | None = None) -> Any:
+    """An HTTP client for :func:`http_transport`, from the SDK's own HTTP library.
+
+    Args:
+        headers: Sent with every request.
+        timeout_s: Connect, write and pool timeout.
+        read_timeout_s: Read timeout; ``None`` (default) never times out reads, since a
+            server may hold a stream open.
+    """
+    return _httpx_utils.create_mcp_http_client(headers=dict(headers or {}) or None,
+                                               timeout=_httpx.Timeout(timeout_s, read=read_timeout_s))
+
+
+@asynccontextmanager
+async def http_transport(url: str, client: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """The streamable HTTP client transport's ``(read, write)`` streams; closes ``client``
+    with it."""
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        yield streams[0], streams[1]
+
+
+def _meta_dict(meta: Any) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    if isinstance(meta, Mapping):
+        return dict(meta)
+    # 1.x: a pydantic model whose unknown keys ("toolsift/confirm") are extras.
+    return meta.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def make_server(name: str, *, version: str, title: str, instructions: str,
+                list_tools: Callable[[], list[dict[str, Any]]], call_tool: CallHandler) -> Server:
+    """A low-level MCP server answering ``tools/list`` and ``tools/call``.
+
+    Args:
+        name: Server name given in the handshake.
+        version: Server version.
+        title: Human title (2.x only; 1.x has no such field).
+        instructions: Instructions for the client's model.
+        list_tools: The listed tools as JSON (``name``, ``inputSchema``, ...).
+        call_tool: See :data:`CallHandler`.
+
+    Both majors' handlers run without SDK-side argument validation: the gateway
+    validates arguments itself, against the schema of the tool actually called.
+    """
+
+    def listed() -> Any:
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in list_tools()])
+
+    if MCP_MAJOR >= 2:
+        async def on_list(ctx: Any, params: Any) -> Any:
+            return listed()
+
+        async def on_call(ctx: Any, params: Any) -> Any:
+            return await call_tool(params.name, dict(params.arguments or {}), _meta_dict(params.meta),
+                                   getattr(ctx, "request", None))
+
+        return Server(name, version=version, title=title, instructions=instructions,  # type: ignore[call-arg]
+                      on_list_tools=on_list, on_call_tool=on_call)
+
+    server = Server(name, version=version, instructions=instructions)
+
+    async def list_handler(req: Any) -> Any:
+        return types.ServerResult(listed())
+
+    async def call_handler(req: Any) -> Any:
+        ctx = server.request_context
+        params = req.params
+        result = await call_tool(params.name, dict(params.arguments or {}), _meta_dict(params.meta),
+                                 getattr(ctx, "request", None))
+        return types.ServerResult(result)
+
+    # Registered directly rather than with the @call_tool() decorator: the decorator
+    # validates against (and warns on every call about) tools it has not listed, which
+    # is every proxied tool here.
+    server.request_handlers[types.ListToolsRequest] = list_handler
+    server.request_handlers[types.CallToolRequest] = call_handler
+    return server
+
+
+def streamable_http_app(server: Server, *, security_settings: Any = None,
+                        max_request_body_size: int | None = None) -> tuple[Any, Any]:
+    """The session manager and ASGI endpoint serving ``server`` over streamable HTTP
+    (stateful sessions, plain JSON responses).
+
+    Returns:
+        ``(manager, app)``; run ``manager.run()`` in the application's lifespan.
+    """
+    import inspect
+
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    kwargs: dict[str, Any] = {"app": server, "json_response": True, "security_settings": security_settings}
+    # Older 1.x releases have no body limit of their own; the gateway's BodyLimit
+    # middleware enforces the same limit in front of them.
+    if max_request_body_size is not None and \
+            "max_request_body_size" in inspect.signature(StreamableHTTPSessionManager).parameters:
+        kwargs["max_request_body_size"] = max_request_body_size
+    manager = StreamableHTTPSessionManager(**kwargs)
+    return manager, _Endpoint(manager)
+
+
+class _Endpoint:
+    """The ASGI endpoint of a session manager (an instance, so Starlette routes raw ASGI
+    to it instead of wrapping it as a request handler)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.manager.handle_request(scope, receive, send)

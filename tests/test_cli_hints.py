@@ -1,0 +1,73 @@
+"""Small things a user trips on: progress bars only for long work (with an ETA), `eval`
+on a folder of data sets, and queries no tool shares a word with."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from toolsift.cli import main
+from toolsift.progress import SHOW_AFTER_S, progress_bar
+
+
+def test_short_work_shows_no_bar(capsys):
+    assert list(progress_bar(range(50), True, "quick")) == list(range(50))
+    assert capsys.readouterr().err == ""
+
+
+def test_long_work_shows_a_bar_with_eta(capsys):
+    def slow():
+        for i in range(4):
+            time.sleep(SHOW_AFTER_S / 2)
+            yield i
+
+    assert list(progress_bar(slow(), True, "slow", total=4)) == [0, 1, 2, 3]
+    err = capsys.readouterr().err
+    assert "slow:" in err and "<" in err  # tqdm's "elapsed<remaining"
+    assert list(progress_bar(slow(), False, "off", total=4)) == [0, 1, 2, 3]
+    assert capsys.readouterr().err == ""
+
+
+def test_eval_on_a_folder_of_datasets_lists_them(tmp_path, capsys):
+    pytest.importorskip("pytrec_eval")
+    (tmp_path / "mftr-a" / "dataset" / "from_toolret").mkdir(parents=True)
+    (tmp_path / "ultra" / "data" / "English-dataset").mkdir(parents=True)
+    (tmp_path / "notes").mkdir()
+    assert main(["eval", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path} is a folder of data sets, not one data set; it holds: mftr-a, ultra" in err
+    assert "notes" not in err
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory):
+    from toolsift.adapters import demo_catalog_path
+
+    out = tmp_path_factory.mktemp("idx") / "index"
+    assert main(["index", str(demo_catalog_path()), str(out)]) == 0
+    return out
+
+
+def test_search_without_a_shared_word_suggests_dense(demo_index, capsys):
+    capsys.readouterr()
+    assert main(["search", str(demo_index), "xyzzy plugh qwertz"]) == 0
+    out = capsys.readouterr().out
+    assert "no tool matches any word of this query" in out and "hybrid" in out
+    assert main(["search", str(demo_index), "send an email"]) == 0
+    assert "no tool matches" not in capsys.readouterr().out
+
+
+def test_library_and_find_tools_report_no_match(demo_index):
+    from toolsift import ToolIndex
+    from toolsift.gateway import Gateway
+
+    index = ToolIndex.load(demo_index)
+    hits = index.search("xyzzy plugh qwertz", k=3)
+    assert hits and not any(h.matched for h in hits)  # the library's signal: an attribute
+    gateway = Gateway(index)
+    found = anyio.run(lambda: gateway.find_tools("xyzzy plugh qwertz"))
+    assert found["tools"] == [] and "rephrase" in found["note"].lower()
+    found = anyio.run(lambda: gateway.find_tools("send an email"))
+    assert found["tools"] and "note" not in found

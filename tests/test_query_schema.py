@@ -1,0 +1,94 @@
+"""The structured query is defined once (StructuredQuery); the JSON Schema find_tools
+advertises is generated from it, and accepts what the rewriter and real data produce."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from toolsift.llm.prompts import REWRITE_SHAPE  # noqa: E402
+from toolsift.schema import Query  # noqa: E402
+from toolsift.query_schema import StructuredQuery, structured_query_schema  # noqa: E402
+
+
+def _advertised(gateway_format: str = "mcp") -> dict:
+    from toolsift import ToolIndex, load_catalog
+    from toolsift.adapters import demo_catalog_path
+    from toolsift.gateway import Gateway
+
+    gateway = Gateway(ToolIndex.build(load_catalog(demo_catalog_path())))
+    find = next(t for t in gateway.meta_tools(gateway_format) if t.get("name") == "find_tools")
+    return find["inputSchema"]["properties"]["query"]
+
+
+def test_find_tools_advertises_the_generated_schema():
+    query = _advertised()
+    text, structured = query["anyOf"]
+    assert text["type"] == "string"
+    assert structured == structured_query_schema()
+    # Self-contained (no $ref hosts may not resolve) and complete.
+    assert "$ref" not in json.dumps(structured) and "$defs" not in structured
+    assert structured["required"] == ["tool_needs"]
+    assert set(structured["properties"]["tool_needs"]["items"]["properties"]) == \
+        {"user_intent", "tool_description", "expected_response"}
+    assert structured["properties"]["extracted_arguments"]["additionalProperties"] == {"type": "string"}
+    jsonschema.Draft202012Validator.check_schema(structured)
+
+
+def _examples() -> list[dict]:
+    return [
+        json.loads(REWRITE_SHAPE),  # the shape the LLM rewriter asks for
+        {"tool_needs": [{"user_intent": "book a table for two tonight"}]},
+        {"tool_needs": [{"user_intent": "convert 100 euros to dollars",
+                         "tool_description": "Converts an amount between currencies.",
+                         "expected_response": "the converted amount"},
+                        {"user_intent": "email the result to my accountant"}],
+         "extracted_arguments": {"amount": "amount of money", "recipient_email": "email address"}},
+    ]
+
+
+@pytest.mark.parametrize("example", _examples())
+def test_schema_model_and_query_agree_on_valid_examples(example):
+    jsonschema.validate(example, structured_query_schema())
+    model = StructuredQuery.model_validate(example)
+    q = Query.from_dict(model.model_dump())
+    assert len(q.needs) == len(example["tool_needs"])
+    assert dict(q.arguments) == example.get("extracted_arguments", {})
+
+
+@pytest.mark.parametrize("bad", [
+    {},                                                   # no tool_needs
+    {"tool_needs": []},                                   # empty
+    {"tool_needs": "book a table"},                       # not a list
+    {"tool_needs": [{"user_intent": 3}]},                 # not a string
+    {"tool_needs": [{"user_intent": "x"}], "extracted_arguments": {"date": 5}},
+])
+def test_schema_rejects_what_the_model_rejects(bad):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, structured_query_schema())
+    with pytest.raises(ValueError):
+        StructuredQuery.model_validate(bad, strict=True)
+
+
+def test_real_rewritten_queries_validate():
+    """Every LLM-rewritten query of a shared benchmark, in wire form, fits the schema."""
+    from tests.conftest import dataset
+    from toolsift.evaluate import MftrDataset
+
+    ds = MftrDataset.load(dataset("mftr-apibank"))
+    validator = jsonschema.Draft202012Validator(structured_query_schema())
+    checked = 0
+    for q in ds.queries:
+        if q.rewritten is None:
+            continue
+        wire = {"tool_needs": [asdict(n) for n in q.rewritten.needs],
+                "extracted_arguments": dict(q.rewritten.arguments)}
+        errors = list(validator.iter_errors(wire))
+        assert not errors, (q.id, errors[0].message)
+        StructuredQuery.model_validate(wire)
+        checked += 1
+    assert checked >= 50

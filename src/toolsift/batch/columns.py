@@ -64,8 +64,9 @@ def column_index(schema: pa.Schema, name: str, role: str) -> int:
     i = schema.get_field_index(name)
     if i < 0:
         have = ", ".join(repr(n) for n in schema.names) or "none"
-        raise BatchInputError(f"missing {role} column {name!r} (columns: {have}); name another with the "
-                              f"{role.replace(' ', '_')}_column option")
+        opt = f"{role.replace(' ', '_')}_column"
+        raise BatchInputError(f"missing {role} column {name!r} (columns: {have}); name another with "
+                              f"{opt}= (--{opt.replace('_', '-')} on the command line)")
     return i
 
 

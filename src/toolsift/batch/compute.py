@@ -20,6 +20,7 @@ from numba import types as nt
 
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
+from ..kernels.launch import launch
 from ..search import retrievers
 from ..search.candidates import pack
 from ..search.score import score
@@ -62,10 +63,10 @@ _ro_f4_3d = nt.Array(nt.float32, 3, "C", readonly=True)
 _SIG_FILL = nt.void(_ro_i8, _ro_i8, _ro_f4_3d, _ro_i8, _ro_f4_2d, nt.float32[:, ::1])
 
 
-@numba.njit(_SIG_FILL, cache=True, nogil=True)
+@numba.njit(_SIG_FILL, cache=True, nogil=True, parallel=True)
 def _fill(table_row, tool, tables, inverse, grouped, out):  # pragma: no cover - compiled
     width = out.shape[0]
-    for i in range(tool.shape[0]):
+    for i in numba.prange(tool.shape[0]):
         r = table_row[i]
         if r >= 0:
             t = tool[i]
@@ -87,7 +88,8 @@ def fill_rows(table_row: np.ndarray, tool: np.ndarray, tables: np.ndarray, inver
     tool[i]]`` when ``table_row[i] >= 0``, else from ``grouped[inverse[i]]``, else NaN
     (a row that was not scored)."""
     out = np.empty((len(VALUES), tool.size), np.float32)
-    _fill(np.ascontiguousarray(table_row, dtype=np.int64), np.ascontiguousarray(tool, dtype=np.int64),
+    # Memory-bound (one random table read per row): threads overlap the cache misses.
+    launch(_fill, np.ascontiguousarray(table_row, dtype=np.int64), np.ascontiguousarray(tool, dtype=np.int64),
           np.ascontiguousarray(tables, dtype=np.float32), np.ascontiguousarray(inverse, dtype=np.int64),
-          np.ascontiguousarray(grouped, dtype=np.float32), out)
+          np.ascontiguousarray(grouped, dtype=np.float32), out, work=tool.size)
     return out

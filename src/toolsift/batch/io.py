@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .columns import BatchInputError
 
-__all__ = ["BatchSource", "FORMATS", "file_format", "open_source", "open_writer", "source_rows"]
+__all__ = ["BatchSource", "FORMATS", "file_format", "open_source", "open_writer", "source_rows", "source_schema"]
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
            ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
@@ -161,16 +161,22 @@ class _CsvWriter:
         self._w.close()
 
 
-def open_writer(path: str | os.PathLike, schema: pa.Schema):
-    """A writer for ``path`` (by extension) with ``write_batch(batch)`` and ``close()``."""
+def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None = None):
+    """A writer for ``path`` with ``write_batch(batch)`` and ``close()``, in format
+    ``fmt`` (default: by extension)."""
     path = Path(path)
     if path.is_dir():
         raise BatchInputError(f"{path}: is a directory; name an output file")
-    fmt = file_format(path)
+    fmt = fmt or file_format(path)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
-        return pq.ParquetWriter(path, schema)
+        # Dictionary pages only for dictionary columns, and no column statistics: trying
+        # dictionaries on the score columns (pyarrow's default) tripled the write time,
+        # and min/max statistics cost as much again as the rest of the write.
+        dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+        return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression="lz4",
+                                write_statistics=False)
     if fmt == "ipc":
         import pyarrow.ipc as ipc
 
@@ -178,3 +184,35 @@ def open_writer(path: str | os.PathLike, schema: pa.Schema):
     if fmt == "csv":
         return _CsvWriter(path, schema)
     return _JsonlWriter(path)
+
+
+def source_schema(path: str | os.PathLike, *, dictionary: Sequence[str] = ()) -> pa.Schema:
+    """The schema of a file (or Parquet directory) without reading its rows, as
+    :func:`open_source` will return its batches."""
+    path = Path(path)
+    if not path.exists():
+        raise BatchInputError(f"{path}: no such file or directory")
+    fmt = file_format(path)
+    if fmt == "parquet":
+        if path.is_file():
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+            return pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in names]).schema_arrow
+        import pyarrow.dataset as ds
+
+        return ds.dataset(path, format="parquet").schema
+    if fmt == "ipc":
+        import pyarrow.ipc as ipc
+
+        try:
+            return ipc.open_file(path).schema
+        except pa.ArrowInvalid:
+            return ipc.open_stream(path).schema
+    if fmt == "csv":
+        import pyarrow.csv as csv
+
+        return pa.schema([(n, pa.string()) for n in csv.open_csv(path).schema.names])
+    import pyarrow.json as pj
+
+    return pj.open_json(path).schema

@@ -38,6 +38,15 @@ ON_ERROR = ("raise", "column")
 _NULL, _UNKNOWN = -1, -2
 
 
+def _indices(dcol: pa.DictionaryArray) -> np.ndarray:
+    """Dictionary indices as NumPy (zero-copy when there are no nulls); a null row
+    points one past the dictionary, where the look-up arrays hold their null marker."""
+    ind = dcol.indices
+    if ind.null_count:
+        ind = ind.fill_null(len(dcol.dictionary))
+    return ind.to_numpy(zero_copy_only=False)
+
+
 class PairScorer:
     """Scores record batches of pairs against one index; keeps the distinct queries
     (parsed, analysed, and for frequent ones their full-catalogue scores) across batches.
@@ -60,7 +69,7 @@ class PairScorer:
     def __init__(self, index, *, query_column: str = "query", tool_column: str = "tool_id",
                  keep: Sequence[str] | None = None, on_error: str = "raise", query_format: str = "auto",
                  threads: int | None = None, max_queries: int = 20_000, table_mb: float = 256,
-                 table_share: float = 0.25, max_pairs: int = 1_000_000) -> None:
+                 table_share: float = 0.25, max_pairs: int = 262_144) -> None:
         if on_error not in ON_ERROR:
             raise BatchInputError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
         if max_pairs < 1 or max_queries < 1 or table_mb < 0 or table_share <= 0:
@@ -188,8 +197,7 @@ class PairScorer:
             self.tables.reset()
             self._memo.clear()
         slots = self._memoised("query", d, lambda x: np.append(self.store.slots(x.to_pylist()), -1))
-        idx = dcol.indices.fill_null(len(d)).to_numpy(zero_copy_only=False)
-        return slots[idx]
+        return slots[_indices(dcol)]
 
     def _tool_positions(self, col: pa.Array) -> np.ndarray:
         dcol = self._dictionary(col)
@@ -201,9 +209,7 @@ class PairScorer:
             pos[x.is_null().to_numpy(zero_copy_only=False)] = _NULL
             return np.append(pos, _NULL)
 
-        pos = self._memoised("tool", d, positions)
-        idx = dcol.indices.fill_null(len(d)).to_numpy(zero_copy_only=False)
-        return pos[idx]
+        return self._memoised("tool", d, positions)[_indices(dcol)]
 
     # ---------------------------------------------------------------- errors
     def _reason(self, i: int, q: np.ndarray, t: np.ndarray, tcol: pa.Array) -> tuple[str, str]:

@@ -146,8 +146,9 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
     t0 = time.perf_counter()
     cpus = float(ray.cluster_resources().get("CPU", 1))
     n = workers or max(1, int(cpus))
-    # Leave room for the read tasks: actors reserving every CPU would starve them.
-    per_worker = min(1.0, max(0.1, (cpus - 0.5) / n))
+    # Leave one CPU for the read tasks (they ask for one each): actors reserving every
+    # CPU would starve them and the job would stall.
+    per_worker = min(1.0, max(0.1, (cpus - 1.0) / n))
     ds = score_dataset(_read(ray, pairs, local.query_column, local.tool_column), index, workers=n,
                        batch_size=batch_size, threads=1 if threads in (None, 0) else threads,
                        cpus_per_worker=per_worker, **options)

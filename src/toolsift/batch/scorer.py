@@ -180,14 +180,16 @@ class PairScorer:
         return pc.dictionary_encode(col)
 
     def _memoised(self, kind: str, d: pa.Array, compute):
-        # Batches of one Parquet row group share their dictionary buffer: map it once.
+        # Batches of one Parquet row group share their dictionary buffers: map them once.
+        # The memo holds the dictionary itself, so its buffers stay allocated and no
+        # other dictionary can turn up at the same addresses while the entry lives.
         bufs = d.buffers()
         key = (self.store.generation, len(d), d.offset, *(b.address if b is not None else 0 for b in bufs))
         got = self._memo.get(kind)
         if got is not None and got[0] == key:
             return got[1]
         value = compute(d)
-        self._memo[kind] = (key, value)
+        self._memo[kind] = (key, value, d)
         return value
 
     def _query_slots(self, col: pa.Array) -> np.ndarray:

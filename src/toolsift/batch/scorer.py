@@ -125,11 +125,10 @@ class PairScorer:
         with using_threads(self.config.threads):
             q = self._query_slots(qcol)
             t = self._tool_positions(tcol)
-            bad_query = np.zeros(n, bool)
-            has_q = q >= 0
-            if has_q.any():
-                bad_query[has_q] = self.store.bad()[q[has_q]]
-            valid = has_q & ~bad_query & (t >= 0)
+            valid = (q >= 0) & (t >= 0)
+            bad = self.store.bad()
+            if bad.any():
+                valid &= ~bad[np.maximum(q, 0)]
             if not valid.all() and self.on_error == "raise":
                 i = int(np.flatnonzero(~valid)[0])
                 col, why = self._reason(i, q, t, tcol)
@@ -145,8 +144,9 @@ class PairScorer:
 
     def _score_valid(self, q: np.ndarray, t: np.ndarray, valid: np.ndarray) -> np.ndarray:
         st, store, tables = self.st, self.store, self.tables
-        qv = np.where(valid, q, -1)
-        counts = np.bincount(qv[valid], minlength=len(store))
+        everything = bool(valid.all())
+        qv = q if everything else np.where(valid, q, -1)
+        counts = np.bincount(q if everything else qv[valid], minlength=len(store))
         store.rows_seen += counts
         used = np.flatnonzero(counts)
         new_slots, new_rows = tables.promote(used, store.rows_seen, used)
@@ -162,6 +162,9 @@ class PairScorer:
         row_table = tables.rows_for(qv)
         # The rest: distinct pairs of the rows without a table, CSR by query.
         rest = valid & (row_table < 0)
+        if not rest.any():  # every row has a table (the steady state of a long job)
+            return fill_rows(row_table, t, tables.tables, np.full(t.size, -1, np.int64),
+                             np.zeros((0, len(VALUES)), np.float32))
         local = np.full(len(store), -1, np.int64)
         sparse = np.unique(qv[rest])
         local[sparse] = np.arange(sparse.size)

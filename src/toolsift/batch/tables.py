@@ -48,6 +48,8 @@ class TableCache:
     def rows_for(self, slots: np.ndarray) -> np.ndarray:
         """``int64[len(slots)]``: each slot's table row, ``-1`` if it has none."""
         self._cover(int(slots.max()) + 1 if slots.size else 0)
+        if not slots.size or slots.min() >= 0:
+            return self.row_of_slot[slots]
         out = np.full(slots.size, -1, np.int64)
         ok = slots >= 0
         out[ok] = self.row_of_slot[slots[ok]]

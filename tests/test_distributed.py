@@ -64,9 +64,7 @@ def test_ray_dataset_equals_single_process(cluster, saved):
     local = score_table(ToolIndex.load(path), table, on_error="column")
     ds = ray.data.from_arrow(table).repartition(4)
     out = score_dataset(ds, path, workers=2, cpus_per_worker=0.5, batch_size=700, on_error="column")
-    got = pa.Table.from_batches(out.to_arrow_refs() and [b for t in ray.get(out.to_arrow_refs())
-                                                          for b in t.to_batches()])
-    got = got.sort_by("row")
+    got = pa.concat_tables(ray.get(out.to_arrow_refs())).sort_by("row")
     assert got.num_rows == table.num_rows and got["row"].to_pylist() == list(range(table.num_rows))
     assert got["error"].null_count < table.num_rows  # some rows are bad on purpose ...
     assert local["score"].null_count > 0  # ... and get null scores on both sides

@@ -8,6 +8,8 @@ rows equal ``ToolIndex.search(query, k=k, explain=True)``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 
@@ -50,8 +52,6 @@ class Ranker:
             raise BatchInputError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
         if query_format not in QUERY_FORMATS:
             raise BatchInputError(f"query_format must be one of {', '.join(QUERY_FORMATS)}, got {query_format!r}")
-        from dataclasses import replace
-
         self.st = index._state
         self.config = index.config if threads is None else replace(index.config, threads=threads)
         self.k, self.query_column, self.id_column = k, query_column, query_id_column

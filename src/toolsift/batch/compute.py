@@ -22,6 +22,7 @@ from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.launch import launch
 from ..search import retrievers
+from ..search.retrievers import Bm25Retriever, FieldRetriever
 from ..search.candidates import pack
 from ..search.score import score
 from .queries import QueryStore
@@ -32,12 +33,29 @@ __all__ = ["VALUES", "fill_rows", "score_grouped"]
 VALUES = ("score", "description", "parameters", "response", "examples", "penalty")
 
 
+class _WholeCatalogue(FieldRetriever):
+    """A BM25 field asked for every tool (or every document) of the catalogue: the
+    engine's dense scoring, which accumulates exactly as ``gather`` does (same floats,
+    see cpp/src/gather.cpp) without building a slot map per text."""
+
+    def __init__(self, inner: Bm25Retriever) -> None:
+        self.inner = inner
+
+    def gather(self, ft, ptr, ids, *, docs):
+        fi = self.inner.fi
+        score = fi.score_docs if docs else fi.score_tools
+        return score(ft.terms, scale=self.inner.scale, threads=self.inner.threads).ravel()
+
+
 def score_grouped(st: IndexState, config: IndexConfig, store: QueryStore, slots: np.ndarray, ptr: np.ndarray,
-                  tools: np.ndarray, *, max_pairs: int) -> np.ndarray:
+                  tools: np.ndarray, *, max_pairs: int, whole: bool = False) -> np.ndarray:
     """``float32[ptr[-1], 6]``: :data:`VALUES` of query ``slots[q]`` against
-    ``tools[ptr[q]:ptr[q+1]]`` for every ``q``."""
+    ``tools[ptr[q]:ptr[q+1]]`` for every ``q``; ``whole`` says each query lists every
+    tool of the catalogue, in order."""
     out = np.empty((int(ptr[-1]), len(VALUES)), np.float32)
     fr = retrievers(st, config)
+    if whole:
+        fr = {f: _WholeCatalogue(r) if type(r) is Bm25Retriever else r for f, r in fr.items()}
     nq = slots.size
     a = 0
     while a < nq:

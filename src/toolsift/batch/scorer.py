@@ -157,7 +157,8 @@ class PairScorer:
         for a in range(0, new_slots.size, step):
             s = new_slots[a:a + step]
             ptr = np.arange(s.size + 1, dtype=np.int64) * nt
-            res = score_grouped(st, self.config, store, s, ptr, np.tile(every, s.size), max_pairs=self.max_pairs)
+            res = score_grouped(st, self.config, store, s, ptr, np.tile(every, s.size), max_pairs=self.max_pairs,
+                                whole=True)
             tables.tables[new_rows[a:a + step]] = res.reshape(s.size, nt, len(VALUES))
         row_table = tables.rows_for(qv)
         # The rest: distinct pairs of the rows without a table, CSR by query.

@@ -192,7 +192,7 @@ def test_bad_rows_get_an_error_column(apibank):
     out = score_table(index, table, on_error="column")
     errors = out["error"].to_pylist()
     assert errors[0] is None and errors[6] is None
-    assert "malformed structured query JSON" in errors[1]
+    assert errors[1].startswith("query: malformed structured query JSON: ")
     assert errors[2] == "tool_id: unknown tool id 'no_such_tool'"
     assert errors[3] == "query: the query is null"
     assert errors[4].startswith("query: query.tool_needs: expected a list of tool needs")
@@ -231,3 +231,34 @@ def test_empty_table_gives_an_empty_result(apibank):
     out = score_table(index, empty, on_error="column")
     assert out.num_rows == 0
     assert out.column_names == ["tool_id", *SCORE_COLUMNS, "error"]
+
+
+def test_parquet_dataset_and_file_sources(apibank, pairs, tmp_path):
+    import pyarrow.dataset as pds
+    import pyarrow.parquet as pq
+
+    index, _ = apibank
+    table = pairs[0]
+    want = score_table(index, table)["score"]
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pq.write_table(table.slice(0, 5000), folder / "a.parquet")
+    pq.write_table(table.slice(5000), folder / "b.parquet")
+    for source in (pds.dataset(folder, format="parquet"), folder, folder / "a.parquet"):
+        got = score_table(index, source, batch_size=3000)
+        n = got.num_rows
+        assert n in (5000, table.num_rows)
+        assert got["score"].equals(want.slice(0, n))
+
+
+def test_rank_error_rows(apibank):
+    index, queries = apibank
+    table = pa.table({"query": [queries[0].text, "{oops", None]})
+    out = rank_table(index, table, k=2, on_error="column")
+    assert out["query_id"].to_pylist() == [0, 0, 1, 2]
+    assert out["rank"].to_pylist() == [1, 2, None, None]
+    assert "malformed structured query JSON" in out["error"][2].as_py()
+    assert out["error"][3].as_py() == "query: the query is null"
+    with pytest.raises(BatchRowError) as err:
+        rank_table(index, table, k=2)
+    assert err.value.row == 1

@@ -28,7 +28,7 @@ from ..search.plan import FieldTexts, QueryPlan, plan_queries
 from ..search.query import as_query
 from ..analyze import TermBatch
 
-__all__ = ["QUERY_FORMATS", "QueryStore", "parse_query", "query_json"]
+__all__ = ["QUERY_FORMATS", "QueryStore", "error_text", "parse_query", "query_json"]
 
 #: How the query column is read: ``auto`` (a value starting with ``{`` is structured
 #: query JSON, anything else raw text), ``text`` or ``json``.
@@ -43,6 +43,13 @@ def query_json(query: Query) -> str:
     if query.text:
         data["text"] = query.text
     return json.dumps(data, ensure_ascii=False)
+
+
+def error_text(exc: QueryError) -> str:
+    """The message of a query error, without the ``query:`` prefix the column name
+    already gives (nested locations such as ``query.tool_needs[0]`` are kept)."""
+    text = str(exc)
+    return text[len("query: "):] if exc.where == "query" and text.startswith("query: ") else text
 
 
 def parse_query(value: str, query_format: str) -> Query:
@@ -178,7 +185,7 @@ class QueryStore:
                     self.errors.append(None)
                 except QueryError as exc:
                     self.queries.append(None)
-                    self.errors.append(str(exc))
+                    self.errors.append(error_text(exc))
                 new.append(s)
             out[i] = s
         if new:

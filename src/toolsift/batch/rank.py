@@ -18,7 +18,7 @@ from ..errors import QueryError
 from ..kernels.launch import using_threads
 from ..search.query import check_k
 from .columns import ERROR_COLUMN, SCORE_COLUMNS, BatchInputError, BatchRowError, check_string_column, column_index
-from .queries import QUERY_FORMATS, parse_query
+from .queries import QUERY_FORMATS, error_text, parse_query
 from .scorer import ON_ERROR
 
 __all__ = ["Ranker"]
@@ -87,8 +87,8 @@ class Ranker:
                 parsed.append((r, parse_query(v, self.query_format)))
             except QueryError as exc:
                 if self.on_error == "raise":
-                    raise BatchRowError(self.rows_done + r, self.query_column, str(exc)) from None
-                errors[r] = f"{self.query_column}: {exc}"
+                    raise BatchRowError(self.rows_done + r, self.query_column, error_text(exc)) from None
+                errors[r] = f"{self.query_column}: {error_text(exc)}"
         hits: dict[int, list] = {}
         with using_threads(self.config.threads):
             for a in range(0, len(parsed), _CHUNK):

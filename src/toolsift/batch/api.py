@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 
 from .columns import BatchInputError
-from .io import BatchSource, open_source
+from .io import BatchSource, open_source, source_schema
 from .rank import Ranker
 from .scorer import PairScorer
 
@@ -79,12 +79,15 @@ def score_table(index, pairs: BatchSource, **options) -> pa.Table:
     batches = list(score_batches(index, pairs, **options))
     if batches:
         return pa.Table.from_batches(batches)
-    schema = pairs.schema if isinstance(pairs, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)) else None
-    if schema is None:
+    if isinstance(pairs, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        schema = pairs.schema
+    elif isinstance(pairs, (str, os.PathLike)):
+        schema = source_schema(pairs, dictionary=(options.get("query_column", "query"),
+                                                  options.get("tool_column", "tool_id")))
+    else:
         raise BatchInputError("no input rows and no schema to build an empty result from")
-    scorer = PairScorer(load_index(index), query_column=options.get("query_column", "query"),
-                        tool_column=options.get("tool_column", "tool_id"), keep=options.get("keep"),
-                        on_error=options.get("on_error", "raise"))
+    keys = ("query_column", "tool_column", "keep", "on_error")
+    scorer = PairScorer(load_index(index), **{k: options[k] for k in keys if k in options})
     return scorer.output_schema(schema).empty_table()
 
 

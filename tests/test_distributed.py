@@ -83,3 +83,14 @@ def test_ray_file_engine_equals_local_file(cluster, saved, tmp_path):
     got, local = pq.read_table(tmp_path / "ray.parquet"), pq.read_table(tmp_path / "local.parquet")
     assert got["row"].to_pylist() == local["row"].to_pylist()  # input order kept
     _same(got, local)
+
+
+def test_worker_errors_come_back_as_toolsift_errors():
+    """Ray Data re-raises a worker's exception with only its traceback text."""
+    from toolsift.distributed import _toolsift_cause
+
+    text = ("ray::MapWorker.submit()\nTraceback (most recent call last):\n    raise BatchRowError(...)\n"
+            "toolsift.batch.columns.BatchRowError: row 3, column 'tool_id': unknown tool id 'x'\n")
+    got = _toolsift_cause(RuntimeError(text))
+    assert str(got) == "on a Ray worker: row 3, column 'tool_id': unknown tool id 'x'"
+    assert _toolsift_cause(RuntimeError("something else")) is None

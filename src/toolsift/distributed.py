@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -168,9 +169,34 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
             writer = open_writer(tmp, schema, fmt=file_format(out))
         writer.close()
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as exc:
         if writer is not None:
             writer.close()
         tmp.unlink(missing_ok=True)
+        cause = _toolsift_cause(exc)
+        if cause is not None and cause is not exc:
+            # A bad row on a worker: report it as toolsift's own error, not Ray's wrapper.
+            raise cause from None
         raise
     return FileResult(rows, rows, errors, time.perf_counter() - t0)
+
+
+def _toolsift_cause(exc: BaseException) -> ToolsiftError | None:
+    """The toolsift error behind a Ray exception, if any.
+
+    Ray Data re-raises a worker's exception as ``UserCodeException`` carrying only the
+    remote traceback's text, so the error is recovered from its last line.
+    """
+    seen = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ToolsiftError):
+            return e
+        e = getattr(e, "cause", None) or e.__cause__
+    found = re.findall(r"^toolsift\.[\w.]*?(\w+Error): (.+)$", str(exc), flags=re.MULTILINE)
+    if found:
+        kind, message = found[-1]
+        return ToolsiftError(f"on a Ray worker: {message}" if kind == "BatchRowError" else
+                             f"on a Ray worker: {kind}: {message}")
+    return None

@@ -14,7 +14,7 @@ scale="100k"
 if [[ "${1:-}" == "--smoke" ]]; then
   exec env TOOLSIFT_BENCH_QUERIES=20 TOOLSIFT_BENCH_SCALE=5k TOOLSIFT_BENCH_PAIRS=200k python -m pytest \
     benchmarks/bench_latency.py benchmarks/bench_scale.py benchmarks/bench_batch.py -q -p no:cacheprovider \
-    --benchmark-disable -k "not hybrid and not ray"
+    --benchmark-disable -k "not hybrid and not ray_two_workers"
 fi
 if [[ "${1:-}" == "--1m" ]]; then scale="100k,1M"; shift; fi
 out="${1:-bench-results}"

@@ -155,6 +155,10 @@ def _build_parser() -> argparse.ArgumentParser:
     de.add_argument("--query", action="append", help="run this query instead of the examples (repeatable)")
     de.add_argument("-k", type=int, default=3, help="tools per query (default 3)")
     de.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+    from .batch.cli import add_commands
+
+    p.set_defaults(_batch_commands=add_commands(sub))
     return p
 
 
@@ -499,7 +503,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = _build_parser().parse_args(argv)
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
-                "train": _cmd_train, "serve": _cmd_serve, "learn": run_learn}
+                "train": _cmd_train, "serve": _cmd_serve, "learn": run_learn, **args._batch_commands}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

@@ -1,0 +1,108 @@
+"""File to file: ``toolsift score`` and ``toolsift rank`` without the argument parsing.
+
+The input is streamed batch by batch, scored on the calling thread while the next batch
+is read and the previous one written (:mod:`toolsift.batch.pipeline`), with an optional
+progress bar showing pairs (or queries) per second. The output is written next to its
+final name and renamed into place when complete, so a failed run leaves no half file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from .api import BATCH_SIZE, load_index
+from .io import file_format, open_source, open_writer, source_rows, source_schema
+from .pipeline import run_stages
+from .rank import Ranker
+from .scorer import PairScorer
+
+__all__ = ["FileResult", "rank_file", "score_file", "write_batches"]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What a file run did.
+
+    Attributes:
+        rows_in: Input rows (pairs, or queries for ranking).
+        rows_out: Output rows.
+        errors: Rows with an error (``on_error="column"``).
+        seconds: Wall-clock time from the first read to the closed output.
+    """
+
+    rows_in: int
+    rows_out: int
+    errors: int
+    seconds: float
+
+
+def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, schema: pa.Schema, *,
+                  work: Callable[[pa.RecordBatch], pa.RecordBatch], progress: bool = False,
+                  total: int | None = None, unit: str = "pair") -> FileResult:
+    """``work`` every batch and write the results to ``out`` (format by extension)."""
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.part")
+    writer = open_writer(tmp, schema, fmt=file_format(out))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="toolsift", leave=False)
+    counts = {"in": 0, "out": 0, "err": 0}
+
+    def step(batch: pa.RecordBatch) -> pa.RecordBatch:
+        res = work(batch)
+        counts["in"] += batch.num_rows
+        if bar is not None:
+            bar.update(batch.num_rows)
+        return res
+
+    def sink(res: pa.RecordBatch) -> None:
+        counts["out"] += res.num_rows
+        if "error" in res.schema.names:
+            counts["err"] += res.num_rows - res.column("error").null_count
+        writer.write_batch(res)
+
+    t0 = time.perf_counter()
+    try:
+        run_stages(batches, step, sink)
+        writer.close()
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            writer.close()
+        finally:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return FileResult(counts["in"], counts["out"], counts["err"], time.perf_counter() - t0)
+
+
+def score_file(index, pairs: str | os.PathLike, out: str | os.PathLike, *, progress: bool = False,
+               batch_size: int = BATCH_SIZE, **options) -> FileResult:
+    """Score the pairs file ``pairs`` into ``out`` (options as
+    :func:`~toolsift.batch.score_batches`)."""
+    scorer = PairScorer(load_index(index), **options)
+    dictionary = (scorer.query_column, scorer.tool_column)
+    schema = scorer.output_schema(source_schema(pairs, dictionary=dictionary))  # bad columns fail before any work
+    batches = open_source(pairs, batch_size=batch_size, dictionary=dictionary)
+    return write_batches(batches, out, schema, work=scorer.score_batch, progress=progress,
+                         total=source_rows(pairs) if progress else None)
+
+
+def rank_file(index, queries: str | os.PathLike, out: str | os.PathLike, *, k: int, progress: bool = False,
+              batch_size: int = 1024, **options) -> FileResult:
+    """Rank every query of the file ``queries`` into ``out`` (options as
+    :func:`~toolsift.batch.rank_batches`)."""
+    ranker = Ranker(load_index(index), k=k, **options)
+    schema = ranker.output_schema(source_schema(queries))
+    return write_batches(open_source(queries, batch_size=batch_size), out, schema, work=ranker.rank_batch,
+                         progress=progress, total=source_rows(queries) if progress else None, unit="query")

@@ -1,0 +1,218 @@
+"""Reading and writing record batches: Arrow objects in memory, or files by extension.
+
+Inputs are streamed batch by batch (memory bounded by the batch size, not the file):
+
+=====================================  ============================================
+``.parquet`` / ``.pq`` / a directory   ``pyarrow.parquet`` / ``pyarrow.dataset``; the
+                                       string columns named in ``dictionary`` are
+                                       read dictionary-encoded (no string copies)
+``.arrow`` / ``.feather`` / ``.ipc``   Arrow IPC file (or stream)
+``.csv``                               ``pyarrow.csv.open_csv`` (all columns strings)
+``.jsonl`` / ``.ndjson`` / ``.json``   ``pyarrow.json.open_json`` (JSON Lines)
+=====================================  ============================================
+
+Outputs use the same extensions (a directory is not an output format).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from .columns import BatchInputError
+
+__all__ = ["BatchSource", "FORMATS", "file_format", "open_source", "open_writer", "source_rows", "source_schema"]
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
+           ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+
+#: What the batch API accepts as input.
+BatchSource = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch] | str | os.PathLike
+
+
+def file_format(path: str | os.PathLike) -> str:
+    """``parquet``, ``ipc``, ``csv`` or ``jsonl`` from ``path``'s extension (a directory
+    is a Parquet dataset).
+
+    Raises:
+        BatchInputError: An unknown extension.
+    """
+    p = Path(path)
+    if p.is_dir():
+        return "parquet"
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise BatchInputError(f"{p}: unknown file type {p.suffix or '(none)'!r}; use one of "
+                              f"{', '.join(sorted(FORMATS))}")
+    return fmt
+
+
+def source_rows(source: BatchSource) -> int | None:
+    """Number of rows of ``source`` when known without reading it (else ``None``)."""
+    if isinstance(source, (pa.Table, pa.RecordBatch)):
+        return source.num_rows
+    if isinstance(source, (str, os.PathLike)) and file_format(source) == "parquet":
+        import pyarrow.dataset as ds
+
+        return ds.dataset(source, format="parquet").count_rows()
+    return None
+
+
+def open_source(source: BatchSource, *, batch_size: int, dictionary: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``source`` (at most ``batch_size`` rows each, files streamed).
+
+    Raises:
+        BatchInputError: A missing or unreadable file, or an unsupported source type.
+    """
+    if isinstance(source, pa.Table):
+        return iter(source.to_batches(max_chunksize=batch_size))
+    if isinstance(source, pa.RecordBatch):
+        return iter(pa.Table.from_batches([source]).to_batches(max_chunksize=batch_size))
+    if isinstance(source, (str, os.PathLike)):
+        return _read_file(Path(source), batch_size, dictionary)
+    if isinstance(source, pa.RecordBatchReader) or isinstance(source, Iterable):
+        return _rebatch(iter(source), batch_size)
+    try:
+        import pyarrow.dataset as ds
+
+        if isinstance(source, ds.Dataset):
+            return iter(source.to_batches(batch_size=batch_size))
+    except ImportError:  # pragma: no cover - part of pyarrow
+        pass
+    raise BatchInputError(f"cannot read pairs from a {type(source).__name__}: pass a pyarrow Table, RecordBatch, "
+                          "RecordBatchReader, dataset or a file path")
+
+
+def _rebatch(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        if not isinstance(b, pa.RecordBatch):
+            raise BatchInputError(f"expected pyarrow RecordBatches, got a {type(b).__name__}")
+        for off in range(0, max(b.num_rows, 1), size):
+            yield b.slice(off, size)
+
+
+def _read_file(path: Path, batch_size: int, dictionary: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    if not path.exists():
+        raise BatchInputError(f"{path}: no such file or directory")
+    fmt = file_format(path)
+    if fmt == "parquet":
+        if path.is_dir():
+            import pyarrow.dataset as ds
+
+            yield from ds.dataset(path, format="parquet").to_batches(batch_size=batch_size)
+            return
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in pq.read_schema(path).names])
+        yield from pf.iter_batches(batch_size=batch_size)
+    elif fmt == "ipc":
+        import pyarrow.ipc as ipc
+
+        try:
+            reader = ipc.open_file(path)
+            for i in range(reader.num_record_batches):
+                yield from _rebatch(iter([reader.get_batch(i)]), batch_size)
+        except pa.ArrowInvalid:
+            yield from _rebatch(iter(ipc.open_stream(path)), batch_size)
+    elif fmt == "csv":
+        import pyarrow.csv as csv
+
+        # Every column as text: an id column of digits must not turn into integers.
+        names = csv.open_csv(path).schema.names
+        reader = csv.open_csv(path, read_options=csv.ReadOptions(block_size=1 << 24),
+                              convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in names}))
+        yield from _rebatch(iter(reader), batch_size)
+    else:
+        import pyarrow.json as pj
+
+        yield from _rebatch(iter(pj.open_json(path)), batch_size)
+
+
+class _JsonlWriter:
+    def __init__(self, path: Path) -> None:
+        self._f = open(path, "w", encoding="utf-8")
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        for row in batch.to_pylist():
+            self._f.write(json.dumps(row, ensure_ascii=False, allow_nan=False, default=str) + "\n")
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class _CsvWriter:
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        import pyarrow.csv as csv
+
+        plain = [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in schema]
+        self._w = csv.CSVWriter(path, pa.schema(plain))
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        # CSV has no dictionary type: write the values.
+        self._w.write_batch(pa.RecordBatch.from_arrays(
+            [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
+            names=batch.schema.names))
+
+    def close(self) -> None:
+        self._w.close()
+
+
+def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None = None):
+    """A writer for ``path`` with ``write_batch(batch)`` and ``close()``, in format
+    ``fmt`` (default: by extension)."""
+    path = Path(path)
+    if path.is_dir():
+        raise BatchInputError(f"{path}: is a directory; name an output file")
+    fmt = fmt or file_format(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        # Dictionary pages only for dictionary columns, and no column statistics: trying
+        # dictionaries on the score columns (pyarrow's default) tripled the write time,
+        # and min/max statistics cost as much again as the rest of the write.
+        dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+        return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression="lz4",
+                                write_statistics=False)
+    if fmt == "ipc":
+        import pyarrow.ipc as ipc
+
+        return ipc.new_file(path, schema)
+    if fmt == "csv":
+        return _CsvWriter(path, schema)
+    return _JsonlWriter(path)
+
+
+def source_schema(path: str | os.PathLike, *, dictionary: Sequence[str] = ()) -> pa.Schema:
+    """The schema of a file (or Parquet directory) without reading its rows, as
+    :func:`open_source` will return its batches."""
+    path = Path(path)
+    if not path.exists():
+        raise BatchInputError(f"{path}: no such file or directory")
+    fmt = file_format(path)
+    if fmt == "parquet":
+        if path.is_file():
+            import pyarrow.parquet as pq
+
+            names = pq.read_schema(path).names
+            return pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in names]).schema_arrow
+        import pyarrow.dataset as ds
+
+        return ds.dataset(path, format="parquet").schema
+    if fmt == "ipc":
+        import pyarrow.ipc as ipc
+
+        try:
+            return ipc.open_file(path).schema
+        except pa.ArrowInvalid:
+            return ipc.open_stream(path).schema
+    if fmt == "csv":
+        import pyarrow.csv as csv
+
+        return pa.schema([(n, pa.string()) for n in csv.open_csv(path).schema.names])
+    import pyarrow.json as pj
+
+    return pj.open_json(path).schema

@@ -124,13 +124,55 @@ class Analyzer:
         """Split ``text`` into terms."""
         return list(self._memo(text))
 
-    def _tokenize(self, text: str) -> tuple[str, ...]:
+    def analyse_many(self, texts: Sequence[str], vocab: Vocabulary, *,
+                     chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+        """Term ids and lengths of many texts, growing ``vocab``: the same result as
+        ``vocab.add_all`` over ``tokenize(t)`` for every ``t`` in order.
+
+        For index builds: each distinct word is stop-checked and stemmed once, however
+        often it occurs (stemming token by token dominated analysis), and texts are
+        handled ``chunk`` at a time, so no list of every token of a million tools is
+        ever held. New terms get ids in first-seen order, as with :meth:`tokenize`:
+        a stem's first occurrence is its first raw word's first occurrence.
+
+        Returns:
+            ``(terms int32[total], lengths int64[len(texts)])``.
+        """
+        raw: dict[str, int] = {}
+        table = np.zeros(1024, np.int32)  # raw word id -> term id, -1 for a stop word
+        stop, stem, split = self._stop, self._stem, self._split
+        terms_out, lens_out = [], []
+        for start in range(0, len(texts), chunk):
+            toks = [split(self._prepare(t)) for t in texts[start:start + chunk]]
+            flat = [w for x in toks for w in x]
+            new = [w for w in dict.fromkeys(flat) if w not in raw]
+            if new:
+                raw.update(zip(new, range(len(raw), len(raw) + len(new))))
+                kept = [w for w in new if w not in stop]
+                ids = iter(vocab.add_all(stem.stemWords(kept) if stem is not None and kept else kept).tolist())
+                if len(raw) > table.size:
+                    table = np.resize(table, 2 * len(raw))
+                table[len(raw) - len(new):len(raw)] = [-1 if w in stop else next(ids) for w in new]
+            t = table[np.fromiter(map(raw.__getitem__, flat), dtype=np.int64, count=len(flat))]
+            keep = t >= 0
+            kept_before = np.zeros(len(flat) + 1, np.int64)
+            np.cumsum(keep, out=kept_before[1:])
+            ends = np.zeros(len(toks) + 1, np.int64)
+            np.cumsum(np.fromiter(map(len, toks), dtype=np.int64, count=len(toks)), out=ends[1:])
+            lens_out.append(np.diff(kept_before[ends]))
+            terms_out.append(t[keep])
+        if not terms_out:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(terms_out), np.concatenate(lens_out)
+
+    def _prepare(self, text: str) -> str:
         if self.fold_accents:
             text = fold_accents(text)
-        if self.lowercase:
-            text = text.lower()
+        return text.lower() if self.lowercase else text
+
+    def _tokenize(self, text: str) -> tuple[str, ...]:
         stop = self._stop
-        tokens = [t for t in self._split(text) if t not in stop]
+        tokens = [t for t in self._split(self._prepare(text)) if t not in stop]
         if self._stem is not None and tokens:
             tokens = self._stem.stemWords(tokens)
         return tuple(tokens)

@@ -21,6 +21,7 @@ from .errors import IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
 from .index.field_index import FieldIndex
+from .index.gcpause import gc_paused
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
 from .kernels.launch import using_threads
@@ -81,7 +82,8 @@ class ToolIndex:
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
         config = config or IndexConfig()
-        tokens = DocumentTokens.analyse(catalog, config, progress=progress)
+        with gc_paused():
+            tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
         return cls._from_tokens(catalog, config, tokens, dense)

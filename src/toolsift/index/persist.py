@@ -27,6 +27,7 @@ from ..schema import FIELDS, Catalog, Tool
 from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
+from .gcpause import gc_paused
 from .state import IndexState
 from .store import manifest_token, open_table, read_manifest, write_index_dir
 
@@ -118,7 +119,8 @@ def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = Tru
     for _ in range(_LOAD_ATTEMPTS):
         token = manifest_token(path)
         try:
-            return _load(path, mmap=mmap, verify=verify)
+            with gc_paused():
+                return _load(path, mmap=mmap, verify=verify)
         except IndexFormatError:
             if manifest_token(path) == token:
                 raise

@@ -115,14 +115,12 @@ class DocumentTokens:
         fd = field_documents(catalog, name_in_description=config.name_in_description,
                              split_identifiers=config.split_identifiers,
                              parameter_format=config.parameter_format, tool_card=config.tool_card)
-        tokenize = config.analyzer.tokenize
+        analyzer = config.analyzer
         n_tools = len(catalog)
         fields: dict[str, FieldTokens] = {}
-        for name in FIELDS:
+        for name in progress_bar(FIELDS, progress, "analyse"):
             texts, groups = fd[name].texts, fd[name].groups
-            toks = [tokenize(t) for t in progress_bar(texts, progress, f"analyse {name}")]
-            lens = np.fromiter((len(x) for x in toks), dtype=np.int64, count=len(toks))
-            terms = vocab.add_all([w for x in toks for w in x])
+            terms, lens = analyzer.analyse_many(texts, vocab)
             if groups is None:
                 per_tool = np.ones(n_tools, np.int64)
             else:

@@ -35,7 +35,7 @@ from ..config import IndexConfig
 from ..errors import ConfigError
 from ..schema import Catalog, Tool
 from ..scores import scores_to_run
-from .methods import MethodOutput, MethodUnavailable
+from .output import MethodOutput, MethodUnavailable
 
 __all__ = ["COLD_METHODS", "BASELINE_METHODS", "run_cold", "openai_tool", "flat_text", "ranked_run",
            "BM25S_SETTINGS"]

@@ -34,10 +34,9 @@ import numpy as np
 from ..config import IndexConfig
 from ..errors import ConfigError
 from ..schema import Catalog, Tool
-from ..scores import scores_to_run
 from .output import MethodOutput, MethodUnavailable
 
-__all__ = ["COLD_METHODS", "BASELINE_METHODS", "run_cold", "openai_tool", "flat_text", "ranked_run",
+__all__ = ["COLD_METHODS", "BASELINE_METHODS", "run_cold", "openai_tool", "flat_text", "ranked_run", "scores_run",
            "BM25S_SETTINGS"]
 
 _DEPTH = 100
@@ -118,6 +117,20 @@ def ranked_run(ranked: Sequence[Sequence[str]], query_ids: Sequence[str]) -> dic
     """A run from ranked id lists: score ``len - rank``, so trec_eval keeps each list's
     order (no ties)."""
     return {qid: {tid: float(len(ids) - r) for r, tid in enumerate(ids)} for qid, ids in zip(query_ids, ranked)}
+
+
+def scores_run(scores: np.ndarray, query_ids: Sequence[str], tool_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """A run from dense ``[queries, tools]`` scores, ranked by score with ties broken by
+    catalogue position, the order ``ToolIndex.search`` returns them in.
+
+    Every cold-start method ranks ties the same way. It matters: ToolLink and APIBank have
+    many tools with identical text, and pytrec_eval's own tie-break (tool id, descending)
+    moved ToolLink's N@10 by .04 between two rankings that differ only in tie order.
+    """
+    depth = min(_DEPTH, scores.shape[1])
+    pos = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    order = np.lexsort((pos, -scores), axis=1)[:, :depth]
+    return ranked_run([[tool_ids[j] for j in row] for row in order], query_ids)
 
 
 def _depth(catalog: Catalog) -> int:
@@ -212,7 +225,7 @@ def _bm25s(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, stem:
            **_) -> tuple[dict, dict]:
     scores = bm25s_scores(_docs(catalog), texts, stem=stem)
     settings = BM25S_SETTINGS if stem else {**BM25S_SETTINGS, "stemmer": None}
-    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"bm25s": settings}
+    return scores_run(scores, qids, [t.id for t in catalog]), {"bm25s": settings}
 
 
 def _bm25s_nostem(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], **kw) -> tuple[dict, dict]:
@@ -225,7 +238,7 @@ def _dense(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encod
 
     enc = _dense_guard(encoder)
     scores = encode_texts(enc, list(texts)) @ encode_texts(enc, _docs(catalog)).T
-    return scores_to_run(scores, list(qids), [t.id for t in catalog], depth=_DEPTH), {"encoder": encoder or "default"}
+    return scores_run(scores, qids, [t.id for t in catalog]), {"encoder": encoder or "default"}
 
 
 def _peer(name: str) -> Callable[..., tuple[dict, dict]]:

@@ -193,13 +193,24 @@ def test_shipped_weights_are_the_default_and_lodo_files_exclude_their_set() -> N
     assert all(w >= 0 for w in DEFAULT_PARAMS.weights)
     from toolsift.kernels.params import _WEIGHTS_DIR
 
-    lodo = sorted(_WEIGHTS_DIR.glob("lodo-*.json"))
-    assert len(lodo) == 5
-    for path in lodo:
-        doc = json.loads(path.read_text())
-        held = path.stem.removeprefix("lodo-")
-        assert doc["held_out"] == held and held not in doc["trained_on"] and len(doc["trained_on"]) == 4
-        shipped_params(path.stem)
+    for prefix in ("lodo-", "hybrid-lodo-"):
+        lodo = sorted(_WEIGHTS_DIR.glob(f"{prefix}*.json"))
+        assert len(lodo) == 5
+        for path in lodo:
+            doc = json.loads(path.read_text())
+            held = path.stem.removeprefix(prefix)
+            assert doc["held_out"] == held and held not in doc["trained_on"] and len(doc["trained_on"]) == 4
+            shipped_params(path.stem)
+    # Hybrid weights record the BM25 share they were trained with; default-hybrid uses it.
+    from toolsift.evaluate.cold import default_config
+    from toolsift.kernels.params import shipped_weights
+
+    for held in ("mftr-apibank", "ultratool"):
+        cfg, name = default_config(held, hybrid=True)
+        doc = shipped_weights(f"hybrid-lodo-{held}")
+        assert name == f"hybrid-lodo-{held}" and cfg.params == doc["params"]
+        assert cfg.hybrid_weight == doc["index_config"]["hybrid_weight"]
+        assert dict(cfg.retrievers)["description"] == "hybrid" and dict(cfg.retrievers)["parameters"] == "bm25"
     with pytest.raises(ConfigError, match="no 'nope'"):
         shipped_params("nope")
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from toolsift.evaluate import MftrDataset, UltraToolDataset, evaluate
+from toolsift.evaluate import folds as F
 from toolsift.evaluate import methods as M
 from toolsift.evaluate.ultratool import run_ultratool
 
@@ -63,7 +64,7 @@ def test_no_test_fold_query_reaches_training_or_examples(apibank, monkeypatch):
     ids = [q.id for q in apibank.queries]
     state = {"test": set()}
     violations = []
-    real_fold, real_pairs, real_scores = M._fold_field_scores, M.make_pairs, M._scores
+    real_fold, real_pairs, real_scores = M.fold_field_scores, F.make_pairs, F.score_rows
 
     def spy_fold(ds, train_rows, test_rows, *a, **k):
         state["test"] = {int(r) for r in test_rows}
@@ -82,9 +83,9 @@ def test_no_test_fold_query_reaches_training_or_examples(apibank, monkeypatch):
             violations.append("a query was scored against its own text as an example")
         return real_scores(ds, cat, configs, qs, rows, into)
 
-    monkeypatch.setattr(M, "_fold_field_scores", spy_fold)
-    monkeypatch.setattr(M, "make_pairs", spy_pairs)
-    monkeypatch.setattr(M, "_scores", spy_scores)
+    monkeypatch.setattr(M, "fold_field_scores", spy_fold)
+    monkeypatch.setattr(F, "make_pairs", spy_pairs)
+    monkeypatch.setattr(F, "score_rows", spy_scores)
     M.run_method(apibank, "llm-free", grid=M.MFTR_GRID[:2])
     assert state["test"], "the spy never saw a fold"
     assert not violations, violations[:3]
@@ -174,7 +175,7 @@ def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs,
 
     def catalog(examples):
         if docs == "authors":
-            return M._catalog(ds, docs, examples)
+            return M.catalog_for(ds, docs, examples)
         return standardize_catalog(ds.raw_tools, examples=examples)
 
     n = len(ds.queries)
@@ -199,7 +200,7 @@ def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs,
         return out
     test_texts = {ds.queries[r].text for r in test_rows}
     score(catalog(M.examples_from(ds, [ds.queries[r].id for r in train_rows], exclude_texts=test_texts)), test_rows)
-    for part in np.array_split(train_rows, M._CROSSFIT):
+    for part in np.array_split(train_rows, F.CROSSFIT):
         own = set(part.tolist())
         others = [ds.queries[r].id for r in train_rows if r not in own]
         ex = M.examples_from(ds, others, exclude_texts=test_texts | {ds.queries[r].text for r in part})
@@ -217,11 +218,11 @@ def _naive_train_select(fs_by_setup, rows, ds, negatives, tc, *, inner=3):
         run = {}
         for k in range(inner):
             tr = np.concatenate([splits[j] for j in range(inner) if j != k])
-            run.update(fs.run(M.train(M.make_pairs(fs, tr, labels, negatives), tc).params, splits[k], depth=100))
+            run.update(fs.run(F.train(F.make_pairs(fs, tr, labels, negatives), tc).params, splits[k], depth=100))
         score = evaluate({fs.query_ids[r]: qrels[fs.query_ids[r]] for r in rows}, run, metrics=("ndcg@10",)).mean
         if score["ndcg@10"] > best_score + 1e-12:
             best, best_score = s, score["ndcg@10"]
-    return best, M.train(M.make_pairs(fs_by_setup[best], rows, labels, negatives), tc).params
+    return best, F.train(F.make_pairs(fs_by_setup[best], rows, labels, negatives), tc).params
 
 
 @pytest.mark.parametrize("feedback", [True, False])
@@ -232,8 +233,8 @@ def test_cached_fold_loop_equals_the_naive_one(apibank, monkeypatch, feedback):
     computation per fold."""
     metrics = ("ndcg@1", "ndcg@10", "recall@10", "mrr")
     fast = M.run_method(apibank, "llm-free", feedback=feedback)
-    monkeypatch.setattr(M, "_fold_field_scores", _naive_fold_field_scores)
-    monkeypatch.setattr(M, "_train_select", _naive_train_select)
+    monkeypatch.setattr(M, "fold_field_scores", _naive_fold_field_scores)
+    monkeypatch.setattr(M, "train_select", _naive_train_select)
     slow = M.run_method(apibank, "llm-free", feedback=feedback)
     assert [n["scale"] for n in fast.notes] == [n["scale"] for n in slow.notes]
     for a, b in zip(fast.notes, slow.notes):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..schema import Catalog
-from .methods import MethodUnavailable
+from .output import MethodUnavailable
 
 __all__ = ["PEERS", "PeerUnavailable", "peer_versions"]
 

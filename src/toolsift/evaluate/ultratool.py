@@ -13,7 +13,7 @@ from ..config import IndexConfig
 from ..schema import Query, ToolNeed
 from ..toolindex import ToolIndex
 from .datasets import UltraToolDataset
-from .methods import MethodOutput
+from .output import MethodOutput
 
 __all__ = ["ULTRATOOL_METHODS", "ULTRATOOL_METRICS", "run_ultratool"]
 

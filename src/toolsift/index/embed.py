@@ -49,6 +49,13 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     # often the same string, and encode_texts encodes each distinct string once.
     texts = [t for f in names for t in fd[f].texts]
     vecs = encode_texts(get_encoder(config), texts, progress=progress)
+    # An empty document (no response text, a tool without examples) is no evidence: its
+    # cosine must be 0, as its BM25 score is, not the similarity to the empty string's
+    # embedding (which is positive for most queries and ranked tools by what they lack).
+    empty = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
+    if empty.any():
+        vecs = np.array(vecs, dtype=np.float32, copy=True)
+        vecs[empty] = 0.0
     out, start = {}, 0
     for name in names:
         n = len(fd[name].texts)

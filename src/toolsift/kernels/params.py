@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ConfigError
 
 __all__ = ["WEIGHT_FIELDS", "ScoringParams", "DEFAULT_PARAMS", "PAPER_PARAMS", "COLDSTART_INIT",
-           "shipped_params"]
+           "shipped_params", "shipped_weights"]
 
 #: Order of :attr:`ScoringParams.weights`; the same order as ``toolsift.schema.FIELDS``.
 WEIGHT_FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
@@ -233,13 +233,16 @@ COLDSTART_INIT = ScoringParams(param_max_share=1.0)
 _WEIGHTS_DIR = Path(__file__).resolve().parents[1] / "data" / "weights"
 
 
-def shipped_params(name: str = "default") -> ScoringParams:
-    """Scoring parameters shipped in the package.
+def shipped_weights(name: str = "default") -> dict[str, Any]:
+    """A shipped weights file as written: ``params``, ``trained_on``, ``index_config``
+    (the index settings the weights were trained with, e.g. ``hybrid_weight``), ...
 
     Args:
-        name: ``"default"`` (learned on all five shared benchmarks, raw queries, raw
-            tools) or ``"lodo-<set>"`` (learned on the other four only; for honest
-            evaluation on ``<set>``, e.g. ``"lodo-mftr-apibank"``).
+        name: ``"default"`` (BM25 fields, learned on all five shared benchmarks, raw
+            queries, raw tools), ``"lodo-<set>"`` (learned on the other four only; for
+            honest evaluation on ``<set>``, e.g. ``"lodo-mftr-apibank"``), or the same
+            with a ``hybrid-`` prefix (learned with hybrid description/response/examples
+            fields, e.g. ``"hybrid-default"``).
 
     Raises:
         ConfigError: No such file, or it does not hold valid parameters.
@@ -252,9 +255,20 @@ def shipped_params(name: str = "default") -> ScoringParams:
         raise ConfigError(f"shipped weights: no {name!r} (available: {', '.join(known) or 'none'})")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return ScoringParams.from_dict(doc["params"])
+        doc["params"] = ScoringParams.from_dict(doc["params"])
+        return doc
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{path}: not a shipped weights file: {exc}") from exc
+
+
+def shipped_params(name: str = "default") -> ScoringParams:
+    """Scoring parameters shipped in the package (see :func:`shipped_weights` for the
+    names).
+
+    Raises:
+        ConfigError: No such file, or it does not hold valid parameters.
+    """
+    return shipped_weights(name)["params"]
 
 
 #: The scoring parameters of a new index: the shipped cross-dataset weights

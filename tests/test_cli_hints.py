@@ -31,7 +31,6 @@ def test_long_work_shows_a_bar_with_eta(capsys):
 
 
 def test_eval_on_a_folder_of_datasets_lists_them(tmp_path, capsys):
-    pytest.importorskip("pytrec_eval")
     (tmp_path / "mftr-a" / "dataset" / "from_toolret").mkdir(parents=True)
     (tmp_path / "ultra" / "data" / "English-dataset").mkdir(parents=True)
     (tmp_path / "notes").mkdir()

@@ -49,7 +49,6 @@ def test_valid_configs_round_trip():
 
 
 def test_serve_config_file_errors_name_file_and_key(tmp_path):
-    pytest.importorskip("re2")
     from toolsift.gateway.upstream_config import ServeConfig
 
     path = tmp_path / "gateway.json"

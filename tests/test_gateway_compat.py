@@ -14,12 +14,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-pytest.importorskip("mcp")
-
-from toolsift.errors import ToolsiftError  # noqa: E402
-from toolsift.gateway import Gateway, UpstreamStartError  # noqa: E402
-from toolsift.gateway._mcp import MCP_MAJOR  # noqa: E402
-from toolsift.gateway.upstream import UpstreamSpec, Upstreams  # noqa: E402
+from toolsift.errors import ToolsiftError
+from toolsift.gateway import Gateway, UpstreamStartError
+from toolsift.gateway._mcp import MCP_MAJOR
+from toolsift.gateway.upstream import Upstreams, UpstreamSpec
 
 SERVERS = Path(__file__).resolve().parent / "gateway_servers"
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 
+import anthropic
 import pytest
 
-anthropic = pytest.importorskip("anthropic")
+from toolsift import SchemaError, ToolIndex, ToolsiftError
+from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.gateway.formats import to_anthropic
+from toolsift.integrations.anthropic import ToolsiftAnthropic, wrap
 
-from toolsift import SchemaError, ToolIndex, ToolsiftError  # noqa: E402
-from toolsift.adapters import demo_catalog_path, load_catalog  # noqa: E402
-from toolsift.gateway.formats import to_anthropic  # noqa: E402
-from toolsift.integrations.anthropic import ToolsiftAnthropic, wrap  # noqa: E402
-
-from .chat_api_server import ChatAPIServer, anthropic_reply  # noqa: E402
+from .chat_api_server import ChatAPIServer, anthropic_reply
 
 K = 3
 PINNED = "create_reminder"

@@ -5,19 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import StructuredTool
 
-pytest.importorskip("langchain_core")
-
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from langchain_core.runnables import RunnableLambda  # noqa: E402
-from langchain_core.tools import StructuredTool  # noqa: E402
-
-from toolsift import SchemaError, ToolIndex  # noqa: E402
-from toolsift.adapters import demo_catalog_path, load_catalog  # noqa: E402
-from toolsift.gateway.formats import input_schema, to_openai  # noqa: E402
-from toolsift.integrations.langchain import ToolsiftRetriever  # noqa: E402
-from toolsift.integrations.langgraph import make_retrieve_tools  # noqa: E402
+from toolsift import SchemaError, ToolIndex
+from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.gateway.formats import input_schema, to_openai
+from toolsift.integrations.langchain import ToolsiftRetriever
+from toolsift.integrations.langgraph import make_retrieve_tools
 
 QUERY = "send an email to my manager"
 
@@ -93,7 +90,7 @@ def test_bigtool_contract(index, lc_tools):
 
 def test_bigtool_agent_end_to_end(lc_tools):
     """A langgraph-bigtool agent with toolsift retrieval and a scripted chat model."""
-    bigtool = pytest.importorskip("langgraph_bigtool")
+    import langgraph_bigtool as bigtool
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool

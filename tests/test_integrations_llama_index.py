@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from llama_index.core.objects import ObjectRetriever
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.tools import FunctionTool
 
-pytest.importorskip("llama_index.core")
-
-from llama_index.core.objects import ObjectRetriever  # noqa: E402
-from llama_index.core.retrievers import BaseRetriever  # noqa: E402
-from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
-from llama_index.core.tools import FunctionTool  # noqa: E402
-
-from toolsift import SchemaError, ToolIndex  # noqa: E402
-from toolsift.adapters import demo_catalog_path, load_catalog  # noqa: E402
-from toolsift.gateway.formats import to_openai  # noqa: E402
-from toolsift.integrations.llama_index import ToolsiftNodeRetriever, tool_retriever  # noqa: E402
+from toolsift import SchemaError, ToolIndex
+from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.gateway.formats import to_openai
+from toolsift.integrations.llama_index import ToolsiftNodeRetriever, tool_retriever
 
 QUERY = "what is the weather forecast for Paris tomorrow"
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import openai
 import pytest
 
-openai = pytest.importorskip("openai")
+from toolsift import SchemaError, ToolIndex, ToolsiftError
+from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.integrations.openai import ToolsiftOpenAI, wrap
 
-from toolsift import SchemaError, ToolIndex, ToolsiftError  # noqa: E402
-from toolsift.adapters import demo_catalog_path, load_catalog  # noqa: E402
-from toolsift.integrations.openai import ToolsiftOpenAI, wrap  # noqa: E402
-
-from .chat_api_server import ChatAPIServer, chat_reply, responses_reply  # noqa: E402
+from .chat_api_server import ChatAPIServer, chat_reply, responses_reply
 
 K = 3
 PINNED = "get_current_weather"

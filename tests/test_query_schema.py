@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+import jsonschema
 import pytest
 
-jsonschema = pytest.importorskip("jsonschema")
-
-from toolsift.llm.prompts import REWRITE_SHAPE  # noqa: E402
-from toolsift.schema import Query  # noqa: E402
-from toolsift.query_schema import StructuredQuery, structured_query_schema  # noqa: E402
+from toolsift.llm.prompts import REWRITE_SHAPE
+from toolsift.query_schema import StructuredQuery, structured_query_schema
+from toolsift.schema import Query
 
 
 def _advertised(gateway_format: str = "mcp") -> dict:

@@ -26,8 +26,8 @@ from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
 from ..schema import Catalog, Tool
 
 __all__ = [
-    "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "as_index", "drive", "drive_async", "field",
-    "reject_stream", "round_kwargs",
+    "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "WrappedClient", "as_index", "drive", "drive_async",
+    "field", "reject_stream", "round_kwargs",
 ]
 
 #: Default name of the search tool the model sees.
@@ -259,3 +259,35 @@ async def drive_async(loop: Loop[_T], send: Callable[..., Awaitable[Any]]) -> _T
             request = loop.send(response)
         except StopIteration as stop:
             return stop.value
+
+
+class WrappedClient:
+    """What the SDK wrappers share: the client check, the :class:`ToolSearch`, pass-through.
+
+    A subclass names its SDK's sync and async client classes (:meth:`_client_types`) and
+    attaches its wrapped endpoints in ``__init__`` after calling this one; every other
+    attribute is the wrapped client's.
+    """
+
+    def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
+                 max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+        sync_type, async_type = self._client_types()
+        if not isinstance(client, (sync_type, async_type)):
+            raise ToolsiftError(f"client: expected an {sync_type.__module__.split('.')[0]}.{sync_type.__name__} "
+                                f"or {async_type.__name__} client, got {type(client).__name__}")
+        self._client = client
+        self._async = isinstance(client, async_type)
+        self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
+                                 max_tools=max_tools, search_tool_name=search_tool_name)
+
+    @staticmethod
+    def _client_types() -> tuple[type, type]:
+        raise NotImplementedError
+
+    def _run(self, loop: Any, send: Any) -> Any:
+        return drive_async(loop, send) if self._async else drive(loop, send)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_client":  # not set yet (a failed __init__): no endless recursion
+            raise AttributeError(name)
+        return getattr(self._client, name)

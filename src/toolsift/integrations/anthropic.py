@@ -28,24 +28,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ToolsiftError
+from ..extras import require_extra
 from ..gateway.formats import to_anthropic
 from ._toolset import (
-    SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream, round_kwargs,
+    ToolSearch,
+    ToolsSource,
+    WrappedClient,
+    field,
+    reject_stream,
+    round_kwargs,
 )
 
 __all__ = ["ToolsiftAnthropic", "wrap"]
 
 
 def _require_anthropic() -> Any:
-    try:
-        import anthropic
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ToolsiftError("toolsift.integrations.anthropic needs the anthropic package: "
-                            "pip install 'toolsift[anthropic]'") from exc
-    return anthropic
+    return require_extra("anthropic", extra="anthropic", feature="toolsift.integrations.anthropic")
 
 
-class ToolsiftAnthropic:
+class ToolsiftAnthropic(WrappedClient):
     """An ``anthropic.Anthropic`` / ``AsyncAnthropic`` client whose requests carry only the tools that matter.
 
     ``messages.create`` is wrapped; every other attribute is the wrapped client's.
@@ -64,21 +65,14 @@ class ToolsiftAnthropic:
         SchemaError, ConfigError: See :class:`~toolsift.integrations._toolset.ToolSearch`.
     """
 
-    def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
-                 max_searches: int = 3, max_tools: int = 32,
-                 search_tool_name: str = SEARCH_TOOL_NAME) -> None:
-        anthropic = _require_anthropic()
-        if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
-            raise ToolsiftError(f"client: expected an anthropic.Anthropic or AsyncAnthropic client, "
-                                f"got {type(client).__name__}")
-        self._client = client
-        self._async = isinstance(client, anthropic.AsyncAnthropic)
-        self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name)
+    def __init__(self, client: Any, tools: ToolsSource, **options: Any) -> None:
+        super().__init__(client, tools, **options)
         self.messages = _Messages(self)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+    @staticmethod
+    def _client_types() -> tuple[type, type]:
+        anthropic = _require_anthropic()
+        return anthropic.Anthropic, anthropic.AsyncAnthropic
 
 
 def wrap(client: Any, tools: ToolsSource, **options: Any) -> ToolsiftAnthropic:
@@ -102,7 +96,7 @@ class _Messages:
         owner = self._owner
         loop = _messages_loop(owner.search, kwargs)
         send = owner._client.messages.create
-        return drive_async(loop, send) if owner._async else drive(loop, send)
+        return owner._run(loop, send)
 
 
 def _blocks(content: Any) -> Sequence[Any]:

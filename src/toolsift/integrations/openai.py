@@ -30,24 +30,25 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ToolsiftError
+from ..extras import require_extra
 from ..gateway.formats import to_openai
 from ._toolset import (
-    SEARCH_TOOL_NAME, ToolSearch, ToolsSource, drive, drive_async, field, reject_stream, round_kwargs,
+    ToolSearch,
+    ToolsSource,
+    WrappedClient,
+    field,
+    reject_stream,
+    round_kwargs,
 )
 
 __all__ = ["ToolsiftOpenAI", "wrap"]
 
 
 def _require_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ToolsiftError("toolsift.integrations.openai needs the openai package: "
-                            "pip install 'toolsift[openai]'") from exc
-    return openai
+    return require_extra("openai", extra="openai", feature="toolsift.integrations.openai")
 
 
-class ToolsiftOpenAI:
+class ToolsiftOpenAI(WrappedClient):
     """An ``openai.OpenAI`` / ``AsyncOpenAI`` client whose requests carry only the tools that matter.
 
     ``chat.completions.create`` and ``responses.create`` are wrapped; every other
@@ -67,25 +68,15 @@ class ToolsiftOpenAI:
         SchemaError, ConfigError: See :class:`~toolsift.integrations._toolset.ToolSearch`.
     """
 
-    def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
-                 max_searches: int = 3, max_tools: int = 32,
-                 search_tool_name: str = SEARCH_TOOL_NAME) -> None:
-        openai = _require_openai()
-        if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
-            raise ToolsiftError(f"client: expected an openai.OpenAI or AsyncOpenAI client, "
-                                f"got {type(client).__name__}")
-        self._client = client
-        self._async = isinstance(client, openai.AsyncOpenAI)
-        self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name)
+    def __init__(self, client: Any, tools: ToolsSource, **options: Any) -> None:
+        super().__init__(client, tools, **options)
         self.chat = _Chat(self)
         self.responses = _Responses(self)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def _run(self, loop: Any, send: Any) -> Any:
-        return drive_async(loop, send) if self._async else drive(loop, send)
+    @staticmethod
+    def _client_types() -> tuple[type, type]:
+        openai = _require_openai()
+        return openai.OpenAI, openai.AsyncOpenAI
 
 
 def wrap(client: Any, tools: ToolsSource, **options: Any) -> ToolsiftOpenAI:

@@ -141,6 +141,11 @@ def test_find_tools_in_each_host_format(gw, index, fmt):
         assert schema["function"]["name"] == "get_current_weather"
         assert schema["function"]["description"] == source["description"]
         params = schema["function"]["parameters"]
+    elif fmt == "openai-responses":
+        assert schema["type"] == "function" and "function" not in schema
+        assert schema["name"] == "get_current_weather"
+        assert schema["description"] == source["description"]
+        params = schema["parameters"]
     else:
         assert set(schema) == {"name", "description", "input_schema"}
         params = schema["input_schema"]
@@ -453,7 +458,7 @@ def test_use_tool_structured(gw):
 def test_capabilities(gw, index):
     caps = gw.capabilities()
     assert caps["backends"] == ["bm25"]
-    assert caps["formats"] == ["mcp", "openai", "anthropic"]
+    assert caps["formats"] == ["mcp", "openai", "openai-responses", "anthropic"]
     assert caps["limits"] == {"default_limit": 5, "max_limit": 20, "max_query_chars": 2000, "call_timeout": None}
     assert caps["tools"] == len(index.catalog) == 60
     assert caps["meta_tools"] == ["find_tools", "use_tool"]
@@ -469,6 +474,8 @@ def test_meta_tools_in_each_format(gw, fmt):
         got = {t["name"]: t["inputSchema"] for t in tools}
     elif fmt == "openai":
         got = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    elif fmt == "openai-responses":
+        got = {t["name"]: t["parameters"] for t in tools}
     else:
         got = {t["name"]: t["input_schema"] for t in tools}
     assert set(got) == {"find_tools", "use_tool"}

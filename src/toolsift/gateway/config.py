@@ -14,7 +14,7 @@ import functools
 import logging
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -26,8 +26,10 @@ __all__ = ["FORMATS", "ConfigModel", "GatewayConfig", "RoutingRule", "validation
 
 log = logging.getLogger(__name__)
 
-#: Host formats tool schemas can be returned in.
-FORMATS: tuple[str, ...] = ("mcp", "openai", "anthropic")
+#: Host formats tool schemas can be returned in (``"openai"`` is Chat Completions,
+#: ``"openai-responses"`` the Responses API's flat form).
+FormatName = Literal["mcp", "openai", "openai-responses", "anthropic"]
+FORMATS: tuple[str, ...] = get_args(FormatName)
 
 #: Types shared by the gateway's config models (strict: no "3" for 3, no true for 1).
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
@@ -159,7 +161,7 @@ class GatewayConfig(ConfigModel):
 
     _where: ClassVar[str] = "gateway"
 
-    format: Literal["mcp", "openai", "anthropic"] = "mcp"
+    format: FormatName = "mcp"
     max_limit: PositiveInt = 20
     default_limit: PositiveInt = 5
     max_query_chars: PositiveInt = 2000

@@ -78,7 +78,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
                          "cold-start default,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
-                         "peer-dehydrator; all but the last two join the default list)")
+                         "peer-dehydrator,peer-langchain; all but the last three join the default list)")
     ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
                     help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
                          "(BM25 + dense for description/response/examples, BM25 for parameters)")

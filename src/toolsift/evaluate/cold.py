@@ -284,6 +284,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "peer-ratel": _peer("ratel"),
     "peer-toolpicker": _peer("toolpicker"),
     "peer-dehydrator": _peer("dehydrator"),
+    "peer-langchain": _peer("langchain"),
 }
 
 #: Every cold-start method, in table order.

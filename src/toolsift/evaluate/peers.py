@@ -14,11 +14,15 @@ interfaces (``unshare -n``).
                 stage only), ``select(query, k=...)``
 ``dehydrator``  ``dehydrator.ToolIndex`` (rank_bm25 BM25L over name, description and
                 schema words) on Anthropic-style dicts, ``search(query)``
+``langchain``   LangChain's ``BM25Retriever`` (langchain-community; rank_bm25 BM25Okapi
+                over whitespace tokens, its default preprocessing) on one ``Document``
+                per tool whose ``page_content`` is the tool's description, as LangGraph's
+                many-tools guide indexes tools (there with a vector store), ``invoke``
 ==============  ========================================================================
 
 Not wrapped: graph-tool-call (its offline keyword mode took ~7 s per query on APIGen's
-3,605 tools, hours per data set), LangChain's ``BM25Retriever`` (rank_bm25 BM25Okapi
-over whitespace tokens: a weaker copy of ``bm25s-fulldoc`` that would pull in LangChain).
+3,605 tools, hours per data set); LangChain's embedding retrievers (a vector store over
+MiniLM is what ``dense-fulldoc`` measures, without LangChain in between).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from .output import MethodUnavailable
 __all__ = ["PEERS", "PeerUnavailable", "peer_versions"]
 
 _PACKAGES = {"ratel": ("ratel_ai", "ratel-ai"), "toolpicker": ("toolpicker", "toolpicker"),
-             "dehydrator": ("dehydrator", "dehydrator")}
+             "dehydrator": ("dehydrator", "dehydrator"),
+             "langchain": ("langchain_community.retrievers", "langchain-community")}
 
 
 class PeerUnavailable(MethodUnavailable):
@@ -118,9 +123,23 @@ def _dehydrator(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries:
     return ranked, {"peer": "dehydrator", "method": "BM25L (rank_bm25), no reranker"}
 
 
+def _langchain(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: Sequence[str], *, k: int
+               ) -> tuple[list[list[str]], dict]:
+    retrievers = _import("langchain")
+    from langchain_core.documents import Document
+
+    docs = [Document(page_content=s["function"].get("description", "") or s["function"]["name"],
+                     metadata={"tool_id": t.id}) for t, s in zip(catalog, schemas)]
+    retriever = retrievers.BM25Retriever.from_documents(docs, k=k)
+    ranked = [[d.metadata["tool_id"] for d in retriever.invoke(q)] for q in queries]
+    return ranked, {"peer": "langchain-community", "method": "BM25Retriever (rank_bm25 BM25Okapi, "
+                    "whitespace tokens) over tool descriptions"}
+
+
 #: ``{peer: wrapper(catalog, openai_schemas, queries, k=...) -> (ranked ids, note)}``.
 PEERS: dict[str, Callable[..., tuple[list[list[str]], dict]]] = {
     "ratel": _ratel,
     "toolpicker": _toolpicker,
     "dehydrator": _dehydrator,
+    "langchain": _langchain,
 }

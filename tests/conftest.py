@@ -29,3 +29,11 @@ def demo_catalog():
     from toolsift.adapters import demo_catalog_path
 
     return load_catalog(demo_catalog_path())
+
+
+@pytest.fixture(scope="session")
+def demo_index(demo_catalog):
+    """The demo catalogue indexed with the default config (read-only in tests)."""
+    from toolsift import ToolIndex
+
+    return ToolIndex.build(demo_catalog)

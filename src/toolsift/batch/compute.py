@@ -8,8 +8,10 @@ It runs :func:`~toolsift.search.candidates.pack` and
 most ``max_pairs`` pairs, so the per-field similarity arrays of one call stay within a
 few hundred megabytes whatever the batch size.
 
-:func:`fill_rows` then writes each row's six values from those results (or from a
-per-query full-catalogue table, see :mod:`toolsift.batch.tables`) in row order.
+:func:`score_whole` fills per-query full-catalogue tables (see
+:mod:`toolsift.batch.tables`) with the same field scores and kernel, packed without a
+per-candidate loop since every query lists every tool in order. :func:`fill_rows` then
+writes each row's six values from a table or from the grouped results, in row order.
 """
 
 from __future__ import annotations

@@ -137,3 +137,26 @@ def test_unknown_extension_and_missing_file(setup):
     (tmp / "pairs.txt").write_text("x")
     proc = _run("score", str(tmp / "index"), str(tmp / "pairs.txt"), str(tmp / "o.parquet"))
     assert proc.returncode == 2 and "unknown file type '.txt'" in proc.stderr
+
+
+def test_compression_option(setup):
+    tmp, index, table, qtable = setup
+    _write(table, tmp / "pairs_c.parquet")
+    out = tmp / "zstd.parquet"
+    proc = _run("score", str(tmp / "index"), str(tmp / "pairs_c.parquet"), str(out), "--compression", "zstd",
+                "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+    for c in SCORE_COLUMNS:
+        assert np.array_equal(pq.read_table(out)[c].to_numpy(), score_table(index, table)[c].to_numpy()), c
+    _write(qtable, tmp / "queries_c.parquet")
+    ranked = _run("rank", str(tmp / "index"), str(tmp / "queries_c.parquet"), str(tmp / "ranked_c.parquet"), "-k",
+                  "2", "--compression", "none", "--quiet")
+    assert ranked.returncode == 0, ranked.stderr
+    assert pq.ParquetFile(tmp / "ranked_c.parquet").metadata.row_group(0).column(0).compression == "UNCOMPRESSED"
+    # A codec the output format cannot use: one line, exit status 2, no output.
+    bad = _run("score", str(tmp / "index"), str(tmp / "pairs_c.parquet"), str(tmp / "o.csv"), "--compression", "lz4")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "csv output is written uncompressed" in bad.stderr and not (tmp / "o.csv").exists()
+    unknown = _run("score", str(tmp / "index"), str(tmp / "pairs_c.parquet"), str(out), "--compression", "gzip")
+    assert unknown.returncode == 2 and "invalid choice: 'gzip'" in unknown.stderr

@@ -94,3 +94,25 @@ def test_worker_errors_come_back_as_toolsift_errors():
     got = _toolsift_cause(RuntimeError(text))
     assert str(got) == "on a Ray worker: row 3, column 'tool_id': unknown tool id 'x'"
     assert _toolsift_cause(RuntimeError("something else")) is None
+
+
+def test_ray_hybrid_index_equals_single_process(cluster, saved, tmp_path):
+    """Hybrid fields embed each batch's distinct queries on the worker, in batches
+    that differ from the single process's: the default encoder's vectors do not
+    depend on which texts share a batch, so the scores are still bit for bit equal."""
+    from toolsift import IndexConfig
+    from toolsift.adapters import load_catalog
+    from toolsift.distributed import score_dataset
+
+    hybrid = (("description", "hybrid"), ("parameters", "bm25"), ("response", "hybrid"), ("examples", "hybrid"))
+    root = dataset("mftr-apibank") / "dataset"
+    index = ToolIndex.build(load_catalog(root / "augmented_tools/apibank/gpt-4o-mini_tools.json"),
+                            config=IndexConfig(retrievers=hybrid))
+    index.save(tmp_path / "hybrid")
+    table = saved[1].slice(0, 2000)
+    local = score_table(ToolIndex.load(tmp_path / "hybrid"), table, on_error="column", batch_size=600)
+    ds = ray.data.from_arrow(table).repartition(3)
+    out = score_dataset(ds, tmp_path / "hybrid", workers=2, cpus_per_worker=0.5, batch_size=350, on_error="column")
+    got = pa.concat_tables(ray.get(out.to_arrow_refs())).sort_by("row")
+    assert got["row"].to_pylist() == list(range(table.num_rows))
+    _same(got, local)

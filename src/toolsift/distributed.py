@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from .batch.columns import BatchInputError
 from .batch.files import FileResult
-from .batch.io import file_format, open_writer, source_schema
+from .batch.io import check_compression, file_format, open_writer, source_schema
 from .errors import ToolsiftError
 
 __all__ = ["IndexScorer", "score_dataset", "score_file_ray"]
@@ -114,7 +114,8 @@ def _read(ray, path: Path, query_column: str, tool_column: str):
 
 def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str | os.PathLike, *,
                    address: str | None = None, workers: int | None = None, batch_size: int = 262_144,
-                   progress: bool = False, threads: int | None = None, **options: Any) -> FileResult:
+                   progress: bool = False, threads: int | None = None, compression: str | None = None,
+                   **options: Any) -> FileResult:
     """``toolsift score --engine ray``: score the file ``pairs`` on Ray into the file
     ``out``, rows in input order (the driver writes what the workers return).
 
@@ -127,6 +128,7 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
         batch_size: Rows per scored batch.
         progress: Show Ray's progress bars.
         threads: Threads per worker (default 1).
+        compression: Output codec, as :func:`~toolsift.batch.files.score_file`.
         options: As :func:`~toolsift.batch.score_batches`.
     """
     ray = _ray()
@@ -136,6 +138,7 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
     pairs, out = Path(pairs), Path(out)
     if not pairs.exists():
         raise BatchInputError(f"{pairs}: no such file or directory")
+    check_compression(compression, file_format(out))
     # Check columns and options on the driver before any cluster work.
     local = PairScorer(ToolIndex.load(index), **options)
     schema = local.output_schema(source_schema(pairs))
@@ -160,13 +163,13 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
         for table in ds.iter_batches(batch_format="pyarrow", batch_size=None):
             for b in table.to_batches():
                 if writer is None:
-                    writer = open_writer(tmp, b.schema, fmt=file_format(out))
+                    writer = open_writer(tmp, b.schema, fmt=file_format(out), compression=compression)
                 writer.write_batch(b)
                 rows += b.num_rows
                 if "error" in b.schema.names:
                     errors += b.num_rows - b.column("error").null_count
         if writer is None:
-            writer = open_writer(tmp, schema, fmt=file_format(out))
+            writer = open_writer(tmp, schema, fmt=file_format(out), compression=compression)
         writer.close()
         os.replace(tmp, out)
     except BaseException as exc:

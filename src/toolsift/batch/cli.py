@@ -54,6 +54,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="raise: stop at the first bad row, naming it; column: write an error column")
     p.add_argument("--threads", type=int, default=0, help="threads (default 0 = all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--compression", choices=("none", "lz4", "zstd", "snappy"), default=None,
+                   help="output codec for Parquet (default lz4) or Arrow IPC (default none)")
 
 
 def _report(what: str, res, out: TextIO, unit: str) -> None:
@@ -71,12 +73,13 @@ def _cmd_score(args: argparse.Namespace, out: TextIO) -> int:
         from ..distributed import score_file_ray
 
         res = score_file_ray(args.index, args.pairs, args.out, address=args.address, workers=args.workers,
-                             batch_size=args.batch_size, progress=not args.quiet, **options)
+                             batch_size=args.batch_size, progress=not args.quiet, compression=args.compression,
+                             **options)
     else:
         from .files import score_file
 
         res = score_file(args.index, args.pairs, args.out, batch_size=args.batch_size, progress=not args.quiet,
-                         **options)
+                         compression=args.compression, **options)
     _report(f"scored ({args.engine})", res, out, "pairs")
     return 0
 
@@ -87,6 +90,6 @@ def _cmd_rank(args: argparse.Namespace, out: TextIO) -> int:
     res = rank_file(args.index, args.queries, args.out, k=args.k, batch_size=args.batch_size,
                     progress=not args.quiet, query_column=args.query_column,
                     query_id_column=args.query_id_column, on_error=args.on_error,
-                    query_format=args.query_format, threads=args.threads)
+                    query_format=args.query_format, threads=args.threads, compression=args.compression)
     _report("ranked", res, out, "queries")
     return 0

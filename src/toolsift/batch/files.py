@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .api import BATCH_SIZE, load_index
-from .io import file_format, open_source, open_writer, source_rows, source_schema
+from .io import check_compression, file_format, open_source, open_writer, source_rows, source_schema
 from .pipeline import run_stages
 from .rank import Ranker
 from .scorer import PairScorer
@@ -44,11 +44,12 @@ class FileResult:
 
 def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, schema: pa.Schema, *,
                   work: Callable[[pa.RecordBatch], pa.RecordBatch], progress: bool = False,
-                  total: int | None = None, unit: str = "pair") -> FileResult:
-    """``work`` every batch and write the results to ``out`` (format by extension)."""
+                  total: int | None = None, unit: str = "pair", compression: str | None = None) -> FileResult:
+    """``work`` every batch and write the results to ``out`` (format by extension,
+    ``compression`` as :func:`~toolsift.batch.io.open_writer`)."""
     out = Path(out)
     tmp = out.with_name(f".{out.name}.part")
-    writer = open_writer(tmp, schema, fmt=file_format(out))
+    writer = open_writer(tmp, schema, fmt=file_format(out), compression=compression)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -87,22 +88,26 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
 
 
 def score_file(index, pairs: str | os.PathLike, out: str | os.PathLike, *, progress: bool = False,
-               batch_size: int = BATCH_SIZE, **options) -> FileResult:
+               batch_size: int = BATCH_SIZE, compression: str | None = None, **options) -> FileResult:
     """Score the pairs file ``pairs`` into ``out`` (options as
-    :func:`~toolsift.batch.score_batches`)."""
+    :func:`~toolsift.batch.score_batches`; ``compression``: ``none``, ``lz4``, ``zstd``
+    or ``snappy``, default lz4 for Parquet, see :func:`~toolsift.batch.io.check_compression`)."""
+    check_compression(compression, file_format(out))  # a bad codec fails before any work
     scorer = PairScorer(load_index(index), **options)
     dictionary = (scorer.query_column, scorer.tool_column)
     schema = scorer.output_schema(source_schema(pairs, dictionary=dictionary))  # bad columns fail before any work
     batches = open_source(pairs, batch_size=batch_size, dictionary=dictionary)
     return write_batches(batches, out, schema, work=scorer.score_batch, progress=progress,
-                         total=source_rows(pairs) if progress else None)
+                         total=source_rows(pairs) if progress else None, compression=compression)
 
 
 def rank_file(index, queries: str | os.PathLike, out: str | os.PathLike, *, k: int, progress: bool = False,
-              batch_size: int = 1024, **options) -> FileResult:
+              batch_size: int = 1024, compression: str | None = None, **options) -> FileResult:
     """Rank every query of the file ``queries`` into ``out`` (options as
-    :func:`~toolsift.batch.rank_batches`)."""
+    :func:`~toolsift.batch.rank_batches`, ``compression`` as :func:`score_file`)."""
+    check_compression(compression, file_format(out))
     ranker = Ranker(load_index(index), k=k, **options)
     schema = ranker.output_schema(source_schema(queries))
     return write_batches(open_source(queries, batch_size=batch_size), out, schema, work=ranker.rank_batch,
-                         progress=progress, total=source_rows(queries) if progress else None, unit="query")
+                         progress=progress, total=source_rows(queries) if progress else None, unit="query",
+                         compression=compression)

@@ -25,10 +25,20 @@ import pyarrow as pa
 
 from .columns import BatchInputError
 
-__all__ = ["BatchSource", "FORMATS", "file_format", "open_source", "open_writer", "source_rows", "source_schema"]
+__all__ = ["BatchSource", "COMPRESSIONS", "FORMATS", "PARQUET_COMPRESSION", "check_compression", "file_format", "open_source",
+           "open_writer", "source_rows", "source_schema"]
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
            ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+
+#: Output compression codecs (Parquet takes all; Arrow IPC all but ``snappy``; CSV and
+#: JSON Lines are written uncompressed).
+COMPRESSIONS = ("none", "lz4", "zstd", "snappy")
+#: Parquet's default codec. Measured on the 10M-pair benchmark output (8 columns): lz4
+#: costs ~0.17 CPU-seconds more than none (~0.5 s vs ~0.34 s) and writes 119 MB instead
+#: of 272 MB; zstd ~0.7 s for 104 MB; snappy as lz4 but larger. Halving the file is
+#: worth a few percent of the job.
+PARQUET_COMPRESSION = "lz4"
 
 #: What the batch API accepts as input.
 BatchSource = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch] | str | os.PathLike
@@ -103,11 +113,16 @@ def _read_file(path: Path, batch_size: int, dictionary: Sequence[str]) -> Iterat
         if path.is_dir():
             import pyarrow.dataset as ds
 
-            yield from ds.dataset(path, format="parquet").to_batches(batch_size=batch_size)
+            fmt_opts = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
+            yield from ds.dataset(path, format=fmt_opts).to_batches(batch_size=batch_size)
             return
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in pq.read_schema(path).names])
+        # No pre-buffering: pyarrow keeps every pre-buffered column chunk until the file
+        # is closed, so peak memory grew with the file (+128 MB for 30M pairs, ~4 MB per
+        # million rows); without it, it stays at a few row groups.
+        pf = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in pq.read_schema(path).names],
+                            pre_buffer=False)
         yield from pf.iter_batches(batch_size=batch_size)
     elif fmt == "ipc":
         import pyarrow.ipc as ipc
@@ -161,13 +176,39 @@ class _CsvWriter:
         self._w.close()
 
 
-def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None = None):
+def check_compression(compression: str | None, fmt: str) -> str | None:
+    """The codec an output of format ``fmt`` is written with: ``compression``, or the
+    format's default when it is ``None`` (``None``: uncompressed).
+
+    Raises:
+        BatchInputError: An unknown codec, or one the format cannot use.
+    """
+    if compression is None:
+        return PARQUET_COMPRESSION if fmt == "parquet" else None
+    if not isinstance(compression, str) or compression.lower() not in COMPRESSIONS:
+        raise BatchInputError(f"compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    codec = compression.lower()
+    if fmt in ("csv", "jsonl") and codec != "none":
+        raise BatchInputError(f"compression={codec!r}: {fmt} output is written uncompressed; use Parquet or Arrow IPC")
+    if fmt == "ipc" and codec == "snappy":
+        raise BatchInputError("compression='snappy': Arrow IPC files take none, lz4 or zstd")
+    return None if codec == "none" else codec
+
+
+def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None = None,
+                compression: str | None = None):
     """A writer for ``path`` with ``write_batch(batch)`` and ``close()``, in format
-    ``fmt`` (default: by extension)."""
+    ``fmt`` (default: by extension), compressed with ``compression`` (see
+    :func:`check_compression`).
+
+    Raises:
+        BatchInputError: ``path`` is a directory, or a bad ``compression``.
+    """
     path = Path(path)
     if path.is_dir():
         raise BatchInputError(f"{path}: is a directory; name an output file")
     fmt = fmt or file_format(path)
+    codec = check_compression(compression, fmt)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -175,12 +216,12 @@ def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None =
         # dictionaries on the score columns (pyarrow's default) tripled the write time,
         # and min/max statistics cost as much again as the rest of the write.
         dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-        return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression="lz4",
+        return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression=codec or "none",
                                 write_statistics=False)
     if fmt == "ipc":
         import pyarrow.ipc as ipc
 
-        return ipc.new_file(path, schema)
+        return ipc.new_file(path, schema, options=ipc.IpcWriteOptions(compression=codec))
     if fmt == "csv":
         return _CsvWriter(path, schema)
     return _JsonlWriter(path)

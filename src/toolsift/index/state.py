@@ -19,10 +19,11 @@ from ..csr import ptr_from_counts, ranges
 from ..errors import IndexCorruptError
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
-from ..scores import field_presence, presence_bits
+from ..scores import presence_bits
 from .dense_field import DenseField
 from .field_index import FieldIndex
-from .fields import field_documents, parameter_layout
+from .fields import field_documents
+from .tooltable import tool_layout
 
 __all__ = ["DocumentTokens", "FieldTokens", "IndexState"]
 
@@ -37,10 +38,9 @@ class IndexState:
         self.fields = fields
         self.tokens = tokens
         self.dense = dense or {}
-        self.param_ptr, self.param_required = parameter_layout(catalog)
-        self.param_names = [p.name for t in catalog for p in t.parameters]
-        # Which fields each tool has, for weight renormalisation (ScoringParams.renormalize).
-        self.present = field_presence(catalog)
+        # From the tool table's columns for a loaded index: no tool is decoded here.
+        # present: which fields each tool has, for weight renormalisation.
+        self.param_ptr, self.param_required, self.present = tool_layout(catalog)
         self.tool_bits = presence_bits(self.present)
         n_params = int(self.param_ptr[-1])
         if fields["parameters"].core.n_docs != n_params:

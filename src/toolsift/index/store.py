@@ -6,7 +6,9 @@ Layout of an index directory::
                              ``generation``, ``save_id``, ``data`` (the subfolder below),
                              file sizes + SHA-256
     v000007-<save_id>/       the files of generation 7:
-        tools.arrow          id, payload (the tool as JSON)
+        tools.arrow          id, name, payload (the tool as JSON), params (required
+                             flag per parameter), fields (presence bits): see
+                             toolsift.index.tooltable (format 1: id, payload only)
         vocab.arrow          term (id = row number)
         field.<name>.arrow   one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
         dense.<name>.arrow   int8 codes + float32 scale per row
@@ -54,7 +56,8 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write_index_dir", "r
            "manifest_token"]
 
 FORMAT_NAME = "toolsift-index"
-FORMAT_VERSION = 1
+#: 2: tools.arrow is the columnar tool table (tools decoded lazily); 1 is still read.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 #: Arrow schema metadata key holding the id of the save that wrote a file.

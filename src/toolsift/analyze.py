@@ -20,7 +20,7 @@ import numpy as np
 from . import _core
 from .errors import ConfigError
 
-__all__ = ["ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
+__all__ = ["AnalysisStream", "ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
            "fold_accents"]
 
 #: Lucene's English stop set (also bm25s's "en"): articles, conjunctions, auxiliaries.
@@ -142,29 +142,13 @@ class Analyzer:
         Returns:
             ``(terms int32[total], lengths int64[len(texts)])``.
         """
-        words = _WordIds(self, vocab)
-        terms_out, lens_out = [], []
-        for start in range(0, len(texts), chunk):
-            part = texts[start:start + chunk]
-            ascii_flags = list(map(str.isascii, part))
-            i = 0
-            while i < len(part):
-                kind = ascii_flags[i]
-                j = i + 1
-                while j < len(part) and ascii_flags[j] == kind:
-                    j += 1
-                t, counts = (words.ascii if kind else words.python)(part[i:j])
-                keep = t >= 0
-                kept_before = np.zeros(t.size + 1, np.int64)
-                np.cumsum(keep, out=kept_before[1:])
-                ends = np.zeros(counts.size + 1, np.int64)
-                np.cumsum(counts, out=ends[1:])
-                lens_out.append(np.diff(kept_before[ends]))
-                terms_out.append(t[keep])
-                i = j
-        if not terms_out:
-            return np.zeros(0, np.int32), np.zeros(0, np.int64)
-        return np.concatenate(terms_out), np.concatenate(lens_out)
+        return self.stream(vocab).analyse(texts, chunk=chunk)
+
+    def stream(self, vocab: Vocabulary) -> AnalysisStream:
+        """An :class:`AnalysisStream` growing ``vocab``: for texts that come in parts
+        (a build streams each field's documents a slice of tools at a time); the
+        parts together give what one :meth:`analyse_many` over all of them gives."""
+        return AnalysisStream(self, vocab)
 
     def _prepare(self, text: str) -> str:
         if self.fold_accents:
@@ -200,11 +184,14 @@ class Analyzer:
         )
 
 
-class _WordIds:
-    """Raw word -> term id (-1 for a stop word) for one :meth:`Analyzer.analyse_many`
-    call, with one table per path: the C++ interner's ids for ASCII texts, a dict for
-    the rest. A word new to one path may be known to the other; the vocabulary then
-    returns its existing id, so both paths agree."""
+class AnalysisStream:
+    """Analysis of texts arriving in parts (see :meth:`Analyzer.stream`).
+
+    Keeps raw word -> term id (-1 for a stop word) across parts, with one table per
+    path: the C++ interner's ids for ASCII texts, a dict for the rest. A word new to one
+    path may be known to the other; the vocabulary then returns its existing id, so
+    both paths agree. Not thread-safe: one stream per build.
+    """
 
     def __init__(self, analyzer: Analyzer, vocab: Vocabulary) -> None:
         self.analyzer, self.vocab = analyzer, vocab
@@ -212,6 +199,31 @@ class _WordIds:
         self.table = np.zeros(1024, np.int32)
         self.interner = _core.Interner(analyzer.lowercase)
         self.ctable = np.zeros(1024, np.int32)
+
+    def analyse(self, texts: Sequence[str], *, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+        """``(terms int32[total], lengths int64[len(texts)])`` of the next texts."""
+        terms_out, lens_out = [], []
+        for start in range(0, len(texts), chunk):
+            part = texts[start:start + chunk]
+            ascii_flags = list(map(str.isascii, part))
+            i = 0
+            while i < len(part):
+                kind = ascii_flags[i]
+                j = i + 1
+                while j < len(part) and ascii_flags[j] == kind:
+                    j += 1
+                t, counts = (self.ascii if kind else self.python)(part[i:j])
+                keep = t >= 0
+                kept_before = np.zeros(t.size + 1, np.int64)
+                np.cumsum(keep, out=kept_before[1:])
+                ends = np.zeros(counts.size + 1, np.int64)
+                np.cumsum(counts, out=ends[1:])
+                lens_out.append(np.diff(kept_before[ends]))
+                terms_out.append(t[keep])
+                i = j
+        if not terms_out:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(terms_out), np.concatenate(lens_out)
 
     def _terms(self, new: list[str]) -> list[int]:
         """Term ids of distinct new raw words, in order; -1 for stop words."""

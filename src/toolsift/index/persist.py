@@ -31,8 +31,8 @@ from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
 from .state import IndexState
-from .store import manifest_token, open_table, read_manifest, write_index_dir
-from .tooltable import StoredCatalog, tool_table
+from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
 
@@ -53,8 +53,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
     Returns:
         The absolute path written.
     """
-    tables: dict[str, pa.Table] = {
-        "tools.arrow": tool_table(st.catalog),
+    tables: dict[str, pa.Table | BatchStream] = {
+        "tools.arrow": tool_stream(st.catalog),
         "vocab.arrow": pa.table({"term": pa.array(st.vocab.to_list(), pa.string())}),
     }
     stats = {}

@@ -58,6 +58,8 @@ class IndexState:
             )
         counts = np.diff(self.param_ptr)
         self._groups = np.repeat(np.arange(len(catalog), dtype=np.int64), counts)
+        # Per-field retrievers by settings, filled by toolsift.search.retrievers().
+        self.retrievers: dict[tuple, dict] = {}
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""

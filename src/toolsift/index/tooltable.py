@@ -36,8 +36,10 @@ from ..errors import IndexCorruptError, SchemaError
 from ..schema import Catalog, Tool
 from ..scores import field_presence, presence_bits
 from .fields import parameter_layout
+from .store import BatchStream
 
-__all__ = ["StoredCatalog", "ToolLayout", "TOOL_SCHEMA", "edit_catalog", "tool_layout", "tool_table"]
+__all__ = ["StoredCatalog", "ToolLayout", "TOOL_SCHEMA", "edit_catalog", "tool_batches", "tool_layout",
+           "tool_stream", "tool_table"]
 
 TOOL_SCHEMA = pa.schema([("id", pa.string()), ("name", pa.string()), ("payload", pa.large_binary()),
                          ("params", pa.list_(pa.uint8())), ("fields", pa.uint8())])
@@ -92,9 +94,21 @@ def tool_table(catalog: Sequence[Tool]) -> pa.Table:
     """The format-2 tool table of ``catalog`` (a stored catalogue's own table, re-used)."""
     if isinstance(catalog, StoredCatalog):
         return catalog.table
-    tools = catalog if isinstance(catalog, list) else list(catalog)
-    batches = [_batch(tools[i:i + _CHUNK]) for i in range(0, len(tools), _CHUNK)]
-    return pa.Table.from_batches(batches, schema=TOOL_SCHEMA)
+    return pa.Table.from_batches(list(tool_batches(catalog)), schema=TOOL_SCHEMA)
+
+
+def tool_stream(catalog: Sequence[Tool]) -> pa.Table | BatchStream:
+    """The tool table for saving: encoded a batch at a time while it is written (the
+    JSON of a million tools is half a gigabyte), or a stored catalogue's own table."""
+    if isinstance(catalog, StoredCatalog):
+        return catalog.table
+    return BatchStream(TOOL_SCHEMA, tool_batches(catalog))
+
+
+def tool_batches(catalog: Sequence[Tool]) -> Iterator[pa.RecordBatch]:
+    """The tool table of ``catalog`` as record batches of :data:`_CHUNK` tools."""
+    for i in range(0, len(catalog), _CHUNK):
+        yield _batch(catalog[i:i + _CHUNK])
 
 
 class StoredCatalog(Catalog):

@@ -38,7 +38,13 @@ def count_decodes(monkeypatch):
         calls.append(where)
         return real(cls, data, where=where)
 
+    def counting_unvalidated(data):
+        calls.append("unvalidated")
+        return real_unvalidated(data)
+
+    real_unvalidated = tooltable._unvalidated_tool
     monkeypatch.setattr(Tool, "from_dict", classmethod(counting))
+    monkeypatch.setattr(tooltable, "_unvalidated_tool", counting_unvalidated)
     return calls
 
 
@@ -56,6 +62,17 @@ def test_round_trip_equals_the_built_index(apibank_tools, tmp_path):
     # Saving a loaded index re-uses its table: the result loads equal again.
     again = ToolIndex.load(ToolIndex.load(path).save(tmp_path / "again"))
     assert [t.to_dict() for t in again.catalog] == [t.to_dict() for t in built.catalog]
+
+
+def test_trusted_and_validated_decoding_give_the_same_tools(apibank_tools, demo_catalog):
+    for tools in (list(apibank_tools), list(demo_catalog)):
+        table = tool_table(tools)
+        trusted, checked = StoredCatalog(table, trusted=True), StoredCatalog(table)
+        for i, t in enumerate(tools):
+            a, b = trusted[i], checked[i]
+            assert a == b == t and a.to_dict() == b.to_dict() == t.to_dict()
+            assert type(a.parameters) is tuple and all(type(p) is Parameter for p in a.parameters)
+            assert a.parameters == t.parameters and a.examples == t.examples and a.tags == t.tags
 
 
 def test_layout_columns_equal_the_layout_computed_from_tools(apibank_tools):

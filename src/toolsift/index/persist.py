@@ -126,12 +126,14 @@ def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = Tru
     raise IndexCorruptError(f"{path}: the index changed during {_LOAD_ATTEMPTS} load attempts in a row")
 
 
-def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None) -> Catalog:
+def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, verify: bool) -> Catalog:
     name = manifest.get("catalog_name", "catalog")
     if manifest.get("format_version", 1) >= 2:
         # Tools stay as JSON in the (memory-mapped) table until one is asked for.
+        # With verified checksums the payloads are what the save wrote from validated
+        # tools, so decoding need not validate them again.
         return StoredCatalog(open_table(ddir, "tools.arrow", mmap=mmap, save_id=save_id), name=name,
-                             where=f"{ddir}/tools.arrow")
+                             where=f"{ddir}/tools.arrow", trusted=verify)
     # Format 1: id + JSON only, so the layout columns need every tool decoded.
     tools_t = open_table(ddir, "tools.arrow", mmap=False, save_id=save_id,
                          columns={"id": _is_string, "payload": _is_string})
@@ -146,7 +148,7 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
     try:
         config = IndexConfig.from_dict(manifest["config"])
         n_tools = int(manifest["n_tools"])
-        catalog = _load_tools(ddir, manifest, mmap=mmap, save_id=sid)
+        catalog = _load_tools(ddir, manifest, mmap=mmap, save_id=sid, verify=verify)
         terms = open_table(ddir, "vocab.arrow", mmap=False, save_id=sid, columns={"term": _is_string})
         vocab = Vocabulary.from_list(terms.column("term").to_pylist())
         if len(vocab) != manifest.get("n_terms", len(vocab)):

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import IndexCorruptError, SchemaError
-from ..schema import Catalog, Tool
+from ..schema import Catalog, Parameter, Tool
 from ..scores import field_presence, presence_bits
 from .fields import parameter_layout
 from .store import BatchStream
@@ -111,6 +111,25 @@ def tool_batches(catalog: Sequence[Tool]) -> Iterator[pa.RecordBatch]:
         yield _batch(catalog[i:i + _CHUNK])
 
 
+def _frozen(cls, **values):
+    """An instance of frozen dataclass ``cls`` with ``values`` set and ``__post_init__``
+    (validation) skipped."""
+    obj = object.__new__(cls)
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def _unvalidated_tool(d: dict[str, Any]) -> Tool:
+    """The tool :meth:`Tool.to_dict` wrote as ``d``, rebuilt without validation (for
+    payloads whose checksums were verified; ``Tool.from_dict`` gives an equal tool)."""
+    params = tuple(_frozen(Parameter, name=p["name"], type=p["type"], description=p["description"],
+                           required=p["required"], example=p.get("example")) for p in d["parameters"])
+    return _frozen(Tool, id=d["id"], name=d["name"], description=d["description"], parameters=params,
+                   response=d["response"], examples=tuple(d["examples"]), tags=tuple(d["tags"]),
+                   source=d.get("source"))
+
+
 class StoredCatalog(Catalog):
     """A :class:`Catalog` over a tool table; a tool is parsed from its JSON when first
     asked for, then kept.
@@ -127,8 +146,10 @@ class StoredCatalog(Catalog):
         IndexCorruptError: Missing or mistyped columns, null or duplicate ids.
     """
 
-    def __init__(self, table: pa.Table, *, name: str = "catalog", where: str = "tools.arrow") -> None:
+    def __init__(self, table: pa.Table, *, name: str = "catalog", where: str = "tools.arrow",
+                 trusted: bool = False) -> None:
         self.name = name
+        self._trusted = trusted
         self._where = where
         for f in TOOL_SCHEMA:
             if f.name not in table.column_names or table.schema.field(f.name).type != f.type:
@@ -190,8 +211,9 @@ class StoredCatalog(Catalog):
         raw = self._chunks[c][i - self._starts[c]].as_py()
         where = f"{self._where}[{i}]"
         try:
-            tool = Tool.from_dict(json.loads(raw), where=where)
-        except (ValueError, SchemaError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            data = json.loads(raw)
+            tool = _unvalidated_tool(data) if self._trusted else Tool.from_dict(data, where=where)
+        except (ValueError, SchemaError, KeyError, TypeError, AttributeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise IndexCorruptError(f"{where}: tool payload is damaged ({exc})") from None
         if tool.id != self.ids[i]:
             raise IndexCorruptError(f"{where}: payload is tool {tool.id!r}, the id column says {self.ids[i]!r}")
@@ -244,7 +266,8 @@ class StoredCatalog(Catalog):
         if replace:
             order[np.fromiter(replace, np.int64, len(replace))] = n + np.arange(len(replace))
         order = np.concatenate([order, n + len(replace) + np.arange(len(add), dtype=np.int64)])
-        out = StoredCatalog(combined.take(pa.array(order)), name=self.name, where=self._where)
+        out = StoredCatalog(combined.take(pa.array(order)), name=self.name, where=self._where,
+                            trusted=self._trusted)
         for j, i in enumerate(order.tolist()):  # carry over what was decoded already
             if i < n and self._decoded[i] is not None:
                 out._decoded[j] = self._decoded[i]

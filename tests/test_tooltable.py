@@ -157,6 +157,22 @@ def test_damaged_payload_is_detected(demo_index, tmp_path):
         loaded.catalog[2]
 
 
+def test_unverified_payloads_are_validated_before_they_are_saved_again(demo_index, tmp_path):
+    path = demo_index.save(tmp_path / "idx")
+    assert ToolIndex.load(path).catalog.trusted and not ToolIndex.load(path, verify=False).catalog.trusted
+    f = _data_dir(path) / "tools.arrow"
+    raw = bytearray(f.read_bytes())
+    at = raw.find(b'"name": "')
+    raw[at + 1] = ord("m")  # "mame": the payload has no name any more
+    f.write_bytes(bytes(raw))
+    damaged = ToolIndex.load(path, verify=False)
+    # Re-saving would let the next (verified, so trusting) load accept it: refused.
+    with pytest.raises(IndexCorruptError, match=r"tools\.arrow\[0\]"):
+        damaged.save(tmp_path / "again")
+    assert not (tmp_path / "again" / "manifest.json").exists()
+    ToolIndex.load(demo_index.save(tmp_path / "fine"), verify=False).save(tmp_path / "fine2")  # sound: saved
+
+
 def test_payload_of_another_tool_is_detected(demo_index):
     table = tool_table(demo_index.catalog)
     payload = table.column("payload").to_pylist()

@@ -101,6 +101,10 @@ def tool_stream(catalog: Sequence[Tool]) -> pa.Table | BatchStream:
     """The tool table for saving: encoded a batch at a time while it is written (the
     JSON of a million tools is half a gigabyte), or a stored catalogue's own table."""
     if isinstance(catalog, StoredCatalog):
+        # The next load trusts what this save's checksums cover: payloads read without
+        # verified checksums are validated before they are written again.
+        if not catalog.trusted:
+            catalog.validate()
         return catalog.table
     return BatchStream(TOOL_SCHEMA, tool_batches(catalog))
 
@@ -254,6 +258,28 @@ class StoredCatalog(Catalog):
 
     def to_list(self) -> list[dict[str, Any]]:
         return [t.to_dict() for t in self]
+
+    @property
+    def trusted(self) -> bool:
+        """Whether payloads are decoded without validation (see the class docstring)."""
+        return self._trusted
+
+    def validate(self) -> None:
+        """Validate every payload as :meth:`Tool.from_dict` does, keeping none of the
+        tools (a pass over a million tools would otherwise keep them all).
+
+        Raises:
+            IndexCorruptError: A payload is damaged or belongs to another id.
+        """
+        for c, (chunk, ids) in enumerate(zip(self._chunks, self._id_chunks)):
+            for j, (raw, expected) in enumerate(zip(chunk.to_pylist(), ids.to_pylist())):
+                where = f"{self._where}[{self._starts[c] + j}]"
+                try:
+                    tool = Tool.from_dict(json.loads(raw), where=where)
+                except (ValueError, SchemaError) as exc:
+                    raise IndexCorruptError(f"{where}: tool payload is damaged ({exc})") from None
+                if tool.id != expected:
+                    raise IndexCorruptError(f"{where}: payload is tool {tool.id!r}, the id column says {expected!r}")
 
     @property
     def n_decoded(self) -> int:

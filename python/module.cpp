@@ -13,6 +13,11 @@
 #include "toolsift/inverted_index.h"
 
 namespace py = pybind11;
+
+namespace toolsift::py_bridge {
+void register_interner(py::module_& m);  // python/interner.cpp
+}
+
 using toolsift::Bm25Method;
 using toolsift::Bm25Params;
 using toolsift::Column;
@@ -260,6 +265,7 @@ ColumnView column(const InvertedIndex& idx, const std::string& name) {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "toolsift engine core (C++): per-field inverted index and BM25 scoring.";
   toolsift::py_bridge::register_column_view(m);
+  toolsift::py_bridge::register_interner(m);
   m.def("union_csr", &union_csr, py::arg("ptrs"), py::arg("ids"),
         "Row-wise sorted union of several CSR id lists with the same rows: (ptr int64[], ids int64[]).");
 

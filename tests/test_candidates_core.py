@@ -166,6 +166,22 @@ def test_maxscore_equals_exhaustive_on_long_postings(grouping, scale):
                 assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("grouping", ["none", "contiguous"])
+def test_auto_from_half_a_million_documents_equals_exhaustive(grouping):
+    """From 500,000 documents "auto" runs MaxScore: same ids and scores as exhaustive."""
+    core, *_ = _random_index(11, 500_000, 3000, grouping=grouping, max_len=4, zipf=1.1)
+    assert core.n_docs >= 500_000
+    terms, qoff = _random_queries(11, 30, 3000, max_len=10)
+    text_query = np.repeat(np.arange(10), 3).astype(np.int64)
+    for group in (False, True):
+        a = core.topk(terms, qoff, 50, scale="bounded", group=group, prune="exhaustive")
+        b = core.topk(terms, qoff, 50, scale="bounded", group=group, prune="auto")
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+        ca = core.candidates(terms, qoff, text_query, 10, 100, scale="raw", group=group, prune="exhaustive")
+        cb = core.candidates(terms, qoff, text_query, 10, 100, scale="raw", group=group)
+        assert np.array_equal(ca[0], cb[0]) and np.array_equal(ca[1], cb[1])
+
+
 def test_gather_galloping_and_scanning_agree_with_dense():
     """Few candidates against long lists gallop; many candidates scan: both are exact."""
     core, *_ = _random_index(11, 20000, 50, grouping="contiguous", zipf=1.05)

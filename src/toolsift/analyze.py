@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
 from .errors import ConfigError
 
-__all__ = ["ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
+__all__ = ["AnalysisStream", "ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
            "fold_accents"]
 
 #: Lucene's English stop set (also bm25s's "en"): articles, conjunctions, auxiliaries.
@@ -132,38 +133,22 @@ class Analyzer:
         For index builds: each distinct word is stop-checked and stemmed once, however
         often it occurs (stemming token by token dominated analysis), and texts are
         handled ``chunk`` at a time, so no list of every token of a million tools is
-        ever held. New terms get ids in first-seen order, as with :meth:`tokenize`:
-        a stem's first occurrence is its first raw word's first occurrence.
+        ever held. ASCII texts are split, lowercased and interned by the C++ core in
+        one pass (the regex and a dict lookup per token dominated what was left);
+        other texts take the Python path. Runs of each kind are handled in text order,
+        so new terms get ids in first-seen order, as with :meth:`tokenize`: a stem's
+        first occurrence is its first raw word's first occurrence.
 
         Returns:
             ``(terms int32[total], lengths int64[len(texts)])``.
         """
-        raw: dict[str, int] = {}
-        table = np.zeros(1024, np.int32)  # raw word id -> term id, -1 for a stop word
-        stop, stem, split = self._stop, self._stem, self._split
-        terms_out, lens_out = [], []
-        for start in range(0, len(texts), chunk):
-            toks = [split(self._prepare(t)) for t in texts[start:start + chunk]]
-            flat = [w for x in toks for w in x]
-            new = [w for w in dict.fromkeys(flat) if w not in raw]
-            if new:
-                raw.update(zip(new, range(len(raw), len(raw) + len(new))))
-                kept = [w for w in new if w not in stop]
-                ids = iter(vocab.add_all(stem.stemWords(kept) if stem is not None and kept else kept).tolist())
-                if len(raw) > table.size:
-                    table = np.resize(table, 2 * len(raw))
-                table[len(raw) - len(new):len(raw)] = [-1 if w in stop else next(ids) for w in new]
-            t = table[np.fromiter(map(raw.__getitem__, flat), dtype=np.int64, count=len(flat))]
-            keep = t >= 0
-            kept_before = np.zeros(len(flat) + 1, np.int64)
-            np.cumsum(keep, out=kept_before[1:])
-            ends = np.zeros(len(toks) + 1, np.int64)
-            np.cumsum(np.fromiter(map(len, toks), dtype=np.int64, count=len(toks)), out=ends[1:])
-            lens_out.append(np.diff(kept_before[ends]))
-            terms_out.append(t[keep])
-        if not terms_out:
-            return np.zeros(0, np.int32), np.zeros(0, np.int64)
-        return np.concatenate(terms_out), np.concatenate(lens_out)
+        return self.stream(vocab).analyse(texts, chunk=chunk)
+
+    def stream(self, vocab: Vocabulary) -> AnalysisStream:
+        """An :class:`AnalysisStream` growing ``vocab``: for texts that come in parts
+        (a build streams each field's documents a slice of tools at a time); the
+        parts together give what one :meth:`analyse_many` over all of them gives."""
+        return AnalysisStream(self, vocab)
 
     def _prepare(self, text: str) -> str:
         if self.fold_accents:
@@ -197,6 +182,81 @@ class Analyzer:
             lowercase=bool(d.get("lowercase", True)),
             fold_accents=bool(d.get("fold_accents", False)),
         )
+
+
+class AnalysisStream:
+    """Analysis of texts arriving in parts (see :meth:`Analyzer.stream`).
+
+    Keeps raw word -> term id (-1 for a stop word) across parts, with one table per
+    path: the C++ interner's ids for ASCII texts, a dict for the rest. A word new to one
+    path may be known to the other; the vocabulary then returns its existing id, so
+    both paths agree. Not thread-safe: one stream per build.
+    """
+
+    def __init__(self, analyzer: Analyzer, vocab: Vocabulary) -> None:
+        self.analyzer, self.vocab = analyzer, vocab
+        self.raw: dict[str, int] = {}
+        self.table = np.zeros(1024, np.int32)
+        self.interner = _core.Interner(analyzer.lowercase)
+        self.ctable = np.zeros(1024, np.int32)
+
+    def analyse(self, texts: Sequence[str], *, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+        """``(terms int32[total], lengths int64[len(texts)])`` of the next texts."""
+        terms_out, lens_out = [], []
+        for start in range(0, len(texts), chunk):
+            part = texts[start:start + chunk]
+            ascii_flags = list(map(str.isascii, part))
+            i = 0
+            while i < len(part):
+                kind = ascii_flags[i]
+                j = i + 1
+                while j < len(part) and ascii_flags[j] == kind:
+                    j += 1
+                t, counts = (self.ascii if kind else self.python)(part[i:j])
+                keep = t >= 0
+                kept_before = np.zeros(t.size + 1, np.int64)
+                np.cumsum(keep, out=kept_before[1:])
+                ends = np.zeros(counts.size + 1, np.int64)
+                np.cumsum(counts, out=ends[1:])
+                lens_out.append(np.diff(kept_before[ends]))
+                terms_out.append(t[keep])
+                i = j
+        if not terms_out:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(terms_out), np.concatenate(lens_out)
+
+    def _terms(self, new: list[str]) -> list[int]:
+        """Term ids of distinct new raw words, in order; -1 for stop words."""
+        stop, stem = self.analyzer._stop, self.analyzer._stem
+        kept = [w for w in new if w not in stop]
+        ids = iter(self.vocab.add_all(stem.stemWords(kept) if stem is not None and kept else kept).tolist())
+        return [-1 if w in stop else next(ids) for w in new]
+
+    def ascii(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        offsets = np.zeros(len(texts) + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        known = len(self.interner)
+        ids, counts = self.interner.intern("".join(texts).encode("ascii"), offsets)
+        new = self.interner.words(known)
+        if new:
+            if len(self.interner) > self.ctable.size:
+                self.ctable = np.resize(self.ctable, 2 * len(self.interner))
+            self.ctable[known:len(self.interner)] = self._terms(new)
+        return self.ctable[ids], counts
+
+    def python(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        split, prepare, raw = self.analyzer._split, self.analyzer._prepare, self.raw
+        toks = [split(prepare(t)) for t in texts]
+        flat = [w for x in toks for w in x]
+        new = [w for w in dict.fromkeys(flat) if w not in raw]
+        if new:
+            raw.update(zip(new, range(len(raw), len(raw) + len(new))))
+            if len(raw) > self.table.size:
+                self.table = np.resize(self.table, 2 * len(raw))
+            self.table[len(raw) - len(new):len(raw)] = self._terms(new)
+        t = self.table[np.fromiter(map(raw.__getitem__, flat), dtype=np.int64, count=len(flat))]
+        return t, np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
 
 
 @dataclass

@@ -442,6 +442,11 @@ class Catalog(Sequence[Tool]):
     def __contains__(self, tool_id: object) -> bool:
         return tool_id in self._by_id
 
+    @property
+    def ids(self) -> list[str]:
+        """Tool ids in catalogue order (a stored catalogue answers without decoding tools)."""
+        return list(self._by_id)
+
     def get(self, tool_id: str) -> Tool:
         """The tool with ``tool_id``; raises ``KeyError`` naming the id if absent."""
         try:

@@ -24,6 +24,7 @@ from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
+from .index.tooltable import edit_catalog
 from .kernels.launch import using_threads
 from .kernels.params import ScoringParams
 from .progress import progress_bar
@@ -133,8 +134,9 @@ class ToolIndex:
         with self._write_lock:
             st = self._state
             tokens = st.tokens if st.tokens is not None else DocumentTokens.from_fields(st, self._config)
-            tools = list(st.catalog)
-            pos = {t.id: i for i, t in enumerate(tools)}
+            # Ids only: a stored catalogue is edited without decoding its tools.
+            ids = st.catalog.ids
+            pos = {tid: i for i, tid in enumerate(ids)}
             for tid in remove:
                 if tid not in pos:
                     raise KeyError(f"cannot remove {tid!r}: no such tool in the index")
@@ -143,24 +145,25 @@ class ToolIndex:
                     raise SchemaError("replace", f"expected Tool, got {type(t).__name__}")
                 if t.id not in pos:
                     raise KeyError(f"cannot replace {t.id!r}: no such tool in the index (use add_tools)")
+            gone = set(remove)
+            seen = {tid for tid in ids if tid not in gone}
             for i, t in enumerate(add):
                 if not isinstance(t, Tool):
                     raise SchemaError(f"add[{i}]", f"expected Tool, got {type(t).__name__}")
-            gone = set(remove)
-            keep = [i for i, t in enumerate(tools) if t.id not in gone]
+                if t.id in seen:
+                    raise SchemaError(f"{st.catalog.name}[{len(seen)}] (id={t.id!r})", "duplicate tool id")
+                seen.add(t.id)
+            keep = [i for i, tid in enumerate(ids) if tid not in gone]
             if not keep and not add:
                 raise ToolsiftError("cannot remove every tool: an index needs at least one")
-            new_tools = [tools[i] for i in keep]
             new_tok = tokens.select(keep)
             replaced = {t.id: t for t in replace}
-            idx = [i for i, t in enumerate(new_tools) if t.id in replaced]
+            idx = [j for j, i in enumerate(keep) if ids[i] in replaced]
+            swap = {j: replaced[ids[keep[j]]] for j in idx}
             if idx:
-                fresh = DocumentTokens.analyse(Catalog([replaced[new_tools[i].id] for i in idx]), self._config,
-                                        vocab=new_tok.vocab)
+                fresh = DocumentTokens.analyse(Catalog(list(swap.values())), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.overwrite(idx, fresh)
-                for i in idx:
-                    new_tools[i] = replaced[new_tools[i].id]
-            catalog = Catalog(new_tools + list(add), name=st.catalog.name)  # validates ids
+            catalog = edit_catalog(st.catalog, keep, swap, add)
             if add:
                 fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.extend(fresh)

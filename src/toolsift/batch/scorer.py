@@ -84,7 +84,7 @@ class PairScorer:
         self.store = QueryStore(self.st, self.config, query_format=query_format, max_queries=max_queries)
         self.tables = TableCache(len(self.st.catalog), len(VALUES), budget_mb=table_mb, share=table_share)
         self.max_pairs = max_pairs
-        self._ids = pa.array([t.id for t in self.st.catalog], pa.string())
+        self._ids = pa.array(self.st.catalog.ids, pa.string())
         self._schema: pa.Schema | None = None
         self._memo: dict[str, tuple] = {}
         self.rows_done = 0

@@ -67,10 +67,11 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
 def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_ids: set[str]) -> dict[str, DenseField]:
     """Dense fields for ``catalog``: rows of unchanged tools are reused, only new or
     replaced tools are embedded."""
-    fresh = [t for t in catalog if t.id in fresh_ids]
+    new_ids = catalog.ids  # ids only: unchanged tools of a stored catalogue stay encoded
+    fresh = [catalog[i] for i, tid in enumerate(new_ids) if tid in fresh_ids]
     new_dense = embed_fields(Catalog(fresh), config) if fresh else {}
     fresh_pos = {t.id: i for i, t in enumerate(fresh)}
-    old_pos = {t.id: i for i, t in enumerate(st.catalog)}
+    old_pos = {tid: i for i, tid in enumerate(st.catalog.ids)}
     out = {}
     for name, dn in st.dense.items():
         def rows_of(field: DenseField, n: int) -> list[np.ndarray]:
@@ -83,11 +84,11 @@ def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_id
         fresh_field = new_dense.get(name)
         fresh_rows = rows_of(fresh_field, len(fresh)) if fresh_field is not None else []
         codes, scales, groups = [], [], []
-        for t_new, tool in enumerate(catalog):
-            if tool.id in fresh_pos:
-                src, r = fresh_field.matrix, fresh_rows[fresh_pos[tool.id]]
+        for t_new, tid in enumerate(new_ids):
+            if tid in fresh_pos:
+                src, r = fresh_field.matrix, fresh_rows[fresh_pos[tid]]
             else:
-                src, r = dn.matrix, old_rows[old_pos[tool.id]]
+                src, r = dn.matrix, old_rows[old_pos[tid]]
             codes.append(src.codes[r])
             scales.append(src.scales[r])
             groups.append(np.full(r.size, t_new, dtype=np.int64))

@@ -12,20 +12,24 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..schema import Catalog, Tool
 
-__all__ = ["FieldDocs", "argument_text", "field_documents", "name_words", "parameter_layout",
+__all__ = ["FieldDocs", "argument_text", "field_documents", "field_texts", "name_words", "parameter_layout",
            "parameter_text"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./:]+")
 
 
+# Parameter names recur across a catalogue (``query``, ``user_id`` ...): split each once.
+@functools.lru_cache(maxsize=1 << 16)
 def name_words(name: str) -> str:
     """``"sendEmail"``/``"send_email"`` -> ``"send email"``: names as searchable words."""
     return " ".join(p for p in _CAMEL.split(name) if p)
@@ -84,33 +88,42 @@ def argument_text(name: str, description: str, *, split_identifiers: bool) -> st
     return f"{name_words(name) if split_identifiers else name}: {description}"
 
 
+def field_texts(tools: Sequence[Tool], name: str, *, name_in_description: bool, split_identifiers: bool = False,
+                parameter_format: str = "text", tool_card: int = 0) -> tuple[list[str], np.ndarray | None]:
+    """The documents of field ``name`` for ``tools``, and for multi-document fields
+    (parameters, examples) how many each tool has (``int64[len(tools)]``, else ``None``).
+
+    A build calls this on slices of the catalogue, one field at a time, so the texts
+    of a million tools never exist all at once."""
+    if name == "description":
+        return [description_text(t, with_name=name_in_description, tool_card=tool_card) for t in tools], None
+    if name == "response":
+        return [t.response for t in tools], None
+    if name == "examples":
+        texts = [e for t in tools for e in (t.examples or ("",))]
+        return texts, np.fromiter((len(t.examples) or 1 for t in tools), np.int64, len(tools))
+    if name == "parameters":
+        if parameter_format == "json":
+            texts = [parameter_json(t, p) for t in tools for p in t.parameters]
+        else:
+            texts = [parameter_text(p.name, p.type, p.description, split_identifiers=split_identifiers)
+                     for t in tools for p in t.parameters]
+        return texts, np.fromiter((len(t.parameters) for t in tools), np.int64, len(tools))
+    raise KeyError(f"unknown field {name!r}")
+
+
 def field_documents(catalog: Catalog, *, name_in_description: bool,
                     split_identifiers: bool = False, parameter_format: str = "text",
                     tool_card: int = 0) -> dict[str, FieldDocs]:
     """Documents per field for ``catalog`` (see the module docstring)."""
-    desc = [description_text(t, with_name=name_in_description, tool_card=tool_card) for t in catalog]
-    resp = [t.response for t in catalog]
-    ex_texts: list[str] = []
-    ex_groups: list[int] = []
-    par_texts: list[str] = []
-    par_groups: list[int] = []
-    for i, t in enumerate(catalog):
-        examples = t.examples or ("",)
-        ex_texts.extend(examples)
-        ex_groups.extend([i] * len(examples))
-        for p in t.parameters:
-            if parameter_format == "json":
-                par_texts.append(parameter_json(t, p))
-            else:
-                par_texts.append(parameter_text(p.name, p.type, p.description,
-                                                split_identifiers=split_identifiers))
-            par_groups.append(i)
-    return {
-        "description": FieldDocs(desc, None),
-        "parameters": FieldDocs(par_texts, np.asarray(par_groups, dtype=np.int32)),
-        "response": FieldDocs(resp, None),
-        "examples": FieldDocs(ex_texts, np.asarray(ex_groups, dtype=np.int32)),
-    }
+    out = {}
+    for name in ("description", "parameters", "response", "examples"):
+        texts, counts = field_texts(catalog, name, name_in_description=name_in_description,
+                                    split_identifiers=split_identifiers, parameter_format=parameter_format,
+                                    tool_card=tool_card)
+        groups = None if counts is None else np.repeat(np.arange(len(catalog), dtype=np.int32), counts)
+        out[name] = FieldDocs(texts, groups)
+    return out
 
 
 def parameter_layout(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,8 @@
 """Saving an index to a directory of Arrow IPC files and reading it back.
 
-Layout: ``tools.arrow`` (id + JSON payload per tool), ``vocab.arrow``, one
+Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
+names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
+``vocab.arrow``, one
 ``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
 zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
@@ -29,7 +31,8 @@ from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
 from .state import IndexState
-from .store import manifest_token, open_table, read_manifest, write_index_dir
+from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
 
@@ -50,13 +53,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
     Returns:
         The absolute path written.
     """
-    tools = pa.table({
-        "id": pa.array([t.id for t in st.catalog], pa.string()),
-        "payload": pa.array([json.dumps(t.to_dict(), ensure_ascii=False, default=str)
-                             for t in st.catalog], pa.large_string()),
-    })
-    tables: dict[str, pa.Table] = {
-        "tools.arrow": tools,
+    tables: dict[str, pa.Table | BatchStream] = {
+        "tools.arrow": tool_stream(st.catalog),
         "vocab.arrow": pa.table({"term": pa.array(st.vocab.to_list(), pa.string())}),
     }
     stats = {}
@@ -128,17 +126,29 @@ def load_index(path: str | os.PathLike, *, mmap: bool = True, verify: bool = Tru
     raise IndexCorruptError(f"{path}: the index changed during {_LOAD_ATTEMPTS} load attempts in a row")
 
 
+def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, verify: bool) -> Catalog:
+    name = manifest.get("catalog_name", "catalog")
+    if manifest.get("format_version", 1) >= 2:
+        # Tools stay as JSON in the (memory-mapped) table until one is asked for.
+        # With verified checksums the payloads are what the save wrote from validated
+        # tools, so decoding need not validate them again.
+        return StoredCatalog(open_table(ddir, "tools.arrow", mmap=mmap, save_id=save_id), name=name,
+                             where=f"{ddir}/tools.arrow", trusted=verify)
+    # Format 1: id + JSON only, so the layout columns need every tool decoded.
+    tools_t = open_table(ddir, "tools.arrow", mmap=False, save_id=save_id,
+                         columns={"id": _is_string, "payload": _is_string})
+    tools = [Tool.from_dict(json.loads(p), where=f"tools.arrow[{i}]")
+             for i, p in enumerate(tools_t.column("payload").to_pylist())]
+    return Catalog(tools, name=name)
+
+
 def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
     manifest, ddir = read_manifest(path, verify=verify)
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])
         n_tools = int(manifest["n_tools"])
-        tools_t = open_table(ddir, "tools.arrow", mmap=False, save_id=sid,
-                             columns={"id": _is_string, "payload": _is_string})
-        tools = [Tool.from_dict(json.loads(p), where=f"tools.arrow[{i}]")
-                 for i, p in enumerate(tools_t.column("payload").to_pylist())]
-        catalog = Catalog(tools, name=manifest.get("catalog_name", "catalog"))
+        catalog = _load_tools(ddir, manifest, mmap=mmap, save_id=sid, verify=verify)
         terms = open_table(ddir, "vocab.arrow", mmap=False, save_id=sid, columns={"term": _is_string})
         vocab = Vocabulary.from_list(terms.column("term").to_pylist())
         if len(vocab) != manifest.get("n_terms", len(vocab)):

@@ -19,12 +19,21 @@ from ..csr import ptr_from_counts, ranges
 from ..errors import IndexCorruptError
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
-from ..scores import field_presence, presence_bits
+from ..scores import presence_bits
 from .dense_field import DenseField
 from .field_index import FieldIndex
-from .fields import field_documents, parameter_layout
+from .fields import field_texts
+from .tooltable import tool_layout
 
 __all__ = ["DocumentTokens", "FieldTokens", "IndexState"]
+
+
+#: Tools whose field documents are made and analysed at once during a build.
+_TOOLS_PER_STEP = 16_384
+
+
+def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 class IndexState:
@@ -37,10 +46,9 @@ class IndexState:
         self.fields = fields
         self.tokens = tokens
         self.dense = dense or {}
-        self.param_ptr, self.param_required = parameter_layout(catalog)
-        self.param_names = [p.name for t in catalog for p in t.parameters]
-        # Which fields each tool has, for weight renormalisation (ScoringParams.renormalize).
-        self.present = field_presence(catalog)
+        # From the tool table's columns for a loaded index: no tool is decoded here.
+        # present: which fields each tool has, for weight renormalisation.
+        self.param_ptr, self.param_required, self.present = tool_layout(catalog)
         self.tool_bits = presence_bits(self.present)
         n_params = int(self.param_ptr[-1])
         if fields["parameters"].core.n_docs != n_params:
@@ -50,6 +58,8 @@ class IndexState:
             )
         counts = np.diff(self.param_ptr)
         self._groups = np.repeat(np.arange(len(catalog), dtype=np.int64), counts)
+        # Per-field retrievers by settings, filled by toolsift.search.retrievers().
+        self.retrievers: dict[tuple, dict] = {}
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""
@@ -112,23 +122,23 @@ class DocumentTokens:
                 vocab: Vocabulary | None = None) -> DocumentTokens:
         """Analyse ``catalog``'s field documents, growing ``vocab`` in place."""
         vocab = vocab if vocab is not None else Vocabulary()
-        fd = field_documents(catalog, name_in_description=config.name_in_description,
-                             split_identifiers=config.split_identifiers,
-                             parameter_format=config.parameter_format, tool_card=config.tool_card)
-        analyzer = config.analyzer
+        options = dict(name_in_description=config.name_in_description, split_identifiers=config.split_identifiers,
+                       parameter_format=config.parameter_format, tool_card=config.tool_card)
         n_tools = len(catalog)
         fields: dict[str, FieldTokens] = {}
+        # Field by field (term ids in the order a whole-field analysis gives them), a
+        # slice of tools at a time: the documents of a million tools are never all held.
         for name in progress_bar(FIELDS, progress, "analyse"):
-            texts, groups = fd[name].texts, fd[name].groups
-            terms, lens = analyzer.analyse_many(texts, vocab)
-            if groups is None:
-                per_tool = np.ones(n_tools, np.int64)
-            else:
-                groups = np.asarray(groups)
-                if groups.size and (groups[1:] < groups[:-1]).any():
-                    raise IndexCorruptError(f"field {name}: documents are not grouped by tool")
-                per_tool = np.bincount(groups, minlength=n_tools).astype(np.int64)
-            fields[name] = FieldTokens(terms, ptr_from_counts(lens), ptr_from_counts(per_tool))
+            stream = config.analyzer.stream(vocab)
+            terms, lens, per_tool = [], [], []
+            for start in range(0, n_tools, _TOOLS_PER_STEP):
+                texts, counts = field_texts(catalog[start:start + _TOOLS_PER_STEP], name, **options)
+                t, n = stream.analyse(texts)
+                terms.append(t)
+                lens.append(n)
+                per_tool.append(np.ones(len(texts), np.int64) if counts is None else counts)
+            fields[name] = FieldTokens(_cat(terms, np.int32), ptr_from_counts(_cat(lens, np.int64)),
+                                       ptr_from_counts(_cat(per_tool, np.int64)))
         return cls(vocab, fields)
 
     @classmethod

@@ -6,7 +6,9 @@ Layout of an index directory::
                              ``generation``, ``save_id``, ``data`` (the subfolder below),
                              file sizes + SHA-256
     v000007-<save_id>/       the files of generation 7:
-        tools.arrow          id, payload (the tool as JSON)
+        tools.arrow          id, name, payload (the tool as JSON), params (required
+                             flag per parameter), fields (presence bits): see
+                             toolsift.index.tooltable (format 1: id, payload only)
         vocab.arrow          term (id = row number)
         field.<name>.arrow   one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
         dense.<name>.arrow   int8 codes + float32 scale per row
@@ -36,7 +38,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +52,12 @@ try:  # POSIX; elsewhere concurrent saves to one directory are not serialised
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write_index_dir", "read_manifest", "open_table",
+__all__ = ["BatchStream", "FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write_index_dir", "read_manifest", "open_table",
            "manifest_token"]
 
 FORMAT_NAME = "toolsift-index"
-FORMAT_VERSION = 1
+#: 2: tools.arrow is the columnar tool table (tools decoded lazily); 1 is still read.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 #: Arrow schema metadata key holding the id of the save that wrote a file.
@@ -75,10 +78,28 @@ def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _write_table(path: Path, table: pa.Table) -> None:
+class BatchStream:
+    """A table written batch by batch as the batches are made (``write_index_dir``
+    accepts one where it accepts a table), so a large table is never whole in memory."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> None:
+        self.schema, self._batches = schema, batches
+
+    def replace_schema_metadata(self, metadata: Mapping) -> BatchStream:
+        return BatchStream(self.schema.with_metadata(metadata), self._batches)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self._batches)
+
+
+def _write_table(path: Path, table: pa.Table | BatchStream) -> None:
     with pa.OSFile(str(path), "wb") as sink:
         with ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
+            if isinstance(table, BatchStream):
+                for batch in table:
+                    writer.write_batch(batch)
+            else:
+                writer.write_table(table)
     _fsync(path)
 
 
@@ -117,7 +138,7 @@ def _ours(name: str) -> bool:
     return name in (MANIFEST, LOCK) or bool(_DATA_DIR.fullmatch(name) or _TMP_MANIFEST.fullmatch(name))
 
 
-def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table],
+def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table | BatchStream],
                     manifest: dict[str, Any]) -> Path:
     """Write ``tables`` (file name -> table) and ``manifest`` to ``target`` atomically.
 

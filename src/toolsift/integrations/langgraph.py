@@ -53,7 +53,7 @@ def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise SchemaError("k", f"expected an integer >= 1, got {k!r}")
     if registry is not None:
-        missing = [t.id for t in index.catalog if t.id not in registry]
+        missing = [tid for tid in index.catalog.ids if tid not in registry]
         if missing:
             raise SchemaError("registry", f"{len(missing)} indexed tool id(s) are not registry keys, "
                               f"e.g. {', '.join(map(repr, missing[:5]))}")

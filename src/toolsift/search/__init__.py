@@ -27,8 +27,14 @@ __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "a
 
 
 def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
-    """The retriever of every field of ``st``."""
-    return {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
+    """The retriever of every field of ``st``, made once per state and retriever settings
+    (a dense retriever's tool -> rows map costs a pass over every document)."""
+    key = (config.scale, config.threads, config.hybrid_weight, tuple(config.retriever(f) for f in FIELDS))
+    got = st.retrievers.get(key)
+    if got is None:
+        # Concurrent first searches may both build it: same value, last one kept.
+        got = st.retrievers[key] = {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
+    return got
 
 
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:

@@ -38,7 +38,7 @@ def all_field_scores(st: IndexState, config: IndexConfig, queries: list[Query], 
     chunks = range(0, len(queries), _CHUNK)
     with using_threads(config.threads):
         _fill(st, config, queries, chunks, progress, base, psims, penalized, groups, counts)
-    return FieldScores(ids, [t.id for t in st.catalog], base, psims, penalized,
+    return FieldScores(ids, st.catalog.ids, base, psims, penalized,
                        groups.astype(np.int64), st.param_required.astype(bool), st.present)
 
 

@@ -122,7 +122,7 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: floa
     names = plan.arg_names[q]
     matches: dict[str, tuple[str | None, float]] = {}
     for p in range(n_par):
-        pname = st.param_names[p0 + p]
+        pname = tool.parameters[p].name
         if na:
             best = int(np.argmax(block[:, p]))
             sim = float(block[best, p])

@@ -187,7 +187,7 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
         raise TypeError(f"index must be a ToolIndex, got {type(index).__name__}")
     evidence = log if isinstance(log, Evidence) else attribute(log, rules=cfg.rules)
     catalog = index.catalog
-    known = {t.id for t in catalog}
+    known = set(catalog.ids)
     intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known)
     # Per tool, its trusted intents, best supported first, capped.
     per_tool: dict[str, list[tuple[tuple[int, float], str]]] = {}

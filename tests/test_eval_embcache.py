@@ -132,9 +132,11 @@ def test_bad_input_keeps_the_encoders_own_error(tmp_path):
                 raise EncoderInputError("texts must be a sequence of str")
             return super().encode(texts)
 
-    wrapped, _, _ = _cached(tmp_path, Strict())
+    wrapped, enc, _ = _cached(tmp_path, Strict())
     with pytest.raises(EncoderInputError):
         wrapped.encode("one string")
+    got = wrapped.encode(t for t in ["from", "a generator"])
+    np.testing.assert_array_equal(got, np.stack([_vector("from"), _vector("a generator")]))
 
 
 # ------------------------------------------------- the real encoder, bit for bit

@@ -363,9 +363,11 @@ class CachedEncoder:
         return getattr(self.inner, name)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, (str, bytes)) or not all(isinstance(t, str) for t in texts):
+        if isinstance(texts, (str, bytes)):
             return self.inner.encode(texts)  # its own typed error
-        texts = list(texts)
+        texts = list(texts)  # once: an iterator would be spent by the check below
+        if not all(isinstance(t, str) for t in texts):
+            return self.inner.encode(texts)
         dim = self.inner.dim
         out = np.empty((len(texts), dim), dtype=np.float32)
         todo: dict[str, list[int]] = {}

@@ -42,3 +42,49 @@ def test_apigen_field_scores(benchmark):
     pairs = fs.base.shape[0] * fs.base.shape[1]
     report(f"APIGen field scores, {pairs:,} pairs: {benchmark.stats['median']:.2f} s, "
            f"{pairs / benchmark.stats['median']:,.0f} pairs/s")
+
+
+def _eval_cli(dataset, cache_dir, *extra: str) -> tuple[dict, float, float]:
+    """``toolsift eval DATASET --json --quiet`` in a fresh process: (results, wall s, CPU s
+    of the child, user + system)."""
+    import json
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TOOLSIFT_EMBED_CACHE_DIR": str(cache_dir)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "toolsift.cli", "eval", str(dataset), "--json", "--quiet", *extra],
+                          capture_output=True, text=True, env=env, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return json.loads(proc.stdout), wall, cpu
+
+
+def test_apigen_default_eval(benchmark, tmp_path):
+    """The whole default ``toolsift eval ../shared/data/mftr-apigen`` (fulldoc, reproduce,
+    mftr, llm-free and the cold-start methods), as a user runs it: first with an empty
+    embedding cache, then again with the cache the first run filled. Wall and CPU seconds
+    are reported, not asserted (the machine is shared); N@10 must not move."""
+    dataset = DATA / "mftr-apigen"
+    cold, cold_wall, cold_cpu = _eval_cli(dataset, tmp_path / "embeddings")
+    timings = []
+
+    def warm_run():
+        res, wall, cpu = _eval_cli(dataset, tmp_path / "embeddings")
+        timings.append((wall, cpu))
+        return res
+
+    warm = benchmark.pedantic(warm_run, rounds=1, iterations=1)
+    wall, cpu = timings[-1]
+    n10 = {m: r["ndcg@10"] for m, r in warm.items()}
+    same = all(cold[m]["ndcg@10"] == v for m, v in n10.items()) and cold.keys() == warm.keys()
+    benchmark.extra_info.update({"cold_wall_s": cold_wall, "cold_cpu_s": cold_cpu, "warm_wall_s": wall,
+                                 "warm_cpu_s": cpu, "ndcg@10": n10, "ndcg@10_same_cold_and_warm": same})
+    report(f"APIGen default eval ({len(warm)} methods): empty embedding cache {cold_wall:.0f} s wall / "
+           f"{cold_cpu:.0f} CPU-s, filled cache {wall:.0f} s wall / {cpu:.0f} CPU-s; N@10 "
+           f"{'identical' if same else 'DIFFERENT'} in both runs: "
+           + ", ".join(f"{m} {v:.4f}" for m, v in n10.items()))

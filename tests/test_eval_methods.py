@@ -166,9 +166,10 @@ def test_minilm_exact_fp32_numbers(apibank, tmp_path):
     assert full["ndcg@10"] == pytest.approx(0.6026, abs=0.0005)
 
 
-def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs):
+def _naive_fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs, layout=None):
     """The fold's field scores the plain way (the pre-cache code): every catalogue
-    standardised from scratch, one fresh single-threaded build per catalogue and config."""
+    standardised from scratch, one fresh single-threaded build per catalogue and config;
+    the layout the fold loop builds once (``layout``) is ignored and re-derived here."""
     from toolsift.scores import FieldScores
     from toolsift.standardize import standardize_catalog
     from toolsift.toolindex import ToolIndex

@@ -72,36 +72,9 @@ def _build_parser() -> argparse.ArgumentParser:
                          "or mcp; with --json the schemas are printed in it")
     se.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
 
-    ev = sub.add_parser("eval", help="evaluate methods on a benchmark folder (mftr-* or ultratool)")
-    ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool")
-    ev.add_argument("--method", default=None,
-                    help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
-                         "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
-                         "cold-start default,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
-                         "peer-dehydrator,peer-langchain; all but the last three join the default list)")
-    ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
-                    help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
-                         "(BM25 + dense for description/response/examples, BM25 for parameters)")
-    ev.add_argument("--encoder", default=None, metavar="DIR",
-                    help="encoder directory (model.onnx + tokenizer.json) for dense fields, e.g. "
-                         "one written by export-encoder; default the installed int8 MiniLM")
-    ev.add_argument("--docs", choices=("auto", "authors", "rules"), default="auto",
-                    help="tool docs for mftr: the authors' LLM-standardized ones (apibank) or rule-based")
-    ev.add_argument("--no-feedback", action="store_true",
-                    help="no example intents from training-fold queries (document expansion off)")
-    ev.add_argument("--json", action="store_true", help='print {method: {"ndcg@10": x, ...}} as JSON')
-    ev.add_argument("--plot", metavar="FILE.png", help="write Recall@K curves per method")
-    ev.add_argument("--runs", metavar="DIR", help="write one TREC run file per method into DIR")
-    ev.add_argument("--quiet", action="store_true", help="no progress bars")
+    from .evaluate.cli import add_commands as add_eval_commands
 
-    tr = sub.add_parser("train", help="learn MFTR weights on a benchmark folder and save a ready index")
-    tr.add_argument("dataset", help="mftr-* benchmark folder")
-    tr.add_argument("out", help="index directory to write, with the learned parameters in its manifest")
-    tr.add_argument("--docs", choices=("auto", "authors", "rules"), default="auto")
-    tr.add_argument("--queries", choices=("rewritten", "raw"), default="rewritten",
-                    help="train for structured (LLM-rewritten) queries or plain text")
-    tr.add_argument("--no-feedback", action="store_true", help="no example intents from the queries")
-    tr.add_argument("--quiet", action="store_true", help="no progress bars")
+    eval_commands = add_eval_commands(sub)  # toolsift eval, train: live in toolsift.evaluate.cli
 
     sv = sub.add_parser("serve", help="run the find_tools gateway as an MCP server (stdio or streamable HTTP)")
     sv.add_argument("--config", help="serve config JSON: upstream MCP servers, gateway settings, auth_token, "
@@ -158,7 +131,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from .batch.cli import add_commands
 
-    p.set_defaults(_batch_commands=add_commands(sub))
+    p.set_defaults(_extra_commands={**eval_commands, **add_commands(sub)})
     return p
 
 
@@ -294,100 +267,6 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
-    from .extras import require_extra
-
-    # Checked up front: the metrics run only after every method has.
-    require_extra("pytrec_eval", extra="eval", feature="toolsift eval")
-    from .evaluate import MftrDataset, UltraToolDataset, evaluate, write_trec_run
-    from .evaluate.methods import METHODS, MethodUnavailable, run_method
-    from .evaluate.report import format_table, plot_recall, summary_json
-    from .evaluate.ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
-    from .evaluate.cold import BASELINE_METHODS, COLD_METHODS
-
-    root = Path(args.dataset)
-    _check_dataset_folder(root)
-    ultra = (root / "data" / "English-dataset").is_dir()
-    if ultra:
-        ds = UltraToolDataset.load(root)
-        methods = _split(args.method) or list(ULTRATOOL_METHODS + BASELINE_METHODS)
-        metrics = ULTRATOOL_METRICS
-    else:
-        ds = MftrDataset.load(root)
-        methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free", *BASELINE_METHODS]
-        metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
-                   "recall@10", "recall@20", "mrr")
-    known = (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
-    bad = [m for m in methods if m not in known]
-    if bad:
-        raise ToolsiftError(f"unknown method(s) {', '.join(bad)} for {ds.name} (methods: {', '.join(known)})")
-    results, seconds, curves, skipped = {}, {}, {}, {}
-    bar = methods if args.quiet else _tqdm(methods, "methods")
-    qrels = ds.qrels()
-    for m in bar:
-        try:
-            if ultra:
-                res = run_ultratool(ds, m, encoder=args.encoder)
-            else:
-                res = run_method(ds, m, docs=args.docs, feedback=not args.no_feedback,
-                                 retriever=args.retriever, encoder=args.encoder, progress=not args.quiet)
-        except MethodUnavailable as exc:
-            skipped[m] = str(exc)
-            continue
-        all_metrics = tuple(dict.fromkeys(metrics + tuple(f"recall@{k}" for k in range(1, 21))))
-        results[m] = evaluate(qrels, res.run, metrics=all_metrics)
-        seconds[m] = res.seconds
-        curves[m] = [results[m].mean[f"recall@{k}"] for k in range(1, 21)]
-        if args.runs:
-            Path(args.runs).mkdir(parents=True, exist_ok=True)
-            write_trec_run(res.run, Path(args.runs) / f"{ds.name}.{m}.run", tag=f"toolsift-{m}")
-    if args.json:
-        json.dump({m: {k: r.mean[k] for k in metrics} for m, r in results.items()}, out, indent=2)
-        out.write("\n")
-    else:
-        print(format_table(results, metrics, seconds=seconds,
-                           title=f"{ds.name}: {len(qrels)} queries, {args.retriever}, pooled over all test queries"), file=out)
-        for m, why in skipped.items():
-            print(f"{m}: skipped: {why}", file=out)
-        cold = [m for m in results if m in COLD_METHODS]
-        if cold:
-            print(f"cold start ({', '.join(cold)}): raw tools, raw query, no labels, no LLM, no feedback, "
-                  "no training; --no-feedback and --retriever do not change them", file=out)
-    if args.plot:
-        plot_recall(curves, args.plot, title=f"{ds.name} ({args.retriever})")
-    return 0
-
-
-def _looks_like_dataset(path: Path) -> bool:
-    """An MFTR data set (``dataset/from_toolret``) or UltraTool (``data/English-dataset``)."""
-    return (path / "dataset" / "from_toolret").is_dir() or (path / "data" / "English-dataset").is_dir()
-
-
-def _check_dataset_folder(root: Path) -> None:
-    """A folder of data sets instead of one: name the ones it holds."""
-    if not root.is_dir() or _looks_like_dataset(root):
-        return  # the loaders report missing folders and files precisely
-    found = sorted(p.name for p in root.iterdir() if p.is_dir() and _looks_like_dataset(p))
-    if found:
-        raise ToolsiftError(f"{root} is a folder of data sets, not one data set; it holds: {', '.join(found)} "
-                            f"(e.g. toolsift eval {root / found[0]})")
-
-
-def _cmd_train(args: argparse.Namespace, out: TextIO) -> int:
-    from .evaluate import MftrDataset
-    from .evaluate.methods import train_index
-
-    ds = MftrDataset.load(args.dataset)
-    t0 = time.perf_counter()
-    index, note = train_index(ds, docs=args.docs, queries=args.queries, feedback=not args.no_feedback,
-                              progress=not args.quiet)
-    path = index.save(args.out)
-    print(f"trained on {len(ds.queries)} {ds.name} queries in {time.perf_counter() - t0:.1f}s: "
-          f"scale={note['scale']} stemmer={note['stemmer']}\n"
-          f"params {json.dumps(note['params'])}\nsaved -> {path}", file=out)
-    return 0
-
-
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     import logging
 
@@ -487,23 +366,13 @@ def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else []
-
-
-def _tqdm(items, desc: str):
-    from .progress import progress_bar
-
-    return progress_bar(items, True, desc, total=len(items))
-
-
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
     args = _build_parser().parse_args(argv)
-    commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo, "eval": _cmd_eval,
+    commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
-                "train": _cmd_train, "serve": _cmd_serve, "learn": run_learn, **args._batch_commands}
+                "serve": _cmd_serve, "learn": run_learn, **args._extra_commands}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:

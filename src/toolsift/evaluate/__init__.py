@@ -9,34 +9,41 @@ Example:
 
 from __future__ import annotations
 
-from .datasets import (
-    DatasetError,
-    MftrDataset,
-    UltraQuery,
-    UltraToolDataset,
-    ultratool_tool,
-)
-from .metrics import (
-    METRICS,
-    EvalResult,
-    RunFormatError,
-    evaluate,
-    ranked,
-    read_trec_run,
-    write_trec_run,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DatasetError",
-    "MftrDataset",
-    "UltraQuery",
-    "UltraToolDataset",
-    "ultratool_tool",
-    "METRICS",
-    "EvalResult",
-    "RunFormatError",
-    "evaluate",
-    "ranked",
-    "read_trec_run",
-    "write_trec_run",
-]
+# Names resolve on first use (PEP 562): the command line imports toolsift.evaluate.cli for
+# every command, and the data set and metric modules pull in the compiled kernels (~2 s).
+_EXPORTS = {
+    "DatasetError": "datasets",
+    "MftrDataset": "datasets",
+    "UltraQuery": "datasets",
+    "UltraToolDataset": "datasets",
+    "ultratool_tool": "datasets",
+    "METRICS": "metrics",
+    "EvalResult": "metrics",
+    "RunFormatError": "metrics",
+    "evaluate": "metrics",
+    "ranked": "metrics",
+    "read_trec_run": "metrics",
+    "write_trec_run": "metrics",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .datasets import DatasetError, MftrDataset, UltraQuery, UltraToolDataset, ultratool_tool
+    from .metrics import METRICS, EvalResult, RunFormatError, evaluate, ranked, read_trec_run, write_trec_run
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -21,7 +21,7 @@ from .datasets import MftrDataset
 from .inputs import catalog_for, examples_from, labels_of
 from .metrics import evaluate
 
-__all__ = ["fold_field_scores", "score_rows", "train_select", "build_indexes", "CROSSFIT", "DEPTH"]
+__all__ = ["fold_field_scores", "field_layout", "score_rows", "train_select", "build_indexes", "CROSSFIT", "DEPTH"]
 
 #: Cross-fitting splits for feedback examples (see :func:`fold_field_scores`).
 CROSSFIT = 3
@@ -97,8 +97,17 @@ def score_rows(ds: MftrDataset, cat: Catalog, configs: Sequence[IndexConfig], qs
         full.penalized[rows] = part.penalized
 
 
+def field_layout(ds: MftrDataset, docs: str, configs: Sequence[IndexConfig], qs: Sequence) -> FieldScores:
+    """One query's field scores on the catalogue without examples: only its layout (tool
+    ids, parameter -> tool map, required flags, widths) is read, and that is the same for
+    every fold, since examples never add a tool or a parameter."""
+    # threads=0 as in build_indexes (a one-query batch runs serially anyway).
+    return build_indexes(catalog_for(ds, docs, None), configs[:1])[0].field_scores(qs[:1], query_ids=["_"])
+
+
 def fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.ndarray, docs: str,
-                       feedback: bool, configs: Sequence[IndexConfig], qs: Sequence) -> list[FieldScores]:
+                       feedback: bool, configs: Sequence[IndexConfig], qs: Sequence,
+                       layout: FieldScores | None = None) -> list[FieldScores]:
     """Field scores of the training and test queries, one per config.
 
     With feedback, a query must never meet its own text among a tool's examples: that
@@ -106,11 +115,12 @@ def fold_field_scores(ds: MftrDataset, train_rows: np.ndarray, test_rows: np.nda
     field far too much. So training queries are cross-fitted: the queries of each of
     :data:`CROSSFIT` splits are scored on a catalogue whose examples come from the other
     splits only; test queries on a catalogue with examples from all training queries.
+
+    ``layout``: :func:`field_layout` of the same arguments, when the caller scores several
+    folds (it is built here otherwise).
     """
     n = len(ds.queries)
-    # Only the tool layout is read from this index; threads=0 as in build_indexes (a one-query
-    # batch runs serially anyway).
-    template = build_indexes(catalog_for(ds, docs, None), configs[:1])[0].field_scores(qs[:1], query_ids=["_"])
+    template = layout if layout is not None else field_layout(ds, docs, configs, qs)
     n_tools, n_params = template.base.shape[1], template.param_sims.shape[1]
     out = [FieldScores([q.id for q in ds.queries], template.tool_ids, np.zeros((n, n_tools, 4), np.float32),
                        np.zeros((n, n_params), np.float32), np.zeros(n, bool), template.param_tool,

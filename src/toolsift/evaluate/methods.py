@@ -42,7 +42,7 @@ from ..toolindex import ToolIndex
 from ..train import TrainConfig
 from .datasets import MftrDataset
 from .folds import DEPTH as _DEPTH
-from .folds import fold_field_scores, train_select
+from .folds import field_layout, fold_field_scores, train_select
 from .inputs import catalog_for, examples_from, fold_examples, fulldoc_scores, mine_negatives, queries_for, rows_of
 from .output import MethodOutput, MethodUnavailable
 
@@ -150,10 +150,12 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
     # compute them once (every query's scores are independent of the others in its batch).
     shared = None if feedback else fold_field_scores(ds, np.arange(len(ds.queries)), np.zeros(0, np.int64),
                                                       docs, False, configs, qs)
+    # The tool layout is the same on every fold: one index build for it, not one per fold.
+    layout = field_layout(ds, docs, configs, qs) if feedback else None
     for k in folds:
         train_rows = rows_of(ds, ds.train_ids(k))
         test_rows = rows_of(ds, ds.test_ids(k))
-        setups = shared or fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs)
+        setups = shared or fold_field_scores(ds, train_rows, test_rows, docs, feedback, configs, qs, layout=layout)
         best, params = train_select(setups, train_rows, ds, negatives, tc)
         run.update(setups[best].run(params, test_rows, depth=_DEPTH))
         pairs += len(ds.queries) * len(setups[0].tool_ids) * len(grid)

@@ -4,6 +4,8 @@ catalogue's field documents, re-using unchanged tools' rows on updates."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,15 +17,17 @@ from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
-__all__ = ["embed_fields", "get_encoder", "update_dense"]
+__all__ = ["embed_fields", "get_encoder", "encoder_wrapper", "update_dense"]
 
 
 _ENCODERS: dict[tuple, Any] = {}
 _ENCODER_LOCK = threading.Lock()
+_WRAPPERS: list[Callable[[Any, IndexConfig], Any]] = []
 
 
 def get_encoder(config: IndexConfig):
-    """The sentence encoder a config asks for, loaded once per process."""
+    """The sentence encoder a config asks for, loaded once per process (as the active
+    :func:`encoder_wrapper` functions wrap it, if any)."""
     key = (config.encoder, config.threads)
     with _ENCODER_LOCK:
         enc = _ENCODERS.get(key)
@@ -31,7 +35,32 @@ def get_encoder(config: IndexConfig):
             from ..encoders import OnnxEncoder
 
             enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
-        return enc
+        wrappers = list(_WRAPPERS)
+    # Outside the lock: a wrapper may hash model files on first use.
+    for wrap in wrappers:
+        enc = wrap(enc, config)
+    return enc
+
+
+@contextmanager
+def encoder_wrapper(wrap: Callable[[Any, IndexConfig], Any]) -> Iterator[None]:
+    """While the block runs, :func:`get_encoder` returns ``wrap(encoder, config)`` instead
+    of the shared encoder (for every thread of the process; nested wrappers apply in
+    the order they were entered). ``wrap`` must return an object with the encoder's ``dim`` and
+    ``encode`` that gives the same vectors, e.g. evaluation's embedding cache
+    (:mod:`toolsift.evaluate.embcache`); the shared encoders themselves are not changed.
+    """
+    with _ENCODER_LOCK:
+        _WRAPPERS.append(wrap)
+    try:
+        yield
+    finally:
+        with _ENCODER_LOCK:
+            # By identity from the end: the same wrapper may be active twice, nested.
+            for i in range(len(_WRAPPERS) - 1, -1, -1):
+                if _WRAPPERS[i] is wrap:
+                    del _WRAPPERS[i]
+                    break
 
 
 def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:

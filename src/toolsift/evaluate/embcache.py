@@ -1,0 +1,454 @@
+"""On-disk and in-run cache of sentence embeddings for ``toolsift eval``.
+
+Evaluation encodes the same texts again and again: each dense method, index setup and
+fold re-embeds the same tool documents and queries, and a rerun of ``toolsift eval``
+repeats the whole first run. Encoding is most of a dense method's time (docs/coldstart.md),
+so :func:`eval_encoder_cache` wraps every encoder :func:`toolsift.index.embed.get_encoder`
+hands out while it is active:
+
+* in-run: each distinct text is encoded once per encoder namespace, whatever method,
+  setup or fold asks for it;
+* on disk: one small file per (namespace, text) under :func:`default_cache_dir`
+  (``TOOLSIFT_EMBED_CACHE_DIR`` overrides it), capped at ``TOOLSIFT_EMBED_CACHE_MB``
+  (default 512) by evicting the least recently used entries; ``TOOLSIFT_EMBED_CACHE=0``
+  turns the disk part off.
+
+A namespace is a hash of everything that decides a vector: the encoder class, the model
+and tokenizer files' sha256, the truncation length and the width. Batch size and thread
+count are left out on purpose: the encoder's rows do not depend on them, nor on which
+other texts share a batch (``tests/test_eval_embcache.py`` checks this, bit for bit, since
+the cache is only sound because of it). Cached vectors are the stored float32 bytes of an
+earlier ``encode``, so they are bit-identical to a fresh encoding.
+
+Entries are written to a temp file and renamed into place (``os.replace``), so a reader
+never sees half an entry and two processes writing the same key both leave a complete
+one. Each entry carries a sha256 over its key and payload: a truncated, corrupt or
+misplaced file is a miss (recomputed and rewritten), never a wrong vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import struct
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+__all__ = ["EmbeddingStore", "CachedEncoder", "EncoderCache", "CacheStats", "eval_encoder_cache",
+           "encoder_namespace", "default_cache_dir", "store_from_env", "ENV_DIR", "ENV_MB", "ENV_ENABLED"]
+
+log = logging.getLogger(__name__)
+
+ENV_DIR = "TOOLSIFT_EMBED_CACHE_DIR"
+ENV_MB = "TOOLSIFT_EMBED_CACHE_MB"
+ENV_ENABLED = "TOOLSIFT_EMBED_CACHE"
+DEFAULT_MB = 512.0
+
+# Bump when the entry layout or the meaning of a namespace changes: old entries then
+# simply stop matching.
+_FORMAT = 1
+_MAGIC = b"TSEMB\x00\x00\x01"
+_HEADER = struct.Struct("<8sII")  # magic, dim, reserved (0)
+_DIGEST = 32
+# Eviction goes below the cap by this margin, so a run that keeps adding entries does
+# not rescan the folder on every write.
+_EVICT_TO = 0.9
+# A temp file this old was left by a killed writer.
+_STALE_TMP_S = 3600.0
+
+
+def default_cache_dir() -> Path:
+    """``$TOOLSIFT_EMBED_CACHE_DIR``, else the platform's user cache folder +
+    ``toolsift/embeddings`` (Linux ``$XDG_CACHE_HOME`` or ``~/.cache``; macOS
+    ``~/Library/Caches``; Windows ``%LOCALAPPDATA%``), as platformdirs lays it out."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "toolsift" / "embeddings"
+
+
+def _env_enabled() -> bool:
+    value = os.environ.get(ENV_ENABLED, "1").strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on", ""):
+        return True
+    raise ConfigError(f"{ENV_ENABLED} must be 0 or 1 (or true/false, yes/no, on/off), got {value!r}")
+
+
+def _env_max_bytes() -> int:
+    raw = os.environ.get(ENV_MB)
+    if raw is None or not raw.strip():
+        return int(DEFAULT_MB * 2**20)
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise ConfigError(f"{ENV_MB} must be a number of megabytes, got {raw!r}") from None
+    if not mb > 0 or mb == float("inf"):
+        raise ConfigError(f"{ENV_MB} must be a positive, finite number of megabytes, got {raw!r}")
+    return int(mb * 2**20)
+
+
+def store_from_env() -> EmbeddingStore | None:
+    """The disk store the environment asks for, or ``None`` when ``TOOLSIFT_EMBED_CACHE=0``.
+
+    Raises:
+        ConfigError: ``TOOLSIFT_EMBED_CACHE`` or ``TOOLSIFT_EMBED_CACHE_MB`` is malformed.
+    """
+    if not _env_enabled():
+        return None
+    return EmbeddingStore(default_cache_dir(), max_bytes=_env_max_bytes())
+
+
+@dataclass
+class CacheStats:
+    """Counts since the store or cache was made (texts, not calls)."""
+
+    memo_hits: int = 0
+    disk_hits: int = 0
+    encoded: int = 0
+    corrupt: int = 0
+    evicted: int = 0
+    write_errors: int = 0
+
+
+def _disk_size(st: os.stat_result) -> int:
+    # Allocated bytes: a 1.6 kB entry takes a whole 4 kB block, and the cap is about disk.
+    blocks = getattr(st, "st_blocks", None)
+    return blocks * 512 if blocks else st.st_size
+
+
+class EmbeddingStore:
+    """A folder of embedding entries, one file per key, sharded by the key's first two
+    hex digits; size-capped with least-recently-used eviction (a hit refreshes the
+    entry's mtime).
+
+    Args:
+        root: The folder; created on the first write.
+        max_bytes: Allocated size the folder is kept under.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, max_bytes: int = int(DEFAULT_MB * 2**20)) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ConfigError(f"max_bytes must be a positive int, got {max_bytes!r}")
+        self.root = Path(root)
+        self.max_bytes = max_bytes
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+        self._size: int | None = None  # allocated bytes, scanned on the first write
+        self._warned = False
+
+    @staticmethod
+    def key(namespace: str, text: str) -> bytes:
+        """The 32-byte key of ``text`` under ``namespace``."""
+        h = hashlib.sha256()
+        h.update(namespace.encode("utf-8"))
+        h.update(b"\x00")
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return h.digest()
+
+    def path(self, key: bytes) -> Path:
+        hx = key.hex()
+        return self.root / hx[:2] / hx[2:]
+
+    @staticmethod
+    def _checksum(key: bytes, header: bytes, payload: bytes) -> bytes:
+        return hashlib.sha256(key + header + payload).digest()
+
+    def get(self, key: bytes, dim: int) -> np.ndarray | None:
+        """The stored ``float32[dim]`` vector, or ``None`` when absent or not intact."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as fh:
+                blob = fh.read()
+        except OSError:
+            return None
+        header = _HEADER.pack(_MAGIC, dim, 0)
+        want = len(header) + _DIGEST + 4 * dim
+        if (len(blob) != want or blob[:len(header)] != header
+                or blob[len(header):len(header) + _DIGEST] != self._checksum(key, header, blob[len(header) + _DIGEST:])):
+            with self._lock:
+                self.stats.corrupt += 1
+            log.warning("embedding cache entry %s is damaged; recomputing it", path)
+            return None
+        try:
+            os.utime(path)  # least recently used = oldest mtime
+        except OSError:
+            pass  # a read-only cache still serves hits
+        return np.frombuffer(blob, dtype="<f4", offset=len(header) + _DIGEST).astype(np.float32, copy=True)
+
+    def put_many(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        """Store vectors atomically, then evict down to the cap if it is exceeded. A folder
+        that cannot be written is reported once and otherwise ignored: the cache is an
+        optimisation, never a reason for an evaluation to fail."""
+        written = 0
+        for key, vec in items:
+            vec = np.ascontiguousarray(vec, dtype="<f4")
+            header = _HEADER.pack(_MAGIC, vec.shape[0], 0)
+            payload = vec.tobytes()
+            try:
+                written += self._write(self.path(key), header + self._checksum(key, header, payload) + payload)
+            except OSError as exc:
+                with self._lock:
+                    self.stats.write_errors += 1
+                    if not self._warned:
+                        self._warned = True
+                        log.warning("embedding cache %s is not writable (%s); continuing without storing", self.root, exc)
+                return
+        if written:
+            with self._lock:
+                if self._size is None:
+                    self._size = self._scan_size()
+                else:
+                    self._size += written
+                over = self._size > self.max_bytes
+            if over:
+                self.evict()
+
+    @staticmethod
+    def _write(path: Path, data: bytes) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            # Atomic on POSIX and Windows: a concurrent reader sees the old entry or the new
+            # one; two writers of one key both write the same bytes, the last rename wins.
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        try:
+            return _disk_size(os.stat(path))
+        except OSError:
+            return len(data)  # already evicted by another process
+
+    def _entries(self) -> Iterator[tuple[str, os.stat_result]]:
+        if not self.root.is_dir():
+            return
+        now = time.time()
+        for shard in os.scandir(self.root):
+            if not shard.is_dir(follow_symlinks=False) or len(shard.name) != 2:
+                continue
+            try:
+                listing = list(os.scandir(shard.path))
+            except OSError:
+                continue  # removed meanwhile
+            for entry in listing:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # removed meanwhile
+                if entry.name.startswith(".tmp-"):
+                    if now - st.st_mtime > _STALE_TMP_S:
+                        _unlink(entry.path)
+                    continue
+                yield entry.path, st
+
+    def _scan_size(self) -> int:
+        return sum(_disk_size(st) for _, st in self._entries())
+
+    def size(self) -> int:
+        """Allocated bytes of all entries now (a full scan)."""
+        return self._scan_size()
+
+    def evict(self) -> int:
+        """Remove least recently used entries until the folder is under 90% of the cap;
+        returns how many were removed. Safe beside other processes doing the same
+        (an entry already gone is skipped)."""
+        entries = sorted(self._entries(), key=lambda e: (e[1].st_mtime_ns, e[0]))
+        total = sum(_disk_size(st) for _, st in entries)
+        removed = 0
+        if total > self.max_bytes:
+            target = int(self.max_bytes * _EVICT_TO)
+            for path, st in entries:
+                if total <= target:
+                    break
+                if _unlink(path):
+                    removed += 1
+                total -= _disk_size(st)
+        with self._lock:
+            self._size = total
+            self.stats.evicted += removed
+        return removed
+
+
+def _unlink(path: str) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- namespaces
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_sha256(path: Path) -> str:
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    digest = _FILE_DIGESTS.get(key)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        digest = _FILE_DIGESTS[key] = h.hexdigest()
+    return digest
+
+
+def encoder_namespace(encoder: Any) -> str | None:
+    """The cache namespace of ``encoder``: a hash of what decides its vectors, or ``None``
+    when that is unknown (such an encoder is only memoised within a run, never on disk).
+
+    An :class:`~toolsift.encoders.OnnxEncoder` is identified by its class, its model and
+    tokenizer files' sha256, ``max_length`` and width; any other encoder may provide a
+    ``cache_namespace`` string that changes whenever its vectors would.
+    """
+    own = getattr(encoder, "cache_namespace", None)
+    if isinstance(own, str) and own:
+        parts = ["custom", type(encoder).__qualname__, own]
+    else:
+        files = getattr(encoder, "files", None)
+        if files is None or not hasattr(files, "model") or not hasattr(files, "tokenizer"):
+            return None
+        parts = [type(encoder).__module__ + "." + type(encoder).__qualname__,
+                 _file_sha256(files.model), _file_sha256(files.tokenizer),
+                 f"max_length={getattr(encoder, 'max_length', None)}", f"dim={encoder.dim}", "pool=mean-l2"]
+    return hashlib.sha256("\x00".join([f"v{_FORMAT}", *parts]).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ encoders
+class CachedEncoder:
+    """``encoder`` with its vectors looked up first in ``memo`` (shared by every encoder of
+    the same namespace in this run), then in ``store``; only the rest is encoded, in one
+    call. Other attributes are the wrapped encoder's."""
+
+    def __init__(self, encoder: Any, namespace: str | None, memo: dict[str, np.ndarray],
+                 store: EmbeddingStore | None, stats: CacheStats) -> None:
+        self.inner = encoder
+        self.namespace = namespace
+        self._memo = memo
+        self._store = store if namespace is not None else None
+        self._stats = stats
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, (str, bytes)):
+            return self.inner.encode(texts)  # its own typed error
+        texts = list(texts)  # once: an iterator would be spent by the check below
+        if not all(isinstance(t, str) for t in texts):
+            return self.inner.encode(texts)
+        dim = self.inner.dim
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        todo: dict[str, list[int]] = {}
+        hits = 0
+        for i, t in enumerate(texts):
+            v = self._memo.get(t)
+            if v is None:
+                todo.setdefault(t, []).append(i)
+            else:
+                out[i] = v
+                hits += 1
+        disk = 0
+        if todo and self._store is not None:
+            for t in list(todo):
+                v = self._store.get(self._store.key(self.namespace, t), dim)
+                if v is not None:
+                    self._memo[t] = v
+                    out[todo.pop(t)] = v
+                    disk += 1
+        if todo:
+            miss = list(todo)
+            vecs = np.asarray(self.inner.encode(miss), dtype=np.float32)
+            for t, v in zip(miss, vecs):
+                v = v.copy()  # not a view that pins the whole batch
+                self._memo[t] = v
+                out[todo[t]] = v
+            if self._store is not None:
+                self._store.put_many([(self._store.key(self.namespace, t), v) for t, v in zip(miss, vecs)])
+        with self._lock:
+            self._stats.memo_hits += hits
+            self._stats.disk_hits += disk
+            self._stats.encoded += len(todo)
+        return out
+
+    def __repr__(self) -> str:
+        return f"CachedEncoder({self.inner!r}, disk={'on' if self._store is not None else 'off'})"
+
+
+class EncoderCache:
+    """The wrapper :func:`toolsift.index.embed.encoder_wrapper` applies to each encoder:
+    one :class:`CachedEncoder` per encoder object, one memo per namespace."""
+
+    def __init__(self, store: EmbeddingStore | None) -> None:
+        self.store = store
+        self.stats = CacheStats()
+        self._memos: dict[str | None, dict[str, np.ndarray]] = {}
+        self._wrapped: dict[int, tuple[Any, CachedEncoder]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, encoder: Any, config: Any = None) -> CachedEncoder:
+        if isinstance(encoder, CachedEncoder):
+            return encoder
+        with self._lock:
+            got = self._wrapped.get(id(encoder))
+            if got is not None and got[0] is encoder:
+                return got[1]
+        ns = encoder_namespace(encoder)
+        with self._lock:
+            # An encoder without a namespace gets a memo of its own: texts only meet the
+            # vectors of the very object that made them.
+            memo = self._memos.setdefault(ns, {}) if ns is not None else {}
+            wrapped = CachedEncoder(encoder, ns, memo, self.store, self.stats)
+            self._wrapped[id(encoder)] = (encoder, wrapped)
+            return wrapped
+
+
+@contextmanager
+def eval_encoder_cache(*, disk: bool = True) -> Iterator[EncoderCache]:
+    """While active, every encoder :func:`~toolsift.index.embed.get_encoder` returns shares
+    encodings within the run and, with ``disk`` and unless ``TOOLSIFT_EMBED_CACHE=0``,
+    with earlier runs through :func:`store_from_env`.
+
+    Raises:
+        ConfigError: A ``TOOLSIFT_EMBED_CACHE*`` variable is malformed.
+    """
+    from ..index.embed import encoder_wrapper
+
+    cache = EncoderCache(store_from_env() if disk else None)
+    with encoder_wrapper(cache):
+        yield cache
+    if cache.store is not None:
+        s, d = cache.stats, cache.store.stats
+        log.info("embeddings: %d encoded, %d from disk, %d shared in-run; %d damaged entries, %d evicted",
+                 s.encoded, s.disk_hits, s.memo_hits, d.corrupt, d.evicted)

@@ -33,7 +33,6 @@ import logging
 import os
 import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import write_atomic
 from ..errors import ConfigError
 
 __all__ = ["EmbeddingStore", "CachedEncoder", "EncoderCache", "CacheStats", "eval_encoder_cache",
@@ -225,20 +225,8 @@ class EmbeddingStore:
 
     @staticmethod
     def _write(path: Path, data: bytes) -> int:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            # Atomic on POSIX and Windows: a concurrent reader sees the old entry or the new
-            # one; two writers of one key both write the same bytes, the last rename wins.
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # Two writers of one key write the same bytes; the last rename wins.
+        write_atomic(path, data)
         try:
             return _disk_size(os.stat(path))
         except OSError:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..atomic import write_atomic
 
 __all__ = ["JsonCache", "cache_key"]
 
@@ -46,21 +47,8 @@ class JsonCache:
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` under ``key`` atomically (write a temp file, then rename)."""
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "value": value}, fh, ensure_ascii=False)
-            # os.replace is atomic on POSIX: concurrent readers see the old file or the
-            # new one, never a half-written one.
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        data = json.dumps({"key": key, "value": value}, ensure_ascii=False).encode("utf-8")
+        write_atomic(self._path(key), data)
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("??/*.json")) if self.root.is_dir() else 0

@@ -17,7 +17,7 @@ import numpy as np
 from . import search as _search
 from .analyze import Vocabulary
 from .config import IndexConfig
-from .errors import IndexFormatError, QueryError, SchemaError, ToolsiftError
+from .errors import ConfigError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
 from .index.field_index import FieldIndex
@@ -65,24 +65,33 @@ class ToolIndex:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, catalog: Catalog | Iterable[Tool], *, config: IndexConfig | None = None,
-              progress: bool = False) -> ToolIndex:
+    def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
+              config: IndexConfig | None = None, progress: bool = False) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
             catalog: A :class:`Catalog` or an iterable of :class:`Tool`.
-            config: Index configuration; defaults to :class:`IndexConfig()`.
+            preset: A named configuration (:data:`toolsift.presets.PRESETS`: ``"bm25"``,
+                ``"hybrid"``); ``None`` with no ``config`` uses
+                :func:`toolsift.presets.default_preset`.
+            config: A full index configuration instead of a preset.
             progress: Show a progress bar per field.
 
         Raises:
             SchemaError: Duplicate ids or invalid tools in ``catalog``.
+            ConfigError: Both ``preset`` and ``config`` given, or an unknown preset.
             ToolsiftError: The catalogue is empty.
         """
+        if preset is not None and config is not None:
+            raise ConfigError("ToolIndex.build: pass preset= or config=, not both")
         if not isinstance(catalog, Catalog):
             catalog = Catalog(catalog)
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
-        config = config or IndexConfig()
+        if config is None:
+            from .presets import preset_config
+
+            config = preset_config(preset)
         with gc_paused():
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):

@@ -15,6 +15,7 @@ __all__ = [
     "FormatError",
     "IndexFormatError",
     "IndexCorruptError",
+    "EncoderMismatchError",
 ]
 
 
@@ -56,3 +57,21 @@ class IndexFormatError(ToolsiftError):
 
 class IndexCorruptError(IndexFormatError):
     """An index file does not match the checksum or size recorded in its manifest."""
+
+
+class EncoderMismatchError(IndexFormatError):
+    """An index's dense vectors were made by another encoder than the one now in use
+    (e.g. the model package was upgraded or ``encoder=`` changed): scoring them against
+    the new encoder's query vectors would give wrong rankings without a word.
+
+    Attributes:
+        stored: The fingerprint recorded with the vectors.
+        current: The fingerprint of the encoder in use.
+    """
+
+    def __init__(self, where: str, stored: str, current: str | None) -> None:
+        self.stored, self.current = stored, current
+        super().__init__(
+            f"{where}: the dense vectors were made by encoder {stored}, but the encoder in use is "
+            f"{current or 'of unknown identity'}; rebuild the index, or load it with reencode=True "
+            f"(re-embeds the stored catalogue, through the embedding cache)")

@@ -8,9 +8,10 @@ when done, and shows an ETA whenever the total is known.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-__all__ = ["SHOW_AFTER_S", "progress_bar"]
+__all__ = ["SHOW_AFTER_S", "progress_bar", "progress_counter"]
 
 T = TypeVar("T")
 
@@ -39,3 +40,24 @@ def progress_bar(it: Iterable[T], enabled: bool, desc: str, total: int | None = 
             total = None
     # The ETA ("<remaining") is in tqdm's default format whenever total is known.
     return iter(tqdm(it, desc=desc, total=total, leave=False, delay=SHOW_AFTER_S))
+
+
+class _Silent:
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+@contextmanager
+def progress_counter(enabled: bool, desc: str, *, total: int, unit: str = "it") -> Iterator[Any]:
+    """A bar advanced by hand (``bar.update(n)``), for work counted in units finer than
+    the loop's steps (texts, not batches); same rules as :func:`progress_bar`."""
+    if not enabled:
+        yield _Silent()
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc=desc, total=total, unit=unit, leave=False, delay=SHOW_AFTER_S)
+    try:
+        yield bar
+    finally:
+        bar.close()

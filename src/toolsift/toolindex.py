@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import search as _search
 from .analyze import Vocabulary
 from .config import IndexConfig
-from .errors import ConfigError, IndexFormatError, QueryError, SchemaError, ToolsiftError
+from .encoders.cache import EmbedCacheArg
+from .encoders.fingerprint import encoder_fingerprint
+from .errors import ConfigError, EncoderMismatchError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
-from .index.embed import embed_fields, get_encoder, update_dense
+from .index.embed import embed_fields, encoder_record, get_encoder, update_dense
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.persist import load_index, save_index
@@ -32,7 +36,12 @@ from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
 from .search import Hit, QueryLike, as_query, check_k
 
-__all__ = ["Hit", "ToolIndex", "QueryLike", "get_encoder"]
+__all__ = ["Hit", "ToolIndex", "QueryLike", "UnrecordedEncoderWarning", "get_encoder"]
+
+
+class UnrecordedEncoderWarning(UserWarning):
+    """A saved dense or hybrid index records no encoder (saved before toolsift recorded
+    one): its vectors are assumed to come from the encoder in use."""
 
 # Queries per engine call in search_batch: big enough to amortise, small enough that the
 # packed candidates of one step stay small.
@@ -52,8 +61,14 @@ class ToolIndex:
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
-                 dense: dict[str, DenseField] | None = None) -> None:
+                 dense: dict[str, DenseField] | None = None, encoder_info: dict[str, Any] | None = None,
+                 doc_encoder: Any = None, embed_cache: EmbedCacheArg = None) -> None:
         self._config = config
+        # The encoder that made the dense vectors ({"fingerprint", "dim"}), recorded on save;
+        # the encoder object updates use (None: get_encoder); the embedding cache they use.
+        self._encoder_info = encoder_info
+        self._doc_encoder = doc_encoder
+        self._embed_cache = embed_cache
         missing = [f for f in FIELDS if config.retriever(f) != "bm25" and f not in (dense or {})]
         if missing:
             raise IndexFormatError(f"no dense embeddings for field(s) {', '.join(missing)} "
@@ -66,7 +81,8 @@ class ToolIndex:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
-              config: IndexConfig | None = None, progress: bool = False) -> ToolIndex:
+              config: IndexConfig | None = None, progress: bool = False,
+              embed_cache: EmbedCacheArg = None, encoder: Any = None) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
@@ -75,12 +91,23 @@ class ToolIndex:
                 ``"hybrid"``); ``None`` with no ``config`` uses
                 :func:`toolsift.presets.default_preset`.
             config: A full index configuration instead of a preset.
-            progress: Show a progress bar per field.
+            progress: Show progress bars (with ETA) for steps that outlast a second:
+                analysis and, for dense fields, embedding. Off by default.
+            embed_cache: Embedding cache for dense fields: ``None`` (default) uses the
+                user cache folder unless ``TOOLSIFT_EMBED_CACHE=0`` (the folder is
+                ``TOOLSIFT_EMBED_CACHE_DIR`` when set); a folder uses that one; ``False``
+                none (:func:`toolsift.encoders.cache.resolve_store`). Texts found there are
+                not encoded again; updates of this index use the same cache.
+            encoder: The document encoder, instead of the config's (e.g.
+                :class:`toolsift.distributed.RayEncoder`, the same model run on Ray
+                Data). It must be the same model as the config's: its ``fingerprint``
+                is checked against that encoder's.
 
         Raises:
             SchemaError: Duplicate ids or invalid tools in ``catalog``.
             ConfigError: Both ``preset`` and ``config`` given, or an unknown preset.
             ToolsiftError: The catalogue is empty.
+            EncoderMismatchError: ``encoder`` is not the config's model.
         """
         if preset is not None and config is not None:
             raise ConfigError("ToolIndex.build: pass preset= or config=, not both")
@@ -94,19 +121,25 @@ class ToolIndex:
             config = preset_config(preset)
         with gc_paused():
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
-        with using_threads(config.threads):
-            dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
-        return cls._from_tokens(catalog, config, tokens, dense)
+        dense = info = None
+        if config.uses_dense:
+            if encoder is not None:
+                _check_same_model(encoder, config)
+            with using_threads(config.threads):
+                dense = embed_fields(catalog, config, progress=progress, encoder=encoder, embed_cache=embed_cache)
+            info = encoder_record(encoder if encoder is not None else get_encoder(config))
+        return cls._from_tokens(catalog, config, tokens, dense, encoder_info=info, doc_encoder=encoder,
+                                embed_cache=embed_cache)
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
-                     dense: dict[str, DenseField] | None = None) -> ToolIndex:
+                     dense: dict[str, DenseField] | None = None, **extra: Any) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, **extra)
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -180,9 +213,21 @@ class ToolIndex:
             dense = None
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
-                dense = update_dense(st, catalog, self._config, fresh_ids)
+                if fresh_ids:
+                    self._check_encoder()
+                dense = update_dense(st, catalog, self._config, fresh_ids, encoder=self._doc_encoder,
+                                     embed_cache=self._embed_cache)
             built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense)
             self._state = built._state
+
+    def _check_encoder(self) -> None:
+        """New rows must come from the encoder that made the stored ones."""
+        if self._encoder_info is None:
+            return
+        enc = self._doc_encoder if self._doc_encoder is not None else get_encoder(self._config)
+        current = encoder_fingerprint(enc)
+        if current != self._encoder_info["fingerprint"]:
+            raise EncoderMismatchError("update", self._encoder_info["fingerprint"], current)
 
     # ---------------------------------------------------------------- queries
     @property
@@ -217,7 +262,8 @@ class ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
         st = self._state
         return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense)
+                         dense=st.dense, encoder_info=self._encoder_info, doc_encoder=self._doc_encoder,
+                         embed_cache=self._embed_cache)
 
     def search(self, query: QueryLike, *, k: int = 5, explain: bool = False, token_budget: int | None = None,
                format: str = "openai") -> list[Hit]:
@@ -313,11 +359,24 @@ class ToolIndex:
         Returns:
             The absolute path written.
         """
-        return save_index(path, self._state, self._config)
+        return save_index(path, self._state, self._config, encoder=self._encoder_info)
+
+    @property
+    def encoder_info(self) -> dict[str, Any] | None:
+        """The encoder that made the dense vectors, ``{"fingerprint": str, "dim": int}``
+        (``None``: no dense field, or an index saved before encoders were recorded)."""
+        return None if self._encoder_info is None else dict(self._encoder_info)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, *, mmap: bool = True, verify: bool = True) -> ToolIndex:
+    def load(cls, path: str | os.PathLike, *, mmap: bool = True, verify: bool = True, reencode: bool = False,
+             embed_cache: EmbedCacheArg = None) -> ToolIndex:
         """Open an index directory written by :meth:`save`.
+
+        A dense or hybrid index records the fingerprint of the encoder that made its
+        vectors; loading it where the config's encoder has another fingerprint (an
+        upgraded model package, another ``encoder`` folder) raises
+        :class:`~toolsift.errors.EncoderMismatchError` unless ``reencode``. An index saved
+        before fingerprints were recorded loads with an :class:`UnrecordedEncoderWarning`.
 
         Args:
             path: The index directory.
@@ -326,10 +385,44 @@ class ToolIndex:
                 skips only that; sizes, Arrow structure, column types, the per-save id
                 of every file and cross-file counts are always checked (see
                 :func:`toolsift.index.persist.load_index` for what goes undetected).
+            reencode: On an encoder mismatch (or an unrecorded encoder), embed the
+                stored catalogue again with the encoder in use (through the embedding
+                cache) instead of refusing; :meth:`save` then records the new encoder.
+            embed_cache: The embedding cache for re-encoding and later updates, as in
+                :meth:`build`.
 
         Raises:
             IndexFormatError: Not an index directory, or written by a newer version.
             IndexCorruptError: A file is truncated, damaged or inconsistent.
+            EncoderMismatchError: The dense vectors were made by another encoder (the
+                message names both fingerprints) and ``reencode`` is false.
         """
         got = load_index(path, mmap=mmap, verify=verify)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense)
+        dense, info = got.dense, got.encoder
+        if got.config.uses_dense:
+            enc = get_encoder(got.config)
+            current = encoder_record(enc)
+            stale = info is None or current is None or info["fingerprint"] != current["fingerprint"]
+            if stale and reencode:
+                with using_threads(got.config.threads):
+                    dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
+                info = current
+            elif info is None:
+                warnings.warn(f"{path}: the index records no encoder (saved by an older toolsift); its vectors "
+                              f"are assumed to be the current encoder's ({current and current['fingerprint']}). "
+                              f"Load with reencode=True and save to record it.", UnrecordedEncoderWarning,
+                              stacklevel=2)
+                info = current
+            elif stale:
+                raise EncoderMismatchError(str(path), info["fingerprint"], current and current["fingerprint"])
+        return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, encoder_info=info,
+                   embed_cache=embed_cache)
+
+
+def _check_same_model(encoder: Any, config: IndexConfig) -> None:
+    """A build's explicit encoder must make the vectors the config's encoder would (the
+    query side uses the config's)."""
+    mine = encoder_fingerprint(encoder)
+    theirs = encoder_fingerprint(get_encoder(config))
+    if mine is None or mine != theirs:
+        raise EncoderMismatchError("build", theirs or "unknown", mine)

@@ -9,13 +9,18 @@ normalisation.
 from __future__ import annotations
 
 import importlib
+import os
+import queue
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.fingerprint import onnx_fingerprint
 from toolsift.encoders.models import ModelFiles, PathLike, resolve_model
 from toolsift.errors import ConfigError
 
@@ -25,7 +30,13 @@ _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Output names used by HF/optimum exports and by sentence-transformers' own ONNX export.
 _TOKEN_OUTPUTS = ("last_hidden_state", "token_embeddings")
 # Padded tokens per forward pass at most (a batch always holds at least one text).
-_BATCH_TOKENS = 1024
+_BATCH_TOKENS = 512
+#: How an encoder with ``threads != 1`` spreads a large ``encode`` over cores:
+#: ``"sessions"``: one onnxruntime session per thread (intra-op 1 thread each), the
+#: length-sorted batches shared out among them (onnxruntime releases the GIL);
+#: ``"intra-op"``: one session whose operators use ``threads`` threads.
+#: docs/dense.md ("Builds") has the measurements behind the default.
+PARALLEL_MODES = ("sessions", "intra-op")
 
 
 def _require(module: str, pip_name: str) -> ModuleType:
@@ -54,9 +65,14 @@ class OnnxEncoder:
             ``tokenizer.json``, or an ``.onnx`` file (see
             :func:`toolsift.encoders.resolve_model`).
         tokenizer: A ``tokenizer.json`` to use instead of the resolved one.
-        threads: onnxruntime intra-op threads; 0 lets onnxruntime use all cores.
+        threads: Cores one ``encode`` call may use; 0 = all cores. How they are used
+            is ``parallel``'s choice.
+        parallel: ``"sessions"`` (default): a call of more than one batch runs its
+            batches on ``threads`` onnxruntime sessions of one intra-op thread each;
+            ``"intra-op"``: one session with ``threads`` intra-op threads. In
+            ``"sessions"`` mode a single batch (a query) runs on one thread.
         batch_size: Texts per forward pass in :meth:`encode` at most; fewer when that
-            many would exceed 1,024 padded tokens (long texts batch 8 or so at a time).
+            many would exceed 512 padded tokens (long texts batch 4 or so at a time).
         max_length: Truncation length in tokens, special tokens included (256 is
             sentence-transformers' ``max_seq_length`` for all-MiniLM-L6-v2).
 
@@ -72,10 +88,15 @@ class OnnxEncoder:
         *,
         tokenizer: PathLike | None = None,
         threads: int = 0,
+        parallel: str = "sessions",
         batch_size: int = 64,
         max_length: int = 256,
     ) -> None:
         self.threads = _check_int("threads", threads, 0)
+        if parallel not in PARALLEL_MODES:
+            raise ConfigError(f"parallel must be one of {', '.join(PARALLEL_MODES)}, got {parallel!r}")
+        self.parallel = parallel
+        self._workers = self.threads or (os.cpu_count() or 1)
         self.batch_size = _check_int("batch_size", batch_size, 1)
         # 2 = room for [CLS] and [SEP]; anything less drops the text entirely.
         self.max_length = _check_int("max_length", max_length, 2)
@@ -84,8 +105,15 @@ class OnnxEncoder:
         ort = _require("onnxruntime", "onnxruntime")
         tokenizers = _require("tokenizers", "tokenizers")
 
+        self._ort = ort
         self._tokenizer = self._load_tokenizer(tokenizers)
-        self._session = self._load_session(ort)
+        # The query path's session: intra-op threads only in "intra-op" mode, so a
+        # sessions-mode encoder never has a session's thread pool fight its siblings.
+        self._session = self._load_session(ort, self.threads if parallel == "intra-op" else 1)
+        # Extra single-thread sessions for "sessions" mode, made on the first large call.
+        self._pool: queue.SimpleQueue[Any] | None = None
+        self._pool_lock = threading.Lock()
+        self._fingerprint: str | None = None
         self._input_names = self._check_inputs()
         self._output_name, self._dim = self._pick_output()
 
@@ -106,9 +134,9 @@ class OnnxEncoder:
         tok.enable_truncation(max_length=self.max_length)
         return tok
 
-    def _load_session(self, ort: ModuleType) -> Any:
+    def _load_session(self, ort: ModuleType, intra_op: int) -> Any:
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
+        opts.intra_op_num_threads = intra_op
         # One graph runs at a time per call; parallel branches are not worth threads.
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -167,11 +195,22 @@ class OnnxEncoder:
         """Embedding width (384 for all-MiniLM-L6-v2)."""
         return self._dim
 
+    @property
+    def fingerprint(self) -> str:
+        """What decides this encoder's vectors, as a SHA-256 hex string: the model and
+        tokenizer files' SHA-256 and ``max_length``
+        (:func:`toolsift.encoders.fingerprint.onnx_fingerprint`; each file is hashed
+        once per process). Keys the embedding cache and is recorded in saved indexes."""
+        if self._fingerprint is None:
+            self._fingerprint = onnx_fingerprint(self.files.model, self.files.tokenizer,
+                                                 max_length=self.max_length)
+        return self._fingerprint
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts.
 
         Texts are tokenized, truncated at ``max_length`` tokens, grouped by token count
-        into batches of up to ``batch_size`` texts and ~1,024 padded tokens (so short
+        into batches of up to ``batch_size`` texts and ~512 padded tokens (so short
         texts are not padded to long ones, and a batch of long ones stays in cache),
         run through the graph, mean-pooled over real tokens and L2-normalised.
 
@@ -205,20 +244,55 @@ class OnnxEncoder:
             encodings = self._tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
         order = np.argsort(lengths, kind="stable")
+        batches = []
         start = 0
         while start < len(order):
             # Sorted by length, so the row added last sets the padded width. Small
-            # batches of long texts stay in cache (fused int8 model, tool descriptions
-            # of ~75 tokens: 8 rows 53, 16 rows 49, 64 rows 36-40 texts per CPU second).
+            # batches stay in cache: with the default int8 model, tool cards of ~66
+            # tokens ran 49 texts per CPU second at 1,024 padded tokens per batch, 52-53
+            # at 256-512, 44 at 2,048 (docs/dense.md, "Builds").
             stop = start + 1
             while (stop < len(order) and stop - start < self.batch_size
                    and (stop - start + 1) * lengths[order[stop]] <= _BATCH_TOKENS):
                 stop += 1
-            rows = order[start:stop]
-            ids, mask = self._batch([encodings[r] for r in rows])
-            out[rows] = self._pool(self._forward(ids, mask, self._output_name), mask)
+            batches.append(order[start:stop])
             start = stop
+
+        def run(rows: np.ndarray, session: Any) -> None:
+            ids, mask = self._batch([encodings[r] for r in rows])
+            out[rows] = self._pool_states(self._forward(ids, mask, self._output_name, session), mask)
+
+        if self.parallel == "intra-op" or self._workers == 1 or len(batches) == 1:
+            for rows in batches:
+                run(rows, self._session)
+            return out
+        pool = self._sessions()
+
+        def task(rows: np.ndarray) -> None:
+            session = pool.get()  # blocks while every session is busy (concurrent calls)
+            try:
+                run(rows, session)
+            finally:
+                pool.put(session)
+
+        # Longest batches first: the last ones to finish are then the cheapest, so the
+        # threads end close together. A batch's rows depend on nothing but its texts,
+        # so the order changes no vector.
+        with ThreadPoolExecutor(max_workers=min(self._workers, len(batches)),
+                                thread_name_prefix="toolsift-encode") as ex:
+            for f in [ex.submit(task, rows) for rows in reversed(batches)]:
+                f.result()
         return out
+
+    def _sessions(self) -> queue.SimpleQueue[Any]:
+        with self._pool_lock:
+            if self._pool is None:
+                pool: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                pool.put(self._session)
+                for _ in range(self._workers - 1):
+                    pool.put(self._load_session(self._ort, 1))
+                self._pool = pool
+            return self._pool
 
     def _batch(self, encodings: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         width = max(len(e.ids) for e in encodings)
@@ -230,19 +304,19 @@ class OnnxEncoder:
             mask[row, :n] = 1
         return ids, mask
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray, output: str) -> np.ndarray:
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, output: str, session: Any = None) -> np.ndarray:
         feeds = {
             "input_ids": ids,
             "attention_mask": mask,
             "token_type_ids": np.zeros_like(ids),
         }
-        (states,) = self._session.run(
+        (states,) = (session or self._session).run(
             [output], {n: feeds[n] for n in self._input_names}
         )
         return states
 
     @staticmethod
-    def _pool(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _pool_states(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
         weights = mask.astype(np.float32)[:, :, None]
         summed = (states * weights).sum(axis=1)
         # Same clamps as sentence-transformers (Pooling: 1e-9, Normalize: 1e-12).
@@ -253,5 +327,5 @@ class OnnxEncoder:
     def __repr__(self) -> str:
         return (
             f"OnnxEncoder(model={str(self.files.model)!r}, dim={self._dim}, threads={self.threads}, "
-            f"batch_size={self.batch_size}, max_length={self.max_length})"
+            f"parallel={self.parallel!r}, batch_size={self.batch_size}, max_length={self.max_length})"
         )

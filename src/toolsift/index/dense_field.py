@@ -14,29 +14,35 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..kernels.int8 import quantize_rows, scan
-from ..progress import progress_bar
+from ..progress import progress_counter
 from .dense import Int8Matrix
 
 __all__ = ["DenseField", "encode_texts"]
 
 
-# Texts per encoder call when a progress bar is shown: large enough to batch well, small
-# enough that the bar moves every second or two.
-_PROGRESS_SLICE = 1024
+# Texts per encoder call when a progress bar is shown: enough batches to keep every
+# encoder thread busy, few enough that the bar moves every few seconds.
+_PROGRESS_SLICE = 256
 
 
 def encode_texts(encoder, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
     """Embeddings of ``texts`` (unit rows); empty texts get a zero row, so they match
     nothing, as an empty text matches nothing in BM25. Duplicates are encoded once.
-    ``progress`` shows a bar when there are more distinct texts than one slice."""
+
+    ``encoder`` is any object with ``dim`` and ``encode(list[str]) -> float32[n, dim]``.
+    ``progress`` shows a bar (texts done, rate, ETA) once the work outlasts a second.
+    """
     uniq = list(dict.fromkeys(t for t in texts if t.strip()))
     dim = encoder.dim
     out = np.zeros((len(texts), dim), dtype=np.float32)
     if uniq:
         step = _PROGRESS_SLICE if progress and len(uniq) > _PROGRESS_SLICE else max(len(uniq), 1)
-        starts = range(0, len(uniq), step)
-        emb = np.concatenate([encoder.encode(uniq[s:s + step])
-                              for s in progress_bar(starts, step < len(uniq), "embed", total=len(starts))])
+        parts = []
+        with progress_counter(progress and step < len(uniq), "embed", total=len(uniq), unit="text") as bar:
+            for s in range(0, len(uniq), step):
+                parts.append(encoder.encode(uniq[s:s + step]))
+                bar.update(len(parts[-1]))
+        emb = np.concatenate(parts)
         row = {t: i for i, t in enumerate(uniq)}
         for i, t in enumerate(texts):
             j = row.get(t)

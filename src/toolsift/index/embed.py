@@ -1,5 +1,6 @@
 """Dense fields: the sentence encoder (one per process and setting) and embedding a
-catalogue's field documents, re-using unchanged tools' rows on updates."""
+catalogue's field documents through the embedding cache (:mod:`toolsift.encoders.cache`),
+re-using unchanged tools' rows on updates."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from typing import Any
 import numpy as np
 
 from ..config import IndexConfig
+from ..encoders.cache import EmbedCacheArg, cached, resolve_store
+from ..encoders.fingerprint import encoder_fingerprint
+from ..errors import EncoderMismatchError
 from ..schema import FIELDS, Catalog
 from .dense import Int8Matrix
 from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
-__all__ = ["embed_fields", "get_encoder", "encoder_wrapper", "update_dense"]
+__all__ = ["EncoderMismatchError", "embed_fields", "encoder_record", "get_encoder", "encoder_wrapper",
+           "update_dense"]
+
 
 
 _ENCODERS: dict[tuple, Any] = {}
@@ -63,10 +69,24 @@ def encoder_wrapper(wrap: Callable[[Any, IndexConfig], Any]) -> Iterator[None]:
                     break
 
 
-def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False) -> dict[str, DenseField]:
+def encoder_record(encoder: Any) -> dict[str, Any] | None:
+    """What a saved index records about the encoder that made its vectors:
+    ``{"fingerprint": str, "dim": int}``, or ``None`` for an encoder without a fingerprint."""
+    fp = encoder_fingerprint(encoder)
+    return None if fp is None else {"fingerprint": fp, "dim": int(encoder.dim)}
+
+
+def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False, encoder: Any = None,
+                 embed_cache: EmbedCacheArg = None) -> dict[str, DenseField]:
     """Int8 embeddings of every dense or hybrid field's documents.
 
-    The encoder batches its input by token length.
+    Args:
+        catalog: The tools.
+        config: Which fields are dense and how their documents are written.
+        progress: Show a progress bar (with ETA) when encoding outlasts a second.
+        encoder: The document encoder (``None``: :func:`get_encoder`).
+        embed_cache: Where known texts' vectors are looked up and new ones stored
+            (:func:`toolsift.encoders.cache.resolve_store`; ``False``: nowhere).
     """
     names = [f for f in FIELDS if config.retriever(f) != "bm25"]
     if not names:
@@ -77,7 +97,8 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     # One encoder pass over all fields' texts: a parameter text and an example intent are
     # often the same string, and encode_texts encodes each distinct string once.
     texts = [t for f in names for t in fd[f].texts]
-    vecs = encode_texts(get_encoder(config), texts, progress=progress)
+    enc = cached(encoder if encoder is not None else get_encoder(config), resolve_store(embed_cache))
+    vecs = encode_texts(enc, texts, progress=progress)
     # An empty document (no response text, a tool without examples) is no evidence: its
     # cosine must be 0, as its BM25 score is, not the similarity to the empty string's
     # embedding (which is positive for most queries and ranked tools by what they lack).
@@ -93,12 +114,13 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     return out
 
 
-def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_ids: set[str]) -> dict[str, DenseField]:
+def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_ids: set[str], *,
+                 encoder: Any = None, embed_cache: EmbedCacheArg = None) -> dict[str, DenseField]:
     """Dense fields for ``catalog``: rows of unchanged tools are reused, only new or
-    replaced tools are embedded."""
+    replaced tools are embedded (``encoder`` and ``embed_cache`` as :func:`embed_fields`)."""
     new_ids = catalog.ids  # ids only: unchanged tools of a stored catalogue stay encoded
     fresh = [catalog[i] for i, tid in enumerate(new_ids) if tid in fresh_ids]
-    new_dense = embed_fields(Catalog(fresh), config) if fresh else {}
+    new_dense = embed_fields(Catalog(fresh), config, encoder=encoder, embed_cache=embed_cache) if fresh else {}
     fresh_pos = {t.id: i for i, t in enumerate(fresh)}
     old_pos = {tid: i for i, tid in enumerate(st.catalog.ids)}
     out = {}

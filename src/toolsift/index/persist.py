@@ -16,7 +16,7 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -45,10 +45,19 @@ class LoadedIndex(NamedTuple):
     vocab: Vocabulary
     fields: dict[str, FieldIndex]
     dense: dict[str, DenseField]
+    #: The manifest's record of the encoder that made the dense vectors
+    #: (``{"fingerprint": str, "dim": int}``), ``None`` when it has none (a BM25 index, or
+    #: one saved before encoders were recorded).
+    encoder: dict[str, Any] | None = None
 
 
-def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
+def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
+               encoder: dict[str, Any] | None = None) -> Path:
     """Write index state ``st`` to directory ``path`` atomically (replacing an existing one).
+
+    ``encoder`` (``{"fingerprint", "dim"}``, :func:`toolsift.index.embed.encoder_record`)
+    is recorded in the manifest when the index has dense fields, so a load can tell
+    whether the encoder in use made its vectors.
 
     Returns:
         The absolute path written.
@@ -77,7 +86,23 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         "config": config.to_dict(),
         "fields": stats,
     }
+    if st.dense and encoder is not None:
+        manifest["encoder"] = {"fingerprint": str(encoder["fingerprint"]), "dim": int(encoder["dim"])}
     return write_index_dir(path, tables, manifest)
+
+
+def _encoder_record(manifest: dict, dense: dict[str, DenseField], where: str) -> dict[str, Any] | None:
+    rec = manifest.get("encoder")
+    if rec is None:
+        return None
+    fp, dim = (rec.get("fingerprint"), rec.get("dim")) if isinstance(rec, dict) else (None, None)
+    if not isinstance(fp, str) or not fp or isinstance(dim, bool) or not isinstance(dim, int):
+        raise IndexCorruptError(f"{where}: manifest.json 'encoder' is not {{fingerprint: str, dim: int}}: {rec!r}")
+    for name, dn in dense.items():
+        if dn.matrix.codes.shape[1] != dim:
+            raise IndexCorruptError(f"{where}: dense.{name}.arrow has width {dn.matrix.codes.shape[1]}, "
+                                    f"the manifest's encoder {dim}")
+    return {"fingerprint": fp, "dim": dim}
 
 
 #: Times a load starts over when a concurrent save replaced the index under it.
@@ -193,4 +218,4 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
-    return LoadedIndex(catalog, config, vocab, fields, dense)
+    return LoadedIndex(catalog, config, vocab, fields, dense, _encoder_record(manifest, dense, str(path)))

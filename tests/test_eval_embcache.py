@@ -183,27 +183,31 @@ def test_onnx_namespace_covers_model_file_and_settings(tmp_path, minilm):
     from dataclasses import dataclass
 
     from toolsift.encoders import OnnxEncoder
-    from toolsift.encoders.models import ModelFiles
 
     ns = encoder_namespace(minilm)
     assert ns == encoder_namespace(OnnxEncoder(threads=0))  # threads do not change vectors
     assert ns != encoder_namespace(OnnxEncoder(threads=1, max_length=64))
 
-    @dataclass
-    class Described:  # what the namespace reads of an encoder, without loading a graph
-        files: ModelFiles
-        max_length: int = 256
-        dim: int = 384
+    from toolsift.encoders.fingerprint import onnx_fingerprint
 
+    assert minilm.fingerprint == onnx_fingerprint(minilm.files.model, minilm.files.tokenizer, max_length=256)
     tok = tmp_path / "tokenizer.json"
     shutil.copy(minilm.files.tokenizer, tok)
     model = tmp_path / "model.onnx"
     model.write_bytes(b"weights v1")
-    before = encoder_namespace(Described(ModelFiles(model, tok)))
+    before = onnx_fingerprint(model, tok, max_length=256)
     model.write_bytes(b"weights v2")  # same size, new content: a re-export
     os.utime(model, ns=(1, 1))
-    assert encoder_namespace(Described(ModelFiles(model, tok))) != before
-    assert encoder_namespace(Described(ModelFiles(model, tok), dim=768)) != before
+    assert onnx_fingerprint(model, tok, max_length=256) != before
+    assert onnx_fingerprint(model, tok, max_length=64) != onnx_fingerprint(model, tok, max_length=256)
+
+    @dataclass
+    class Fingerprinted:  # any encoder: its own fingerprint, and its width
+        fingerprint: str
+        dim: int = 384
+
+    assert encoder_namespace(Fingerprinted("a")) != encoder_namespace(Fingerprinted("b"))
+    assert encoder_namespace(Fingerprinted("a", dim=768)) != encoder_namespace(Fingerprinted("a"))
 
 
 # --------------------------------------------------------------- corruption

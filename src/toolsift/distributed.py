@@ -1,5 +1,17 @@
-"""Scale-out of batch scoring on Ray Data (``pip install 'toolsift[ray]'``).
+"""Scale-out on Ray Data (``pip install 'toolsift[ray]'``): batch scoring, and the dense
+field embeddings of large catalogues.
 
+**Embeddings.** :class:`TextEmbedder` is a ``map_batches`` callable class that loads the
+ONNX encoder once per worker and turns an Arrow batch of texts into the same batch with
+an ``embedding`` column (``fixed_size_list<float32>[dim]``); :func:`embed_dataset` maps it
+over a dataset. :class:`RayEncoder` wraps that as an encoder object, so
+``ToolIndex.build(catalog, preset="hybrid", encoder=RayEncoder())`` (or
+:func:`build_index_ray`) embeds a catalogue on the cluster, through the embedding cache
+(only texts the cache lacks go to Ray), and gives the index a local build gives: an
+encoder's rows do not depend on the batch they are in (``tests/test_distributed_embed.py``
+checks the vectors bit for bit).
+
+**Scoring.**
 The scorer is mapped over a ``ray.data.Dataset`` of pairs with
 ``Dataset.map_batches`` and a callable class, :class:`IndexScorer`, that opens the saved
 index once per worker (``ToolIndex.load`` memory-maps it, so workers on one machine
@@ -24,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from .batch.columns import BatchInputError
@@ -31,7 +44,8 @@ from .batch.files import FileResult
 from .batch.io import check_compression, file_format, open_writer, source_schema
 from .errors import ToolsiftError
 
-__all__ = ["IndexScorer", "score_dataset", "score_file_ray"]
+__all__ = ["IndexScorer", "RayEncoder", "TextEmbedder", "build_index_ray", "embed_dataset", "score_dataset",
+           "score_file_ray"]
 
 
 def _ray():
@@ -63,6 +77,132 @@ class IndexScorer:
         if not out:
             return self.scorer.output_schema(batch.schema).empty_table()
         return pa.Table.from_batches(out)
+
+
+class TextEmbedder:
+    """The ``map_batches`` callable for embeddings: one per Ray worker, holding the
+    encoder (loaded once, in the constructor).
+
+    Args:
+        encoder: Model folder or ``.onnx`` file (``None``: the default model), as
+            :class:`~toolsift.encoders.OnnxEncoder`; it must exist at this path on every node.
+        text_column: The column of texts (``str``; a null is embedded as the empty text).
+        threads: Cores per worker (default 1: Ray runs one worker per CPU).
+    """
+
+    def __init__(self, encoder: str | None = None, *, text_column: str = "text", threads: int = 1) -> None:
+        from .encoders import OnnxEncoder
+
+        self.encoder = OnnxEncoder(encoder, threads=threads)
+        self.text_column = text_column
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        """Embed one Ray batch (a ``pyarrow.Table``): the batch plus an ``embedding`` column."""
+        if self.text_column not in batch.column_names:
+            raise BatchInputError(f"no column {self.text_column!r} to embed (columns: {', '.join(batch.column_names)})")
+        texts = ["" if t is None else t for t in batch.column(self.text_column).to_pylist()]
+        vecs = np.ascontiguousarray(self.encoder.encode(texts), dtype=np.float32)
+        emb = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1), pa.float32()), self.encoder.dim)
+        return batch.append_column("embedding", emb)
+
+
+def embed_dataset(ds, *, encoder: str | None = None, text_column: str = "text", workers: int | None = None,
+                  batch_size: int = 512, threads: int = 1, cpus_per_worker: float = 1.0):
+    """Map :class:`TextEmbedder` over the Ray dataset ``ds``; returns the dataset (lazy)
+    with an ``embedding`` column (unit-length ``float32`` rows) after its own columns.
+
+    Args:
+        ds: A ``ray.data.Dataset`` with a string column ``text_column``.
+        encoder: Model folder or file, the same path on every node (``None``: default model).
+        text_column: The column to embed.
+        workers: Encoder actors (default: up to one per CPU of the cluster).
+        batch_size: Rows per Ray batch (the encoder sorts each by length and batches it
+            further).
+        threads: Cores per worker.
+        cpus_per_worker: CPUs Ray reserves per actor (see :func:`score_dataset`).
+    """
+    ray = _ray()
+    if workers is not None and workers < 1:
+        raise BatchInputError(f"workers must be >= 1, got {workers}")
+    concurrency = workers if workers is not None else (1, max(1, int(ray.cluster_resources().get("CPU", 1))))
+    return ds.map_batches(TextEmbedder, fn_constructor_kwargs={"encoder": encoder, "text_column": text_column,
+                                                               "threads": threads},
+                          batch_format="pyarrow", batch_size=batch_size, concurrency=concurrency,
+                          num_cpus=cpus_per_worker)
+
+
+class RayEncoder:
+    """An encoder object (``dim``, ``fingerprint``, ``encode``) whose ``encode`` runs on
+    Ray Data through :func:`embed_dataset`: pass it as ``ToolIndex.build(..., encoder=)``.
+
+    It identifies itself by the model files' fingerprint, which is what
+    :class:`~toolsift.encoders.OnnxEncoder` on the same files reports, so its vectors
+    share the embedding cache with local builds and the index it builds loads anywhere
+    that model is installed.
+
+    Args:
+        encoder: Model folder or file, as in :class:`~toolsift.config.IndexConfig`
+            (``None``: the default model); the same path on every node.
+        address: Ray cluster address; ``None`` starts (or reuses) a local instance.
+        workers: Encoder actors (default: up to one per CPU).
+        batch_size: Texts per Ray batch.
+        cpus_per_worker: CPUs Ray reserves per actor.
+    """
+
+    def __init__(self, encoder: str | None = None, *, address: str | None = None, workers: int | None = None,
+                 batch_size: int = 512, cpus_per_worker: float = 1.0) -> None:
+        from .encoders import OnnxEncoder
+
+        local = OnnxEncoder(encoder, threads=1)  # resolves and checks the files, learns the width
+        self.encoder = encoder
+        self.dim = local.dim
+        self.fingerprint = local.fingerprint
+        self.address, self.workers, self.batch_size = address, workers, batch_size
+        self.cpus_per_worker = cpus_per_worker
+
+    def encode(self, texts) -> np.ndarray:
+        """Embed ``texts`` on the cluster; rows in input order."""
+        ray = _ray()
+        texts = list(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ds = ray.data.from_arrow(pa.table({"row": pa.array(np.arange(len(texts), dtype=np.int64)),
+                                           "text": pa.array(texts, pa.string())}))
+        emb = embed_dataset(ds, encoder=self.encoder, workers=self.workers, batch_size=self.batch_size,
+                            cpus_per_worker=self.cpus_per_worker)
+        done = 0
+        # Rows come back in any order; each carries its position.
+        for table in emb.iter_batches(batch_format="pyarrow", batch_size=None):
+            rows = table.column("row").to_numpy()
+            flat = table.column("embedding").combine_chunks().flatten().to_numpy()
+            out[rows] = flat.reshape(len(rows), self.dim)
+            done += len(rows)
+        if done != len(texts):
+            raise ToolsiftError(f"Ray returned {done} embeddings for {len(texts)} texts")
+        return out
+
+    def __repr__(self) -> str:
+        return f"RayEncoder(encoder={self.encoder!r}, dim={self.dim}, workers={self.workers})"
+
+
+def build_index_ray(catalog, *, preset: str | None = None, config=None, embed_cache=None, progress: bool = False,
+                    **ray_options: Any):
+    """``ToolIndex.build`` with the dense fields embedded on Ray Data
+    (:class:`RayEncoder`; ``ray_options`` are its keyword options). Texts already in the
+    embedding cache are not sent to the cluster."""
+    from .presets import preset_config
+    from .toolindex import ToolIndex
+
+    if preset is not None and config is not None:
+        from .errors import ConfigError
+
+        raise ConfigError("build_index_ray: pass preset= or config=, not both")
+    config = config if config is not None else preset_config(preset)
+    return ToolIndex.build(catalog, config=config, embed_cache=embed_cache, progress=progress,
+                           encoder=RayEncoder(config.encoder, **ray_options))
 
 
 def score_dataset(ds, index: str | os.PathLike, *, workers: int | None = None, batch_size: int = 262_144,

@@ -129,8 +129,7 @@ def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, demo_catalog, 
     tools = list(demo_catalog)
     new = Tool(id="brand_new_tool", name="brand_new_tool", description="Water the office plants on a schedule.")
     rebuilt.add_tools([new])
-    assert again.texts == ["Water the office plants on a schedule."] or \
-        set(again.texts) <= {"Water the office plants on a schedule.", "brand new tool"}
+    assert len(again.texts) == 1 and "Water the office plants" in again.texts[0]  # its tool card only
     n = len(again.texts)
     old = tools[0]
     changed = Tool.from_dict({**old.to_dict(), "description": old.description + " Now with retries."})

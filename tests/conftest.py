@@ -37,3 +37,18 @@ def demo_index(demo_catalog):
     from toolsift import ToolIndex
 
     return ToolIndex.build(demo_catalog)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_cache_in_tmp(tmp_path_factory):
+    """Index builds use the embedding cache by default: keep the suite's entries out of the
+    user's cache folder (a test that needs another folder sets its own)."""
+    import os
+
+    old = os.environ.get("TOOLSIFT_EMBED_CACHE_DIR")
+    os.environ["TOOLSIFT_EMBED_CACHE_DIR"] = str(tmp_path_factory.mktemp("embed-cache"))
+    yield
+    if old is None:
+        os.environ.pop("TOOLSIFT_EMBED_CACHE_DIR", None)
+    else:
+        os.environ["TOOLSIFT_EMBED_CACHE_DIR"] = old

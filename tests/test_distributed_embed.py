@@ -31,7 +31,8 @@ def test_embed_dataset_equals_the_local_encoder(cluster, apibank_tools):
 
     texts = [t.description for t in apibank_tools][:150] + ["", "x"]
     ds = ray.data.from_arrow(pa.table({"id": np.arange(len(texts)), "text": texts}))
-    out = embed_dataset(ds, batch_size=32, cpus_per_worker=0.5).to_arrow()
+    out = pa.concat_tables(embed_dataset(ds, batch_size=32, cpus_per_worker=0.5)
+                           .iter_batches(batch_format="pyarrow", batch_size=None))
     assert out.column_names == ["id", "text", "embedding"]
     order = np.argsort(out.column("id").to_numpy())
     vecs = out.column("embedding").combine_chunks().flatten().to_numpy().reshape(len(texts), -1)[order]

@@ -169,8 +169,10 @@ class RayEncoder:
             return out
         if not ray.is_initialized():
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        ds = ray.data.from_arrow(pa.table({"row": pa.array(np.arange(len(texts), dtype=np.int64)),
-                                           "text": pa.array(texts, pa.string())}))
+        table = pa.table({"row": pa.array(np.arange(len(texts), dtype=np.int64)),
+                          "text": pa.array(texts, pa.string())})
+        # One block per Ray batch: a single block would go to a single actor.
+        ds = ray.data.from_arrow([table.slice(s, self.batch_size) for s in range(0, len(texts), self.batch_size)])
         emb = embed_dataset(ds, encoder=self.encoder, workers=self.workers, batch_size=self.batch_size,
                             cpus_per_worker=self.cpus_per_worker)
         done = 0

@@ -23,7 +23,7 @@ from .encoders.cache import EmbedCacheArg
 from .encoders.fingerprint import encoder_fingerprint
 from .errors import ConfigError, EncoderMismatchError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
-from .index.embed import embed_fields, encoder_record, get_encoder, update_dense
+from .index.embed import config_fingerprint, embed_fields, encoder_record, get_encoder, update_dense
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.persist import load_index, save_index
@@ -400,21 +400,22 @@ class ToolIndex:
         got = load_index(path, mmap=mmap, verify=verify)
         dense, info = got.dense, got.encoder
         if got.config.uses_dense:
-            enc = get_encoder(got.config)
-            current = encoder_record(enc)
-            stale = info is None or current is None or info["fingerprint"] != current["fingerprint"]
+            current = config_fingerprint(got.config)
+            stale = info is None or current is None or info["fingerprint"] != current
             if stale and reencode:
+                enc = get_encoder(got.config)
                 with using_threads(got.config.threads):
                     dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
-                info = current
+                info = encoder_record(enc)
             elif info is None:
                 warnings.warn(f"{path}: the index records no encoder (saved by an older toolsift); its vectors "
-                              f"are assumed to be the current encoder's ({current and current['fingerprint']}). "
+                              f"are assumed to be the current encoder's ({current}). "
                               f"Load with reencode=True and save to record it.", UnrecordedEncoderWarning,
                               stacklevel=2)
-                info = current
+                dims = {d.matrix.codes.shape[1] for d in dense.values()}
+                info = {"fingerprint": current, "dim": dims.pop()} if current and len(dims) == 1 else None
             elif stale:
-                raise EncoderMismatchError(str(path), info["fingerprint"], current and current["fingerprint"])
+                raise EncoderMismatchError(str(path), info["fingerprint"], current)
         return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, encoder_info=info,
                    embed_cache=embed_cache)
 

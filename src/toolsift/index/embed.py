@@ -21,7 +21,7 @@ from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
-__all__ = ["EncoderMismatchError", "embed_fields", "encoder_record", "get_encoder", "encoder_wrapper",
+__all__ = ["config_fingerprint", "embed_fields", "encoder_record", "get_encoder", "encoder_wrapper",
            "update_dense"]
 
 
@@ -67,6 +67,24 @@ def encoder_wrapper(wrap: Callable[[Any, IndexConfig], Any]) -> Iterator[None]:
                 if _WRAPPERS[i] is wrap:
                     del _WRAPPERS[i]
                     break
+
+
+def config_fingerprint(config: IndexConfig) -> str | None:
+    """The fingerprint of the document encoder :func:`get_encoder` gives for ``config``,
+    without loading a model when none is loaded yet (only its files are hashed): an index
+    load checks it, and a search may never need the transformer."""
+    key = (config.encoder, config.threads)
+    with _ENCODER_LOCK:
+        enc = _ENCODERS.get(key)
+    if enc is not None:
+        return encoder_fingerprint(enc)
+    from ..encoders import OnnxEncoder, resolve_model
+    from ..encoders.fingerprint import onnx_fingerprint
+
+    # The same files and truncation length get_encoder's OnnxEncoder would use.
+    files = resolve_model(config.encoder, None)
+    max_length = OnnxEncoder.__init__.__kwdefaults__["max_length"]
+    return onnx_fingerprint(files.model, files.tokenizer, max_length=max_length)
 
 
 def encoder_record(encoder: Any) -> dict[str, Any] | None:

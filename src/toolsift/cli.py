@@ -56,6 +56,8 @@ def _build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--format", default="auto", help="catalogue format (default: detect)")
     _add_config_options(ix)
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
+    ix.add_argument("--no-embed-cache", action="store_true",
+                    help="dense fields: do not read or fill the embedding cache (TOOLSIFT_EMBED_CACHE_DIR)")
 
     se = sub.add_parser("search", help="rank tools for a query against an index directory")
     se.add_argument("index", help="index directory written by 'toolsift index'")
@@ -165,7 +167,8 @@ def _cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     t0 = time.perf_counter()
     catalog = load_catalog(args.catalog, format=args.format)
     t1 = time.perf_counter()
-    index = ToolIndex.build(catalog, config=_config(args), progress=not args.quiet)
+    index = ToolIndex.build(catalog, config=_config(args), progress=not args.quiet,
+                            embed_cache=False if args.no_embed_cache else None)
     t2 = time.perf_counter()
     path = index.save(args.out)
     t3 = time.perf_counter()

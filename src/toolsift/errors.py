@@ -69,9 +69,9 @@ class EncoderMismatchError(IndexFormatError):
         current: The fingerprint of the encoder in use.
     """
 
-    def __init__(self, where: str, stored: str, current: str | None) -> None:
+    def __init__(self, where: str, stored: str, current: str | None, *, message: str | None = None) -> None:
         self.stored, self.current = stored, current
-        super().__init__(
-            f"{where}: the dense vectors were made by encoder {stored}, but the encoder in use is "
+        super().__init__(f"{where}: " + (message or (
+            f"the dense vectors were made by encoder {stored}, but the encoder in use is "
             f"{current or 'of unknown identity'}; rebuild the index, or load it with reencode=True "
-            f"(re-embeds the stored catalogue, through the embedding cache)")
+            f"(re-embeds the stored catalogue, through the embedding cache)")))

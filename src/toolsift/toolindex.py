@@ -426,4 +426,6 @@ def _check_same_model(encoder: Any, config: IndexConfig) -> None:
     mine = encoder_fingerprint(encoder)
     theirs = encoder_fingerprint(get_encoder(config))
     if mine is None or mine != theirs:
-        raise EncoderMismatchError("build", theirs or "unknown", mine)
+        raise EncoderMismatchError("build", theirs or "unknown", mine, message=(
+            f"the encoder passed to build ({mine or 'without a fingerprint'}) is not the config's "
+            f"({theirs}), which encodes the queries; pass a runner of the same model"))

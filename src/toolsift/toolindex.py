@@ -302,8 +302,7 @@ class ToolIndex:
     def _complete(self, st: IndexState, q: Query, hits: list[Hit], k: int) -> list[Hit]:
         cfg = self._config
         return complete_hits(hits, query=q, k=k, graph=_graph_of(st, cfg), catalog=st.catalog,
-                             analyzer=cfg.analyzer,
-                             score_of=lambda pos: _search.score_tools(st, cfg, q, np.asarray(pos, np.int64)).tolist())
+                             analyzer=cfg.analyzer)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
                      progress: bool = False, complete: bool = False) -> list[list[Hit]]:

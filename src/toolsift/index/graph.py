@@ -39,10 +39,12 @@ import pyarrow as pa
 from ..analyze import Analyzer
 from ..errors import IndexCorruptError
 from ..schema import Catalog
-from .graph_rules import Field, Signature, tool_signature
+from .graph_rules import OPERATIONS, Field, Signature, tool_signature
 
 __all__ = ["Dependency", "ToolGraph", "MAX_PRODUCERS", "FAMILY_SCORE"]
 
+#: Operations in the order of the stored ``operation`` codes (-1: none).
+OPERATION_CODES: tuple[str, ...] = tuple(OPERATIONS)
 #: Producers kept per (consumer, parameter).
 MAX_PRODUCERS = 5
 #: Score of a family edge (below every output match, which scores at least .75).
@@ -130,6 +132,23 @@ def _edges(sigs: Sequence[Signature]) -> tuple[np.ndarray, np.ndarray, list[str]
             np.asarray(scores, np.float32))
 
 
+def _families(sigs: Sequence[Signature]) -> tuple[np.ndarray, np.ndarray]:
+    """Per tool: its family (tools naming one resource with at least two different
+    operations, numbered by first member) or -1, and its operation code or -1."""
+    ops = np.asarray([OPERATION_CODES.index(s.operation) if s.operation else -1 for s in sigs], np.int8)
+    by_res: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for t, s in enumerate(sigs):
+        if s.resource and s.operation:
+            by_res[s.resource].append(t)
+    family = np.full(len(sigs), -1, np.int32)
+    n = 0
+    for members in by_res.values():
+        if len({int(ops[t]) for t in members}) >= 2:
+            family[members] = n
+            n += 1
+    return family, ops
+
+
 class ToolGraph:
     """Producer -> consumer edges over one catalogue (positions), sorted by consumer,
     then parameter order, then score descending.
@@ -141,7 +160,7 @@ class ToolGraph:
     """
 
     def __init__(self, producer: np.ndarray, consumer: np.ndarray, parameter: Sequence[str],
-                 reason: Sequence[str], score: np.ndarray, n_tools: int,
+                 reason: Sequence[str], score: np.ndarray, n_tools: int, family: np.ndarray, operation: np.ndarray,
                  signatures: list[Signature] | None = None) -> None:
         self.producer = np.asarray(producer, np.int32)
         self.consumer = np.asarray(consumer, np.int32)
@@ -149,11 +168,22 @@ class ToolGraph:
         self.reason = list(reason)
         self.score = np.asarray(score, np.float32)
         self.n_tools = n_tools
+        #: Per tool: CRUD family number (-1: none) and operation code (OPERATION_CODES, -1: none).
+        self.family = np.asarray(family, np.int32)
+        self.operation = np.asarray(operation, np.int8)
+        self._members: dict[int, list[int]] | None = None
         self._signatures = signatures
         # Edge rows of each consumer (CSR over the consumer-sorted edges).
         self.consumer_ptr = np.searchsorted(self.consumer, np.arange(n_tools + 1)).astype(np.int64)
         self._out: np.ndarray | None = None
         self._lazy: dict[int, Signature] = {}
+        self._caps: dict[int, tuple | None] = {}
+        # Python lists of the arrays a query walks: an element read from a list costs a
+        # fraction of a NumPy scalar's (completion reads a few hundred per query).
+        self.producers = self.producer.tolist()
+        self.ptr = self.consumer_ptr.tolist()
+        self.families = self.family.tolist()
+        self.operations = self.operation.tolist()
 
     @classmethod
     def build(cls, catalog: Catalog, analyzer: Analyzer) -> ToolGraph:
@@ -164,7 +194,8 @@ class ToolGraph:
     @classmethod
     def from_signatures(cls, sigs: list[Signature]) -> ToolGraph:
         """The graph of tools with these signatures (catalogue order)."""
-        return cls(*_edges(sigs), n_tools=len(sigs), signatures=sigs)
+        family, ops = _families(sigs)
+        return cls(*_edges(sigs), n_tools=len(sigs), family=family, operation=ops, signatures=sigs)
 
     def __len__(self) -> int:
         return int(self.producer.size)
@@ -196,9 +227,37 @@ class ToolGraph:
         sigs.extend(tool_signature(t, analyzer) for t in added)
         return ToolGraph.from_signatures(sigs)
 
+    def family_of(self, tool: int) -> list[int]:
+        """Catalogue positions of the tools in ``tool``'s CRUD family (itself included;
+        empty when it has none)."""
+        f = self.families[tool]
+        if f < 0:
+            return []
+        if self._members is None:
+            members: dict[int, list[int]] = defaultdict(list)
+            for t, g in enumerate(self.families):
+                if g >= 0:
+                    members[g].append(t)
+            self._members = dict(members)
+        return self._members[f]
+
+    def capability_at(self, pos: int, catalog: Catalog, analyzer: Analyzer) -> tuple | None:
+        """What the tool at ``pos`` can do, as a hashable key: operation, resource, input
+        and output keys; ``None`` for a tool naming no CRUD operation (two such tools
+        are never known to do the same)."""
+        got = self._caps.get(pos, False)
+        if got is False:
+            sig = self.signature_at(pos, catalog, analyzer)
+            got = None
+            if sig.operation is not None and sig.resource:
+                got = (sig.operation, sig.resource, frozenset(f.key for f in sig.inputs),
+                       frozenset(f.key for f in sig.outputs))
+            self._caps[pos] = got
+        return got
+
     def into(self, consumer: int) -> range:
         """Edge rows whose consumer is catalogue position ``consumer``."""
-        return range(int(self.consumer_ptr[consumer]), int(self.consumer_ptr[consumer + 1]))
+        return range(self.ptr[consumer], self.ptr[consumer + 1])
 
     def out_of(self, producer: int) -> np.ndarray:
         """Edge rows whose producer is catalogue position ``producer``."""
@@ -215,6 +274,10 @@ class ToolGraph:
                           self.reason[row], float(self.score[row]))
 
     # ---------------------------------------------------------------- persistence
+    def nodes_to_arrow(self) -> pa.Table:
+        """Per tool family and operation code as an Arrow table (``graph_tools.arrow``)."""
+        return pa.table({"family": pa.array(self.family, pa.int32()), "operation": pa.array(self.operation, pa.int8())})
+
     def to_arrow(self) -> pa.Table:
         """The edges as an Arrow table (``graph.arrow``)."""
         return pa.table({"producer": pa.array(self.producer, pa.int32()),
@@ -224,8 +287,9 @@ class ToolGraph:
                          "score": pa.array(self.score, pa.float32())})
 
     @classmethod
-    def from_arrow(cls, table: pa.Table, n_tools: int, *, where: str) -> ToolGraph:
-        """Read :meth:`to_arrow`'s table back, checking positions and order.
+    def from_arrow(cls, table: pa.Table, nodes: pa.Table, n_tools: int, *, where: str) -> ToolGraph:
+        """Read :meth:`to_arrow`'s and :meth:`nodes_to_arrow`'s tables back, checking
+        positions, codes and order.
 
         Raises:
             IndexCorruptError: A column is missing or of the wrong type, a position is
@@ -246,5 +310,14 @@ class ToolGraph:
         score = table.column("score").to_numpy()
         if not np.all(np.isfinite(score)):
             raise IndexCorruptError(f"{where}: non-finite edge score")
+        for name, typ in (("family", pa.int32()), ("operation", pa.int8())):
+            if name not in nodes.column_names or nodes.schema.field(name).type != typ:
+                raise IndexCorruptError(f"{where}: tool column {name!r} missing or not {typ}")
+        if nodes.num_rows != n_tools:
+            raise IndexCorruptError(f"{where}: {nodes.num_rows} tool rows for {n_tools} tools")
+        family = nodes.column("family").to_numpy()
+        ops = nodes.column("operation").to_numpy()
+        if n_tools and (family.min() < -1 or ops.min() < -1 or ops.max() >= len(OPERATION_CODES)):
+            raise IndexCorruptError(f"{where}: family or operation code out of range")
         return cls(prod, cons, table.column("parameter").to_pylist(), table.column("reason").to_pylist(), score,
-                   n_tools=n_tools)
+                   n_tools=n_tools, family=family, operation=ops)

@@ -4,7 +4,7 @@ Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
 ``vocab.arrow``, one
 ``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, ``graph.arrow`` (the tool graph's edges,
+zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, ``graph.arrow`` and ``graph_tools.arrow`` (the tool graph's edges and per-tool families,
 :mod:`toolsift.index.graph`; an index saved without it builds the graph on first use), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
@@ -73,6 +73,7 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
     if st.graph is not None:
         tables["graph.arrow"] = st.graph.to_arrow()
+        tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
     manifest = {
         "toolsift_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -203,7 +204,9 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
     graph = None
     if "graph.arrow" in manifest.get("files", {}):
         where = f"{ddir}/graph.arrow"
-        graph = ToolGraph.from_arrow(open_table(ddir, "graph.arrow", mmap=False, save_id=sid), n_tools, where=where)
+        graph = ToolGraph.from_arrow(open_table(ddir, "graph.arrow", mmap=False, save_id=sid),
+                                     open_table(ddir, "graph_tools.arrow", mmap=False, save_id=sid), n_tools,
+                                     where=where)
         if len(graph) != manifest.get("graph", {}).get("n_edges", len(graph)):
             raise IndexCorruptError(f"{where}: {len(graph)} edges, manifest says {manifest['graph']['n_edges']}")
     return LoadedIndex(catalog, config, vocab, fields, dense, graph)

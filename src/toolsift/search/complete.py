@@ -13,7 +13,16 @@ Runs after ranking, on the top of one query's hits (``search(..., complete=True)
    edge. The added hit replaces the lowest-ranked original hit and says why
    (``hit.why == "provides user_id for send_message"``). A consumer is never pushed out
    by its own producers: additions stop when the next one would.
-3. The caller fits the result to ``token_budget`` (in rank order, originals first).
+3. **Add family members the query asks for.** For each kept hit in a CRUD family
+   (one resource, several operations: ``file_write`` / ``file_modify`` /
+   ``file_delete``), add the member doing another operation when the query names that
+   operation (one of its verbs, :data:`toolsift.index.graph_rules.OPERATIONS`: "then
+   *delete* the file") and matched it: "create the file, then delete it" needs both.
+4. The caller fits the result to ``token_budget`` (in rank order, originals first).
+
+Added tools come only from the ranking itself (the query matched them, within
+:func:`fetch_depth`): the graph decides which of the query's candidates complete the
+set, never brings in a tool the query says nothing about.
 
 What the query supplies: a structured query's argument roles, or for raw text the roles
 :func:`toolsift.decompose.extract_arguments` finds (a quoted text, a file name, an email
@@ -25,12 +34,13 @@ name key, or shares a word with it other than an identity word (``file_name`` su
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 
 from ..analyze import Analyzer
 from ..decompose.arguments import extract_arguments
-from ..index.graph import _IDENTITY, ToolGraph
-from ..index.graph_rules import Field, Signature, name_key
+from ..index.graph import _IDENTITY, OPERATION_CODES, ToolGraph
+from ..index.graph_rules import OPERATIONS, Field, name_key
 from ..schema import Catalog, Query
 from .hits import Hit
 
@@ -43,13 +53,6 @@ def fetch_depth(k: int, n_tools: int) -> int:
     return min(n_tools, 2 * k)
 
 
-def _capability(sig: Signature) -> tuple | None:
-    if sig.operation is None or not sig.resource:
-        return None  # no stated operation: two such tools are never known to be the same
-    return (sig.operation, sig.resource, frozenset(f.key for f in sig.inputs),
-            frozenset(f.key for f in sig.outputs))
-
-
 def _supplied_keys(query: Query, analyzer: Analyzer) -> list[tuple[str, ...]]:
     roles = query.arguments if query.arguments else extract_arguments(query.text) if query.text else {}
     return [name_key(r, analyzer) for r in roles]
@@ -60,86 +63,94 @@ def _supplied(p: Field, roles: list[tuple[str, ...]]) -> bool:
     return any(r == p.key or words & set(r) for r in roles)
 
 
-class _Signatures:
-    """Signatures by catalogue position, from the graph's cache or derived per tool."""
+@functools.lru_cache(maxsize=8)
+def _verbs(analyzer: Analyzer) -> dict[str, int]:
+    """Analysed CRUD verb -> operation code."""
+    return {t: code for code, op in enumerate(OPERATION_CODES) for v in OPERATIONS[op] for t in analyzer.tokenize(v)}
 
-    def __init__(self, graph: ToolGraph, catalog: Catalog, analyzer: Analyzer) -> None:
-        self.graph, self.catalog, self.analyzer = graph, catalog, analyzer
 
-    def __call__(self, pos: int) -> Signature:
-        return self.graph.signature_at(pos, self.catalog, self.analyzer)
+def _asked_operations(query: Query, analyzer: Analyzer) -> set[int]:
+    texts = [query.text] + [n.user_intent for n in query.needs]
+    verbs = _verbs(analyzer)
+    return {verbs[t] for text in dict.fromkeys(texts) if text for t in analyzer.tokenize(text) if t in verbs}
 
 
 def complete_hits(hits: Sequence[Hit], *, query: Query, k: int, graph: ToolGraph, catalog: Catalog,
-                  analyzer: Analyzer, score_of: Callable[[list[int]], list[float]], only_matched: bool = True) -> list[Hit]:
-    """The completed top ``k`` of ``hits`` (ranked, best first; ideally
+                  analyzer: Analyzer) -> list[Hit]:
+    """The completed top ``k`` of ``hits`` (one query's ranking, best first; give it
     :func:`fetch_depth` of them).
 
     Args:
         hits: One query's ranking.
-        query: The query (its arguments, or its text, tell what it supplies).
+        query: The query (its arguments, or its text, tell what it supplies; its text
+            and needs, which operations it asks for).
         k: Most hits to return.
         graph: The index's tool graph.
         catalog: The index's catalogue (positions of ``graph``).
-        analyzer: The index's analyzer (name keys).
-        score_of: MFTR scores of the query for catalogue positions (for added tools the
-            ranking did not reach).
+        analyzer: The index's analyzer (name keys, verbs).
 
     Returns:
-        New hits, ``rank`` renumbered; added ones carry ``why``.
+        The hits kept and added, ``rank`` renumbered; added ones carry ``why``.
     """
-    sig = _Signatures(graph, catalog, analyzer)
     pos_of = catalog.position
     kept: list[tuple[int, Hit]] = []
     seen_caps: set = set()
+    dropped = False
     for h in hits:
         p = pos_of(h.id)
-        cap = _capability(sig(p))
-        if cap is not None and cap in seen_caps:
-            continue
+        cap = graph.capability_at(p, catalog, analyzer)
         if cap is not None:
+            if cap in seen_caps:
+                dropped = True
+                continue
             seen_caps.add(cap)
         kept.append((p, h))
     rank_of = {p: i for i, (p, _) in enumerate(kept)}
     top = kept[:k]
     in_set = {p for p, _ in top}
-    roles: list[tuple[str, ...]] | None = None
     adds: list[tuple[int, str]] = []  # (position, why)
+    roles: list[tuple[str, ...]] | None = None
     for i, (c, h) in enumerate(top):
+        if i + 2 + len(adds) > k:
+            break  # one more addition would push this consumer out
         rows = graph.into(c)
-        if not rows:
-            continue
-        if roles is None:
-            roles = _supplied_keys(query, analyzer)
-        inputs = {f.name: f for f in sig(c).inputs}
-        by_param: dict[str, list[int]] = {}
-        for r in rows:
-            by_param.setdefault(graph.parameter[r], []).append(r)
-        for pname, prow in by_param.items():
-            f = inputs.get(pname)
+        r, end = rows.start, rows.stop
+        while r < end and i + 2 + len(adds) <= k:
+            pname = graph.parameter[r]
+            best, covered = -1, False
+            while r < end and graph.parameter[r] == pname:  # one parameter's rows, best edge first
+                p = graph.producers[r]
+                covered = covered or p in in_set
+                if p in rank_of and (best < 0 or rank_of[p] < rank_of[best]):
+                    best = p
+                r += 1
+            if covered or best < 0:
+                continue  # provided already, or no producer the query matched
+            if roles is None:
+                roles = _supplied_keys(query, analyzer)
+            f = next((f for f in graph.signature_at(c, catalog, analyzer).inputs if f.name == pname), None)
             if f is None or _supplied(f, roles):
                 continue
-            producers = [int(graph.producer[r]) for r in prow]
-            if any(p in in_set for p in producers):
-                continue  # a tool already in the set provides it
-            # Room: the consumer (position i) must stay inside k after one more addition.
-            if i + 1 + len(adds) + 1 > k:
-                break
-            ranked = [p for p in producers if p in rank_of]
-            if not ranked and only_matched:
-                continue
-            best = min(ranked, key=rank_of.__getitem__) if ranked else producers[0]  # rows: best edge first
             adds.append((best, f"provides {pname} for {h.name}"))
             in_set.add(best)
-    if not adds:
-        return [dataclasses.replace(h, rank=r) for r, (_, h) in enumerate(top, 1)]
-    base = [h for _, h in top[:k - len(adds)]]
-    missing = [p for p, _ in adds if p not in rank_of]
-    scores = dict(zip(missing, score_of(missing))) if missing else {}
-    extra = []
-    for p, why in adds:
-        if p in rank_of:
-            extra.append(dataclasses.replace(kept[rank_of[p]][1], why=why))
-        else:
-            extra.append(Hit(tool=catalog[p], score=float(scores[p]), rank=0, matched=False, why=why))
-    return [dataclasses.replace(h, rank=r) for r, h in enumerate(base + extra, 1)]
+    asked: set[int] | None = None
+    for i, (c, h) in enumerate(top):
+        if i + 2 + len(adds) > k:
+            break
+        members = graph.family_of(c)
+        if not members:
+            continue
+        own = graph.operations[c]
+        for f in sorted((m for m in members if m in rank_of and m not in in_set), key=rank_of.__getitem__):
+            op = graph.operations[f]
+            if op == own or i + 2 + len(adds) > k:
+                continue
+            if asked is None:
+                asked = _asked_operations(query, analyzer)
+            if op in asked:
+                adds.append((f, f"{OPERATION_CODES[op]} step on the resource of {h.name}"))
+                in_set.add(f)
+    if not adds and not dropped:
+        return [h for _, h in top]
+    out = [h for _, h in top[:k - len(adds)]] + [dataclasses.replace(kept[rank_of[p]][1], why=why) for p, why in adds]
+    return [h if h.rank == r else dataclasses.replace(h, rank=r) for r, h in enumerate(out, 1)]

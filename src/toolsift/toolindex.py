@@ -299,6 +299,19 @@ class ToolIndex:
         return search_within_budget(lambda n: _search.run(st, cfg, [q], k=n, explain=explain)[0],
                                     n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
 
+    def complete(self, query: QueryLike, hits: Sequence[Hit], *, k: int) -> list[Hit]:
+        """Complete a ranking of this index into a tool set of at most ``k`` (what
+        ``search(..., complete=True)`` does after ranking): drop hits that add no
+        capability, add the producers of missing inputs and the CRUD steps the query
+        asks for, all taken from ``hits``. Give it about ``2 k`` hits, best first.
+
+        Raises:
+            QueryError: Bad query or ``k``.
+            KeyError: A hit's tool is not in this index.
+        """
+        check_k(k)
+        return self._complete(self._state, as_query(query, "query"), list(hits), k)
+
     def _complete(self, st: IndexState, q: Query, hits: list[Hit], k: int) -> list[Hit]:
         cfg = self._config
         return complete_hits(hits, query=q, k=k, graph=_graph_of(st, cfg), catalog=st.catalog,

@@ -9,9 +9,10 @@ tools alone (:mod:`toolsift.index.graph_rules` reads each tool's signature):
     analysed: ``userId`` = ``user_ids``), or the producer's resource followed by the
     field's key does (``get_user`` returning ``id`` feeds ``user_id``). Types must agree
     where both are known (integer and number agree), and boolean fields never feed
-    anything: a success flag is not an input. Score ``.75 * name + .25 * description``,
+    anything: a success flag is not an input, and a producer that itself requires the
+    same key (``get_user(user_id)`` returning ``id``) cannot supply it. Score ``.75 * name + .25 * description``,
     name 1 for the same key and .9 for the resource-qualified one, description the
-    cosine of the two descriptions' analysed term sets; so an exact match scores .75 to 1.
+    cosine of the two descriptions' analysed term sets; so an output edge scores .675 to 1.
 ``family``
     Two operations on one resource (CRUD: the same name with another verb,
     ``create_order`` / ``cancel_order``): a ``create`` or ``read`` tool feeds the
@@ -47,7 +48,7 @@ __all__ = ["Dependency", "ToolGraph", "MAX_PRODUCERS", "FAMILY_SCORE"]
 OPERATION_CODES: tuple[str, ...] = tuple(OPERATIONS)
 #: Producers kept per (consumer, parameter).
 MAX_PRODUCERS = 5
-#: Score of a family edge (below every output match, which scores at least .75).
+#: Score of a family edge (below every output match, which scores at least .675).
 FAMILY_SCORE = 0.6
 #: Last words of a parameter that names an identity (analysed forms).
 _IDENTITY = frozenset({"id", "ids", "key", "name", "path", "uuid", "code", "number", "token", "url", "handl"})
@@ -101,6 +102,7 @@ def _edges(sigs: Sequence[Signature]) -> tuple[np.ndarray, np.ndarray, list[str]
                 offers[s.resource + o.key].append((t, o, 0.9))
         if s.resource and s.operation in ("create", "read"):
             families[s.resource].append(t)
+    needs = [{f.key for f in s.inputs} for s in sigs]
     producers, consumers, params, reasons, scores = [], [], [], [], []
     for c, s in enumerate(sigs):
         family_param = None
@@ -113,14 +115,14 @@ def _edges(sigs: Sequence[Signature]) -> tuple[np.ndarray, np.ndarray, list[str]
                 continue
             best: dict[int, tuple[float, str]] = {}
             for t, o, name_sim in offers.get(p.key, ()):
-                if t == c or not _types_agree(o.type, p.type):
-                    continue
+                if t == c or not _types_agree(o.type, p.type) or p.key in needs[t]:
+                    continue  # a producer that itself needs the value cannot supply it
                 sc = 0.75 * name_sim + 0.25 * _cosine(o.terms, p.terms)
                 if sc > best.get(t, (0.0, ""))[0]:
                     best[t] = (sc, f"output {o.name}")
             if p is family_param:
                 for t in families.get(s.resource, ()):
-                    if t != c and sigs[t].operation != s.operation and t not in best:
+                    if t != c and sigs[t].operation != s.operation and t not in best and p.key not in needs[t]:
                         best[t] = (FAMILY_SCORE, f"family {sigs[t].operation} {' '.join(s.resource)}")
             for t, (sc, why) in sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_PRODUCERS]:
                 producers.append(t)

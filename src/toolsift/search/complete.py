@@ -106,6 +106,8 @@ def complete_hits(hits: Sequence[Hit], *, query: Query, k: int, graph: ToolGraph
             seen_caps.add(cap)
         kept.append((p, h))
     rank_of = {p: i for i, (p, _) in enumerate(kept)}
+    # Candidates to add: what the query matched (a search fills its tail with unmatched tools).
+    matched = {p for p, h in kept if h.matched}
     top = kept[:k]
     in_set = {p for p, _ in top}
     adds: list[tuple[int, str]] = []  # (position, why)
@@ -121,7 +123,7 @@ def complete_hits(hits: Sequence[Hit], *, query: Query, k: int, graph: ToolGraph
             while r < end and graph.parameter[r] == pname:  # one parameter's rows, best edge first
                 p = graph.producers[r]
                 covered = covered or p in in_set
-                if p in rank_of and (best < 0 or rank_of[p] < rank_of[best]):
+                if p in matched and (best < 0 or rank_of[p] < rank_of[best]):
                     best = p
                 r += 1
             if covered or best < 0:
@@ -141,7 +143,7 @@ def complete_hits(hits: Sequence[Hit], *, query: Query, k: int, graph: ToolGraph
         if not members:
             continue
         own = graph.operations[c]
-        for f in sorted((m for m in members if m in rank_of and m not in in_set), key=rank_of.__getitem__):
+        for f in sorted((m for m in members if m in matched and m not in in_set), key=rank_of.__getitem__):
             op = graph.operations[f]
             if op == own or i + 2 + len(adds) > k:
                 continue

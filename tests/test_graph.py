@@ -22,9 +22,15 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ANALYZER = IndexConfig().analyzer
 
 
+def graph_of(index: ToolIndex) -> ToolGraph:
+    from toolsift.toolindex import _graph_of
+
+    return _graph_of(index._state, index.config)
+
+
 def edges(index_or_graph, catalog=None) -> set[tuple[str, str, str, str, float]]:
     if isinstance(index_or_graph, ToolIndex):
-        g, catalog = index_or_graph._state.graph, index_or_graph.catalog
+        g, catalog = graph_of(index_or_graph), index_or_graph.catalog
     else:
         g, catalog = index_or_graph, Catalog(catalog)
     return {(d.producer, d.consumer, d.parameter, d.reason, round(d.score, 5))
@@ -82,7 +88,7 @@ def test_openapi_producer_consumer_pairs(shop):
 
 def test_order_family(shop):
     index = ToolIndex.build(shop)
-    g = index._state.graph
+    g = graph_of(index)
     pos = index.catalog.position
     fam = {index.catalog.ids[p] for p in g.family_of(pos("cancelOrder"))}
     assert fam == {"createOrder", "getOrder", "cancelOrder"}
@@ -211,10 +217,10 @@ def test_save_load_roundtrip(tmp_path, shop):
     index = ToolIndex.build(shop)
     index.save(tmp_path / "ix")
     manifest = json.loads((next((tmp_path / "ix").rglob("manifest.json"))).read_text())
-    assert manifest["graph"]["n_edges"] == len(index._state.graph)
+    assert manifest["graph"]["n_edges"] == len(graph_of(index))
     loaded = ToolIndex.load(tmp_path / "ix")
     assert edges(loaded) == edges(index)
-    assert (loaded._state.graph.family == index._state.graph.family).all()
+    assert (graph_of(loaded).family == graph_of(index).family).all()
     assert loaded.dependencies("sendMessage") == index.dependencies("sendMessage")
 
 
@@ -232,10 +238,10 @@ def test_from_arrow_rejects_bad_positions(shop):
 
 # ---------------------------------------------------------------- updates
 def _assert_like_fresh(index: ToolIndex):
-    fresh = ToolIndex.build(list(index.catalog), config=index.config)
+    fresh = ToolIndex.build(list(index.catalog), config=index.config, graph=False)  # built on first use
     assert edges(index) == edges(fresh)
-    assert (index._state.graph.family >= 0).tolist() == (fresh._state.graph.family >= 0).tolist()
-    assert index._state.graph.operations == fresh._state.graph.operations
+    assert (graph_of(index).family >= 0).tolist() == (graph_of(fresh).family >= 0).tolist()
+    assert graph_of(index).operations == graph_of(fresh).operations
 
 
 def test_updates_equal_fresh_build(shop):
@@ -261,7 +267,17 @@ def test_updates_after_load_equal_fresh_build(tmp_path):
     index = ToolIndex.load(tmp_path / "ix")
     index.add_tools(tools[6:])
     index.remove_tools(["create_file"])
+    assert index._state.graph is None  # a loaded graph has no signatures: rebuilt on first use
     _assert_like_fresh(index)
+    index.save(tmp_path / "ix2")  # saved with the index again
+    assert edges(ToolIndex.load(tmp_path / "ix2")) == edges(index)
+
+
+def test_deferred_graph(tmp_path, shop):
+    index = ToolIndex.build(shop, graph=False)
+    assert index._state.graph is None
+    assert index.dependencies("sendMessage")[0].producer == "listUsers"
+    assert index._state.graph is not None
 
 
 @pytest.mark.skipif(not (DATA / "ultratool").is_dir(), reason="shared data missing")
@@ -275,7 +291,7 @@ def test_updates_equal_fresh_build_on_ultratool():
     keep = [t for t in index.catalog][:5]
     index.replace_tools([Tool(t.id, t.name, t.description, t.parameters[:1], response="") for t in keep])
     _assert_like_fresh(index)
-    assert len(index._state.graph) > 100
+    assert len(graph_of(index)) > 100
 
 
 def test_operations_are_disjoint():

@@ -70,7 +70,7 @@ class ToolIndex:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
-              config: IndexConfig | None = None, progress: bool = False) -> ToolIndex:
+              config: IndexConfig | None = None, progress: bool = False, graph: bool = True) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
@@ -80,6 +80,9 @@ class ToolIndex:
                 :func:`toolsift.presets.default_preset`.
             config: A full index configuration instead of a preset.
             progress: Show a progress bar per field.
+            graph: Build the tool graph now (:mod:`toolsift.index.graph`, about 60 µs a
+                tool); ``False`` defers it to the first :meth:`dependencies`,
+                ``search(..., complete=True)`` or :meth:`save`.
 
         Raises:
             SchemaError: Duplicate ids or invalid tools in ``catalog``.
@@ -100,8 +103,8 @@ class ToolIndex:
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
-        graph = ToolGraph.build(catalog, config.analyzer)
-        return cls._from_tokens(catalog, config, tokens, dense, graph)
+        tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
+        return cls._from_tokens(catalog, config, tokens, dense, tool_graph)
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
@@ -186,7 +189,14 @@ class ToolIndex:
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 dense = update_dense(st, catalog, self._config, fresh_ids)
-            graph = _graph_of(st, self._config).updated(st.catalog, keep, swap, add, self._config.analyzer)
+            # With every tool's signature at hand (built here), re-derive the edges from
+            # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
+            # both equal a fresh build, and an update never decodes the whole catalogue.
+            graph = st.graph
+            if graph is not None and graph.has_signatures:
+                graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
+            else:
+                graph = None
             built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph)
             self._state = built._state
 
@@ -386,6 +396,7 @@ class ToolIndex:
         Returns:
             The absolute path written.
         """
+        _graph_of(self._state, self._config)  # saved with the index
         return save_index(path, self._state, self._config)
 
     @classmethod

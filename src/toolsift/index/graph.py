@@ -202,6 +202,11 @@ class ToolGraph:
     def __len__(self) -> int:
         return int(self.producer.size)
 
+    @property
+    def has_signatures(self) -> bool:
+        """Whether every tool's signature is cached (a graph built in this process)."""
+        return self._signatures is not None
+
     def signatures(self, catalog: Catalog, analyzer: Analyzer) -> list[Signature]:
         """Every tool's signature (derived from ``catalog`` once for a loaded graph)."""
         if self._signatures is None:

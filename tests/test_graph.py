@@ -15,7 +15,12 @@ from toolsift.adapters import load_openapi
 from toolsift.config import IndexConfig
 from toolsift.errors import IndexCorruptError
 from toolsift.index.graph import FAMILY_SCORE, MAX_PRODUCERS, ToolGraph
-from toolsift.index.graph_rules import OPERATIONS, name_key, response_fields, tool_signature
+from toolsift.index.graph_rules import (
+    OPERATIONS,
+    name_key,
+    response_fields,
+    tool_signature,
+)
 
 SHOP = Path(__file__).parent / "fixtures" / "openapi" / "shop.json"
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -109,7 +114,7 @@ def _twin(tools) -> set[tuple[str, str, str, str, float]]:
     tools = list(tools)
     sigs = [tool_signature(t, ANALYZER) for t in tools]
     numeric = {"integer", "number", "int", "float", "double"}
-    identity = {"id", "ids", "key", "name", "path", "uuid", "code", "number", "token", "url", "handl"}
+    identity = {"id", "ids", "key", "name", "path", "uuid", "code", "number", "token", "url", "handl", "handle"}
 
     def agree(a, b):
         return a in ("", "any") or b in ("", "any") or a == b or (a in numeric and b in numeric)
@@ -297,3 +302,11 @@ def test_updates_equal_fresh_build_on_ultratool():
 def test_operations_are_disjoint():
     seen = [v for verbs in OPERATIONS.values() for v in verbs]
     assert len(seen) == len(set(seen))
+
+
+def test_unicode_names_split_into_words():
+    from toolsift.index.graph_rules import words
+
+    assert words("get_café_menü-listItems") == ["get", "café", "menü", "list", "items"]
+    s = tool_signature(Tool("x", "löschen_datei", parameters=(Parameter("datei_pfad"),)), ANALYZER)
+    assert s.inputs[0].key == name_key("datei pfad", ANALYZER)

@@ -32,7 +32,7 @@ from .progress import progress_bar
 from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
 from .search import Hit, QueryLike, as_query, check_k
-from .search.complete import complete_hits
+from .search.complete import complete_hits, fetch_depth
 
 __all__ = ["Dependency", "Hit", "ToolIndex", "QueryLike", "get_encoder"]
 
@@ -80,8 +80,8 @@ class ToolIndex:
                 :func:`toolsift.presets.default_preset`.
             config: A full index configuration instead of a preset.
             progress: Show a progress bar per field.
-            graph: Build the tool graph now (:mod:`toolsift.index.graph`, about 60 µs a
-                tool); ``False`` defers it to the first :meth:`dependencies`,
+            graph: Build the tool graph now (:mod:`toolsift.index.graph`, under 0.1 ms
+                a tool); ``False`` defers it to the first :meth:`dependencies`,
                 ``search(..., complete=True)`` or :meth:`save`.
 
         Raises:
@@ -262,7 +262,8 @@ class ToolIndex:
         g = _graph_of(st, self._config)
         rows = list(g.into(pos)) if direction in ("in", "both") else []
         if direction in ("out", "both"):
-            rows += [int(r) for r in g.out_of(pos) if r not in set(rows)]
+            seen = set(rows)
+            rows += [int(r) for r in g.out_of(pos) if int(r) not in seen]
         return [g.dependency(r, st.catalog) for r in rows]
 
     def search(self, query: QueryLike, *, k: int = 5, explain: bool = False, token_budget: int | None = None,
@@ -282,10 +283,12 @@ class ToolIndex:
             format: Schema format the budget counts: ``"openai"``,
                 ``"openai-responses"``, ``"anthropic"`` or ``"mcp"``.
             complete: Return a tool *set* for a multi-step request: drop hits that add no
-                capability over a higher one, and add the best producer of each required
+                capability over a higher one, add the best producer of each required
                 parameter of a hit that the query does not supply and no tool in the set
-                provides (its ``why`` says so: ``"provides user_id for send_message"``),
-                still at most ``k`` tools and within ``token_budget``. See
+                provides (its ``why`` says so: ``"provides user_id for send_message"``)
+                and the CRUD step on a hit's resource that the query names; added tools
+                are ones the query matched. Still at most ``k`` tools and within
+                ``token_budget``. See
                 :mod:`toolsift.search.complete` and ``docs/graph.md``.
 
         Raises:
@@ -294,7 +297,6 @@ class ToolIndex:
             FormatError: Unknown ``format``.
         """
         from .search.budget import check_format, fit_budget, search_within_budget
-        from .search.complete import fetch_depth
 
         check_k(k)
         check_format(format)  # a typo fails even without a budget, rather than being ignored
@@ -342,11 +344,7 @@ class ToolIndex:
         st = self._state
         out: list[list[Hit]] = []
         chunks = range(0, len(parsed), _CHUNK)
-        n = k
-        if complete:
-            from .search.complete import fetch_depth
-
-            n = fetch_depth(k, len(st.catalog))
+        n = fetch_depth(k, len(st.catalog)) if complete else k
         for start in progress_bar(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks)):
             got = _search.run(st, self._config, parsed[start:start + _CHUNK], k=n, explain=explain)
             if complete:

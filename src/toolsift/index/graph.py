@@ -42,7 +42,7 @@ from ..errors import IndexCorruptError
 from ..schema import Catalog
 from .graph_rules import OPERATIONS, Field, Signature, tool_signature
 
-__all__ = ["Dependency", "ToolGraph", "MAX_PRODUCERS", "FAMILY_SCORE"]
+__all__ = ["FAMILY_SCORE", "IDENTITY_WORDS", "MAX_PRODUCERS", "OPERATION_CODES", "Dependency", "ToolGraph"]
 
 #: Operations in the order of the stored ``operation`` codes (-1: none).
 OPERATION_CODES: tuple[str, ...] = tuple(OPERATIONS)
@@ -51,7 +51,7 @@ MAX_PRODUCERS = 5
 #: Score of a family edge (below every output match, which scores at least .675).
 FAMILY_SCORE = 0.6
 #: Last words of a parameter that names an identity (analysed forms).
-_IDENTITY = frozenset({"id", "ids", "key", "name", "path", "uuid", "code", "number", "token", "url", "handl"})
+IDENTITY_WORDS = frozenset({"id", "ids", "key", "name", "path", "uuid", "code", "number", "token", "url", "handl", "handle"})
 _NUMERIC = frozenset({"integer", "number", "int", "float", "double"})
 _UNTYPED = frozenset({"", "any"})
 
@@ -109,7 +109,7 @@ def _edges(sigs: Sequence[Signature]) -> tuple[np.ndarray, np.ndarray, list[str]
         if s.resource and s.operation in ("read", "update", "delete"):
             res = set(s.resource)
             family_param = next((p for p in s.inputs if p.key and p.type != "boolean"
-                                 and (res & set(p.key) or p.key[-1] in _IDENTITY)), None)
+                                 and (res & set(p.key) or p.key[-1] in IDENTITY_WORDS)), None)
         for p in s.inputs:
             if not p.key or p.type == "boolean":
                 continue

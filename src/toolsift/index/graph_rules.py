@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..analyze import Analyzer
 from ..schema import Tool
 
-__all__ = ["Field", "Signature", "OPERATIONS", "tool_signature", "name_key"]
+__all__ = ["OPERATIONS", "Field", "Signature", "name_key", "tool_signature"]
 
 #: CRUD verbs by operation. ``read`` tools (get, list, search) and ``create`` tools hand
 #: out a resource's identity; ``read``, ``update`` and ``delete`` tools take it.
@@ -42,11 +42,11 @@ _VERB_OP = {v: op for op, verbs in OPERATIONS.items() for v in verbs}
 
 # camelCase and separators -> words (the same split the index uses for names).
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SEP = re.compile(r"[^0-9A-Za-z]+")
+_SEP = re.compile(r"[\W_]+")  # any non-word character, Unicode-aware
 # One "name (type): description" entry of describe_fields; the type is optional.
-_ENTRY = re.compile(r"^\s*([^\s:()]+)(?:\s+\(([^)]*)\))?(?::\s*(.*))?$", re.S)
+_ENTRY = re.compile(r"^\s*([^\s:()]+)(?:\s+\(([^)]*)\))?(?::\s*(.*))?$", re.DOTALL)
 # The sentence describe_fields writes: "<lead>: entry; entry; ... ." (lead ends in "with").
-_FIELDS = re.compile(r"\bwith:\s+(.*?)\.?\s*$", re.S)
+_FIELDS = re.compile(r"\bwith:\s+(.*?)\.?\s*$", re.DOTALL)
 
 
 def words(name: str) -> list[str]:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 from ..analyze import Analyzer
 from ..decompose.arguments import extract_arguments
-from ..index.graph import _IDENTITY, OPERATION_CODES, ToolGraph
+from ..index.graph import IDENTITY_WORDS, OPERATION_CODES, ToolGraph
 from ..index.graph_rules import OPERATIONS, Field, name_key
 from ..schema import Catalog, Query
 from .hits import Hit
@@ -59,7 +59,7 @@ def _supplied_keys(query: Query, analyzer: Analyzer) -> list[tuple[str, ...]]:
 
 
 def _supplied(p: Field, roles: list[tuple[str, ...]]) -> bool:
-    words = set(p.key) - _IDENTITY
+    words = set(p.key) - IDENTITY_WORDS
     return any(r == p.key or words & set(r) for r in roles)
 
 

@@ -25,8 +25,7 @@ def apibank_tools():
 
 @pytest.fixture(scope="session")
 def demo_catalog():
-    from toolsift.adapters import load_catalog
-    from toolsift.adapters import demo_catalog_path
+    from toolsift.adapters import demo_catalog_path, load_catalog
 
     return load_catalog(demo_catalog_path())
 

@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.config import IndexConfig  # noqa: E402
-from toolsift.errors import ConfigError, EncoderMismatchError, IndexFormatError  # noqa: E402
-from toolsift.presets import preset_config  # noqa: E402
-from toolsift.schema import Catalog, Tool  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.config import IndexConfig
+from toolsift.errors import ConfigError, EncoderMismatchError, IndexFormatError
+from toolsift.presets import preset_config
+from toolsift.schema import Catalog, Tool
 
 TEXTS = ["email the quarterly report to my manager", "will it rain in Lisbon tomorrow?",
          "refund the last payment from customer 4411", "", "x",
@@ -296,7 +296,7 @@ def test_malformed_encoder_record_is_corruption(tmp_path, demo_catalog, hybrid):
 
 # ------------------------------------------------------------------ progress
 def test_progress_bar_only_when_asked(monkeypatch, capsys, apibank_tools, hybrid):
-    import toolsift.progress as progress
+    from toolsift import progress
 
     tools = list(apibank_tools)[:60]
     ToolIndex.build(tools, config=hybrid, embed_cache=False)

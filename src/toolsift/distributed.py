@@ -51,7 +51,7 @@ __all__ = ["IndexScorer", "RayEncoder", "TextEmbedder", "build_index_ray", "embe
 def _ray():
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise ToolsiftError("the Ray engine needs Ray Data: pip install 'toolsift[ray]'") from None
     return ray
@@ -244,7 +244,7 @@ def _read(ray, path: Path, query_column: str, tool_column: str):
     if fmt == "parquet":
         return ray.data.read_parquet(str(path))
     if fmt == "csv":
-        import pyarrow.csv as csv
+        from pyarrow import csv
 
         names = source_schema(path).names
         return ray.data.read_csv(str(path), convert_options=csv.ConvertOptions(

@@ -7,15 +7,15 @@ caller can fix the input without reading a stack trace.
 from __future__ import annotations
 
 __all__ = [
-    "ToolsiftError",
-    "SchemaError",
     "CatalogFormatError",
-    "QueryError",
     "ConfigError",
-    "FormatError",
-    "IndexFormatError",
-    "IndexCorruptError",
     "EncoderMismatchError",
+    "FormatError",
+    "IndexCorruptError",
+    "IndexFormatError",
+    "QueryError",
+    "SchemaError",
+    "ToolsiftError",
 ]
 
 

@@ -46,9 +46,21 @@ from ..atomic import write_atomic
 from ..errors import ConfigError
 from .fingerprint import encoder_fingerprint
 
-__all__ = ["EmbeddingStore", "CachedEncoder", "EncoderCache", "CacheStats", "EmbedCacheArg", "cached",
-           "encoder_namespace", "default_cache_dir", "resolve_store", "store_from_env",
-           "ENV_DIR", "ENV_MB", "ENV_ENABLED"]
+__all__ = [
+    "ENV_DIR",
+    "ENV_ENABLED",
+    "ENV_MB",
+    "CacheStats",
+    "CachedEncoder",
+    "EmbedCacheArg",
+    "EmbeddingStore",
+    "EncoderCache",
+    "cached",
+    "default_cache_dir",
+    "encoder_namespace",
+    "resolve_store",
+    "store_from_env",
+]
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,19 @@ from ..encoders.cache import (
     store_from_env,
 )
 
-__all__ = ["EmbeddingStore", "CachedEncoder", "EncoderCache", "CacheStats", "eval_encoder_cache",
-           "encoder_namespace", "default_cache_dir", "store_from_env", "ENV_DIR", "ENV_MB", "ENV_ENABLED"]
+__all__ = [
+    "ENV_DIR",
+    "ENV_ENABLED",
+    "ENV_MB",
+    "CacheStats",
+    "CachedEncoder",
+    "EmbeddingStore",
+    "EncoderCache",
+    "default_cache_dir",
+    "encoder_namespace",
+    "eval_encoder_cache",
+    "store_from_env",
+]
 
 log = logging.getLogger(__name__)
 

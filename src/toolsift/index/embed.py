@@ -14,15 +14,20 @@ import numpy as np
 from ..config import IndexConfig
 from ..encoders.cache import EmbedCacheArg, cached, resolve_store
 from ..encoders.fingerprint import encoder_fingerprint
-from ..errors import EncoderMismatchError
 from ..schema import FIELDS, Catalog
 from .dense import Int8Matrix
 from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
-__all__ = ["config_fingerprint", "embed_fields", "encoder_record", "get_encoder", "encoder_wrapper",
-           "update_dense"]
+__all__ = [
+    "config_fingerprint",
+    "embed_fields",
+    "encoder_record",
+    "encoder_wrapper",
+    "get_encoder",
+    "update_dense",
+]
 
 
 

@@ -207,6 +207,12 @@ class IndexConfig:
         encoder: Directory holding ``model.onnx`` + ``tokenizer.json`` for dense fields;
             ``None`` uses the default all-MiniLM-L6-v2 from the installed model package.
         hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
+        ivf_min_docs: A dense or hybrid field with at least this many documents gets an
+            IVF index at build time (:mod:`toolsift.index.ivf`): its candidates come
+            from the ``ivf_nprobe`` nearest lists instead of a scan of every document.
+            Smaller fields are scanned exactly. Candidates are rescored exactly either
+            way; see docs/dense.md, "Large catalogues", for the measured crossover.
+        ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
         threads: The one thread setting, for every pool: the C++ engine, the Numba
@@ -228,6 +234,8 @@ class IndexConfig:
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
+    ivf_min_docs: Annotated[int, Strict(ge=1)] = 200_000
+    ivf_nprobe: Annotated[int, Strict(ge=1)] = 32
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
@@ -300,6 +308,8 @@ class IndexConfig:
             "retrievers": dict(self.retrievers),
             "encoder": self.encoder,
             "hybrid_weight": self.hybrid_weight,
+            "ivf_min_docs": self.ivf_min_docs,
+            "ivf_nprobe": self.ivf_nprobe,
             "params": self.params.to_dict(),
             "threads": self.threads,
         }
@@ -311,7 +321,7 @@ class IndexConfig:
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "params", "threads"}
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -327,7 +337,7 @@ class IndexConfig:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
-                    "encoder", "hybrid_weight"):
+                    "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

@@ -4,7 +4,8 @@ Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
 ``vocab.arrow``, one
 ``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, with a
+zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field (and ``ivf.NAME.arrow``, its IVF index, when the
+field has one: :mod:`toolsift.index.ivf`), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
@@ -30,6 +31,7 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
+from .ivf import IvfIndex
 from .state import IndexState
 from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
@@ -68,6 +70,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
     for name, dn in st.dense.items():
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
+        if dn.ivf is not None:
+            tables[f"ivf.{name}.arrow"] = dn.ivf.to_arrow()
     manifest = {
         "toolsift_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -193,4 +197,12 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
+        iname = f"ivf.{name}.arrow"
+        if iname in manifest.get("files", {}):  # optional: without it the field is scanned
+            try:
+                ivf = IvfIndex.from_arrow(open_table(ddir, iname, mmap=mmap, save_id=sid),
+                                          n_rows=matrix.n_rows, dim=matrix.dim)
+            except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
+                raise IndexCorruptError(f"{ddir}/{iname}: {exc}") from None
+            dense[name] = dense[name].with_ivf(ivf)
     return LoadedIndex(catalog, config, vocab, fields, dense)

@@ -73,13 +73,13 @@ def _nearest(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_centroids(x: np.ndarray, k: int, *, iters: int = KMEANS_ITERS, seed: int = 0) -> np.ndarray:
-    """Spherical k-means: ``k`` unit centroids of unit rows ``x`` (float32), started
-    from ``k`` distinct random rows; an emptied centroid restarts at the row its
-    centroid fits worst."""
+    """Spherical k-means: ``k`` unit centroids of unit rows ``x`` (float32), started by
+    k-means++ seeding (random starts put two seeds in one cluster and merge two others
+    for good); an emptied centroid restarts at the row its centroid fits worst."""
     rng = np.random.default_rng(seed)
     x = np.ascontiguousarray(x, dtype=np.float32)
     k = min(k, x.shape[0])
-    c = x[rng.choice(x.shape[0], k, replace=False)].copy()
+    c = _kmeanspp(x, k, rng)
     for _ in range(iters):
         lab, best = _nearest(x, c)
         counts = np.bincount(lab, minlength=k)
@@ -93,6 +93,20 @@ def fit_centroids(x: np.ndarray, k: int, *, iters: int = KMEANS_ITERS, seed: int
             sums[empty] = x[np.argsort(best)[:empty.size]]
         c = _unit(sums)
     return c
+
+
+def _kmeanspp(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeds on the sphere: each next seed drawn with probability proportional
+    to the squared cosine distance ``(1 - best similarity)^2`` to the seeds so far."""
+    picks = [int(rng.integers(x.shape[0]))]
+    best = x @ x[picks[0]]
+    for _ in range(1, k):
+        w = np.square(np.maximum(1.0 - best, 0.0), dtype=np.float64)
+        total = w.sum()
+        j = int(rng.choice(x.shape[0], p=w / total)) if total > 0 else int(rng.integers(x.shape[0]))
+        picks.append(j)
+        np.maximum(best, x @ x[j], out=best)
+    return x[picks].copy()
 
 
 class IvfIndex:

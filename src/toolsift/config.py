@@ -235,7 +235,7 @@ class IndexConfig:
     encoder: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
     ivf_min_docs: Annotated[int, Strict(ge=1)] = 200_000
-    ivf_nprobe: Annotated[int, Strict(ge=1)] = 32
+    ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS

@@ -106,7 +106,7 @@ class DenseField:
         """
         if self.ivf is None:
             raise ValueError("dense field has no IVF index")
-        ptr, scores, rows = self.ivf.probe(queries, self.matrix, nprobe)
+        ptr, scores, rows = self.ivf.probe(queries, nprobe)
         return [_top_positive(scores[a:b], rows[a:b], self.groups, n) for a, b in zip(ptr[:-1], ptr[1:])]
 
 

@@ -116,22 +116,31 @@ class IvfIndex:
         centroids: ``float32[k, d]`` unit rows.
         list_ptr: ``int64[k + 1]``, CSR pointer into ``list_ids``.
         list_ids: ``int64[n_listed]`` matrix rows, ascending within each list.
+        list_codes: ``int8[n_listed, d]``: the codes of ``list_ids``'s rows, in list
+            order (a probed list is contiguous in memory).
+        list_scales: ``float32[n_listed]``: their scales.
         n_fit: Listed rows when the centroids were fitted (for the drift rule).
     """
 
-    __slots__ = ("_keepalive", "cent_codes", "cent_scales", "centroids", "list_ids", "list_ptr", "n_fit")
+    __slots__ = ("_keepalive", "cent_codes", "cent_scales", "centroids", "list_codes", "list_ids", "list_ptr",
+                 "list_scales", "n_fit")
 
-    def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, *, n_fit: int,
-                 _keepalive: object = None) -> None:
+    def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, list_codes: np.ndarray,
+                 list_scales: np.ndarray, *, n_fit: int, _keepalive: object = None) -> None:
         k = centroids.shape[0]
         if centroids.ndim != 2 or k == 0:
             raise ValueError(f"IVF centroids must be a non-empty 2-D array, got shape {centroids.shape}")
         if list_ptr.shape != (k + 1,) or list_ptr[0] != 0 or list_ptr[-1] != list_ids.size \
                 or (np.diff(list_ptr) < 0).any():
             raise ValueError(f"IVF list_ptr does not delimit {list_ids.size} row ids in {k} lists")
+        if list_codes.shape != (list_ids.size, centroids.shape[1]) or list_scales.shape != (list_ids.size,):
+            raise ValueError(f"IVF list codes {list_codes.shape} / scales {list_scales.shape} do not match "
+                             f"{list_ids.size} listed rows of dimension {centroids.shape[1]}")
         self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
         self.list_ptr = np.ascontiguousarray(list_ptr, dtype=np.int64)
         self.list_ids = np.ascontiguousarray(list_ids, dtype=np.int64)
+        self.list_codes = np.ascontiguousarray(list_codes, dtype=np.int8)
+        self.list_scales = np.ascontiguousarray(list_scales, dtype=np.float32)
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
@@ -158,8 +167,8 @@ class IvfIndex:
         live = np.flatnonzero(matrix.scales > 0)
         k = n_lists or n_lists_for(live.size)
         if live.size == 0:  # nothing can ever be a candidate: one empty list
-            return cls(np.eye(1, matrix.dim, dtype=np.float32), np.zeros(2, np.int64), np.zeros(0, np.int64),
-                       n_fit=0)
+            return cls.from_labels(np.eye(1, matrix.dim, dtype=np.float32), np.full(matrix.n_rows, -1, np.int64),
+                                   matrix, n_fit=0)
         rng = np.random.default_rng(seed)
         size = min(live.size, k * SAMPLE_PER_LIST)
         sample = np.sort(rng.choice(live, size, replace=False)) if size < live.size else live
@@ -168,16 +177,19 @@ class IvfIndex:
         # Every row at once (no copy of the live rows); zero rows then leave the lists.
         labels = _assign(matrix.codes, cent)
         labels[matrix.scales <= 0] = -1
-        return cls.from_labels(cent, labels, n_fit=live.size)
+        return cls.from_labels(cent, labels, matrix, n_fit=live.size)
 
     @classmethod
-    def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, *, n_fit: int) -> IvfIndex:
-        """Lists from each row's list (``-1``: in no list)."""
+    def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, matrix: Int8Matrix, *, n_fit: int) -> IvfIndex:
+        """Lists from each row's list (``-1``: in no list), copying ``matrix``'s rows
+        into list order."""
         k = centroids.shape[0]
         listed = np.flatnonzero(labels >= 0)
         lab = labels[listed]
         order = np.argsort(lab, kind="stable")  # stable: rows stay ascending in each list
-        return cls(centroids, ptr_from_counts(np.bincount(lab, minlength=k)), listed[order], n_fit=n_fit)
+        ids = listed[order]
+        return cls(centroids, ptr_from_counts(np.bincount(lab, minlength=k)), ids, matrix.codes[ids],
+                   matrix.scales[ids], n_fit=n_fit)
 
     def labels(self, n_rows: int) -> np.ndarray:
         """``int64[n_rows]``: each row's list, ``-1`` for rows in no list."""
@@ -187,12 +199,11 @@ class IvfIndex:
 
     # ---------------------------------------------------------------- search
 
-    def probe(self, queries: np.ndarray, matrix: Int8Matrix, nprobe: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def probe(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Exact int8 scores of every row in each query's ``nprobe`` best lists.
 
         Args:
             queries: ``float32[m, d]`` unit query rows.
-            matrix: The matrix the lists index.
             nprobe: Lists probed per query (capped at the number of lists).
 
         Returns:
@@ -211,7 +222,7 @@ class IvfIndex:
         rows = np.empty(int(out_ptr[-1]), np.int64)
         if scores.size:
             q_codes, q_scales = quantize_rows(q)
-            launch(probe_kernel, q_codes, q_scales, matrix.codes, matrix.scales, self.list_ptr, self.list_ids,
+            launch(probe_kernel, q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr, self.list_ids,
                    np.arange(0, m * p + 1, p, dtype=np.int64), np.ascontiguousarray(probes.reshape(-1)),
                    out_ptr, scores, rows, work=scores.size * q.shape[1] // 1000)
         return out_ptr, scores, rows
@@ -220,7 +231,8 @@ class IvfIndex:
 
     def to_arrow(self) -> pa.Table:
         """One row of list columns (zero-copy over the arrays): ``centroids`` (float32,
-        row-major), ``list_ptr``, ``list_ids`` and ``info`` (``[dim, n_fit]``)."""
+        row-major), ``list_ptr``, ``list_ids``, ``list_codes`` (int8, row-major),
+        ``list_scales`` and ``info`` (``[dim, n_fit]``)."""
         def col(a: np.ndarray, t: pa.DataType) -> pa.Array:
             arr = pa.array(a.reshape(-1), t)
             return pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
@@ -229,6 +241,8 @@ class IvfIndex:
             "centroids": col(self.centroids, pa.float32()),
             "list_ptr": col(self.list_ptr, pa.int64()),
             "list_ids": col(self.list_ids, pa.int64()),
+            "list_codes": col(self.list_codes, pa.int8()),
+            "list_scales": col(self.list_scales, pa.float32()),
             "info": col(np.array([self.centroids.shape[1], self.n_fit], np.int64), pa.int64()),
         })
 
@@ -242,7 +256,7 @@ class IvfIndex:
         """
         arrays = {}
         for name, dtype in (("centroids", np.float32), ("list_ptr", np.int64), ("list_ids", np.int64),
-                            ("info", np.int64)):
+                            ("list_codes", np.int8), ("list_scales", np.float32), ("info", np.int64)):
             if name not in table.column_names:
                 raise ValueError(f"column {name!r} is missing")
             col = table.column(name)
@@ -253,12 +267,13 @@ class IvfIndex:
                 raise ValueError(f"column {name!r} must hold {np.dtype(dtype).name} values, got {values.type}")
             arrays[name] = values.to_numpy(zero_copy_only=True)
         info = arrays["info"]
-        if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim:
-            raise ValueError(f"centroids do not have the matrix's dimension {dim}")
+        if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim or arrays["list_codes"].size % dim:
+            raise ValueError(f"centroids or list codes do not have the matrix's dimension {dim}")
         ids = arrays["list_ids"]
         if ids.size and (ids.min() < 0 or ids.max() >= n_rows):
             raise ValueError(f"list_ids point outside the matrix's {n_rows} rows")
-        return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], ids, n_fit=int(info[1]),
+        return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], ids,
+                   arrays["list_codes"].reshape(-1, dim), arrays["list_scales"], n_fit=int(info[1]),
                    _keepalive=table)
 
 
@@ -310,7 +325,7 @@ def update_ivf(old: IvfIndex, old_matrix: Int8Matrix, old_ptr: np.ndarray, new_m
     listed = int((new_labels >= 0).sum())
     if old.n_fit and not (old.n_fit / DRIFT <= listed <= old.n_fit * DRIFT):
         return IvfIndex.fit(new_matrix)
-    return IvfIndex.from_labels(old.centroids, new_labels, n_fit=old.n_fit)
+    return IvfIndex.from_labels(old.centroids, new_labels, new_matrix, n_fit=old.n_fit)
 
 
 def fields_with_ivf(dense: dict[str, DenseField], config: IndexConfig, *,

@@ -234,7 +234,7 @@ class IndexConfig:
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
-    ivf_min_docs: Annotated[int, Strict(ge=1)] = 200_000
+    ivf_min_docs: Annotated[int, Strict(ge=1)] = 100_000
     ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)

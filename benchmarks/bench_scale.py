@@ -10,6 +10,12 @@ index as saved and loaded again (memory-mapped), one query at a time, with
 ``IndexConfig(threads=1)``; bm25s tokenises and retrieves one query per call with
 ``n_threads=1``.
 
+The ``hybrid`` worker builds the ``hybrid`` preset's fields (``TOOLSIFT_BENCH_DENSE``
+names others, comma-separated) with a static document encoder (a hashing stand-in until
+``toolsift.encoders.static`` lands: ``USE_STATIC_ENCODER``); fields of
+``ivf_min_docs`` documents or more get an IVF index (``TOOLSIFT_BENCH_IVF_MIN_DOCS``
+overrides the threshold), and the worker reports its recall@100 against an exact scan.
+
 Run (opt-in; heavy; numbers are reported, never asserted)::
 
     python -m pytest benchmarks/bench_scale.py -q -s                        # 100k

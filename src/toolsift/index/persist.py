@@ -2,11 +2,10 @@
 
 Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
-``vocab.arrow``, one
-``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field (and ``ivf.NAME.arrow``, its IVF index, when the
-field has one: :mod:`toolsift.index.ivf`), with a
-``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
+``vocab.arrow``, one ``field.NAME.arrow`` per field (the C++ postings as single-row
+large lists, written zero-copy from the engine's buffers), ``dense.NAME.arrow`` per
+dense field and ``ivf.NAME.arrow`` per dense field with an IVF index
+(:mod:`toolsift.index.ivf`), with a ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
 """

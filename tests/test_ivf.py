@@ -351,3 +351,17 @@ def test_config_validates_ivf_settings():
     # Manifests written before the settings existed load with the defaults.
     d.pop("ivf_min_docs"), d.pop("ivf_nprobe")
     assert IndexConfig.from_dict(d).ivf_min_docs == IndexConfig().ivf_min_docs
+
+
+def test_update_of_an_all_empty_field_fits_centroids_once_rows_arrive():
+    from toolsift.index.ivf import tool_rows, update_ivf
+
+    rng = np.random.default_rng(4)
+    old = Int8Matrix.quantize(np.zeros((60, 16), np.float32))
+    ivf = IvfIndex.fit(old)
+    assert ivf.n_fit == 0 and ivf.list_ids.size == 0
+    new = Int8Matrix.quantize(np.concatenate([np.zeros((60, 16), np.float32), _unit_rows(rng, 200, 16)]))
+    source = np.r_[np.arange(60), np.full(200, -1)]
+    got = update_ivf(ivf, old, tool_rows(None, 60), new, tool_rows(None, 260), source)
+    assert got.n_fit == 200 and got.n_lists == n_lists_for(200)
+    assert sorted(got.list_ids.tolist()) == list(range(60, 260))

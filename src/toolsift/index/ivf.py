@@ -323,7 +323,8 @@ def update_ivf(old: IvfIndex, old_matrix: Int8Matrix, old_ptr: np.ndarray, new_m
     if fresh.size:
         new_labels[fresh] = _assign(new_matrix.codes[fresh], old.centroids)
     listed = int((new_labels >= 0).sum())
-    if old.n_fit and not (old.n_fit / DRIFT <= listed <= old.n_fit * DRIFT):
+    # n_fit 0: the centroids were fitted on nothing (a field of empty texts).
+    if listed and not (old.n_fit / DRIFT <= listed <= old.n_fit * DRIFT):
         return IvfIndex.fit(new_matrix)
     return IvfIndex.from_labels(old.centroids, new_labels, new_matrix, n_fit=old.n_fit)
 

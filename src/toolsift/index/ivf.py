@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..config import IndexConfig
     from .dense_field import DenseField
 
-__all__ = ["IvfIndex", "fields_with_ivf", "n_lists_for", "tool_rows", "update_ivf"]
+__all__ = ["IvfIndex", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
 
 #: k-means iterations on the sample (spherical k-means converges in a few; more did
 #: not change recall measurably, docs/dense.md).
@@ -148,6 +148,7 @@ class IvfIndex:
 
     @property
     def n_lists(self) -> int:
+        """Number of lists (centroids)."""
         return int(self.centroids.shape[0])
 
     def __repr__(self) -> str:

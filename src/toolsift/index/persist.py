@@ -4,8 +4,11 @@ Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
 ``vocab.arrow``, one ``field.NAME.arrow`` per field (the C++ postings as single-row
 large lists, written zero-copy from the engine's buffers), ``dense.NAME.arrow`` per
-dense field and ``ivf.NAME.arrow`` per dense field with an IVF index
-(:mod:`toolsift.index.ivf`), with a ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
+dense field, ``ivf.NAME.arrow`` per dense field with an IVF index
+(:mod:`toolsift.index.ivf`), ``graph.arrow`` and ``graph_tools.arrow`` (the tool
+graph's edges and per-tool families, :mod:`toolsift.index.graph`; an index saved
+without it builds the graph on first use), with a
+``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
 """
@@ -31,6 +34,7 @@ from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
 from .ivf import IvfIndex
+from .graph import ToolGraph
 from .state import IndexState
 from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
@@ -46,6 +50,7 @@ class LoadedIndex(NamedTuple):
     vocab: Vocabulary
     fields: dict[str, FieldIndex]
     dense: dict[str, DenseField]
+    graph: ToolGraph | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
@@ -71,6 +76,9 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
         if dn.ivf is not None:
             tables[f"ivf.{name}.arrow"] = dn.ivf.to_arrow()
+    if st.graph is not None:
+        tables["graph.arrow"] = st.graph.to_arrow()
+        tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
     manifest = {
         "toolsift_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -80,6 +88,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         "config": config.to_dict(),
         "fields": stats,
     }
+    if st.graph is not None:
+        manifest["graph"] = {"n_edges": len(st.graph)}
     return write_index_dir(path, tables, manifest)
 
 
@@ -204,4 +214,12 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
                 raise IndexCorruptError(f"{ddir}/{iname}: {exc}") from None
             dense[name] = dense[name].with_ivf(ivf)
-    return LoadedIndex(catalog, config, vocab, fields, dense)
+    graph = None
+    if "graph.arrow" in manifest.get("files", {}):
+        where = f"{ddir}/graph.arrow"
+        graph = ToolGraph.from_arrow(open_table(ddir, "graph.arrow", mmap=False, save_id=sid),
+                                     open_table(ddir, "graph_tools.arrow", mmap=False, save_id=sid), n_tools,
+                                     where=where)
+        if len(graph) != manifest.get("graph", {}).get("n_edges", len(graph)):
+            raise IndexCorruptError(f"{where}: {len(graph)} edges, manifest says {manifest['graph']['n_edges']}")
+    return LoadedIndex(catalog, config, vocab, fields, dense, graph)

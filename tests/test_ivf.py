@@ -304,7 +304,7 @@ def test_updates_keep_lists_exact(hashed):
     index = ToolIndex.build(_tools(0, 300), config=CFG)
     before = index._state.dense["description"]
     old_labels = before.ivf.labels(before.matrix.n_rows)
-    index.remove_tools([f"t{i}" for i in range(0, 40)])
+    index.remove_tools([f"t{i}" for i in range(40)])
     index.add_tools(_tools(1000, 30))
     index.replace_tools(_tools(100, 5, tag=" v2"))
     after = index._state.dense["description"]

@@ -11,6 +11,7 @@ its documents, as for BM25. A large field may carry an IVF index
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -107,7 +108,7 @@ class DenseField:
         if self.ivf is None:
             raise ValueError("dense field has no IVF index")
         ptr, scores, rows = self.ivf.probe(queries, nprobe)
-        return [_top_positive(scores[a:b], rows[a:b], self.groups, n) for a, b in zip(ptr[:-1], ptr[1:])]
+        return [_top_positive(scores[a:b], rows[a:b], self.groups, n) for a, b in pairwise(ptr)]
 
 
 def _top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None, n: int) -> np.ndarray:

@@ -69,10 +69,15 @@ def tool_result(data: Mapping[str, Any]) -> Any:
     return types.CallToolResult.model_validate(dict(data))
 
 
-def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False) -> Any:
-    """A ``CallToolResult`` carrying ``payload`` as structured content and ``text``."""
-    return tool_result({"content": [{"type": "text", "text": text}], "structuredContent": payload,
-                        "isError": is_error})
+def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False,
+                meta: dict[str, Any] | None = None) -> Any:
+    """A ``CallToolResult`` carrying ``payload`` as structured content and ``text``
+    (and ``meta`` as its ``_meta``)."""
+    data: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": payload,
+                            "isError": is_error}
+    if meta:
+        data["_meta"] = meta
+    return tool_result(data)
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -181,9 +186,9 @@ def make_server(name: str, *, version: str, title: str, instructions: str,
 
 
 def streamable_http_app(server: Server, *, security_settings: Any = None,
-                        max_request_body_size: int | None = None) -> tuple[Any, Any]:
+                        max_request_body_size: int | None = None, stateless: bool = False) -> tuple[Any, Any]:
     """The session manager and ASGI endpoint serving ``server`` over streamable HTTP
-    (stateful sessions, plain JSON responses).
+    (stateful sessions unless ``stateless``, plain JSON responses).
 
     Returns:
         ``(manager, app)``; run ``manager.run()`` in the application's lifespan.
@@ -192,7 +197,8 @@ def streamable_http_app(server: Server, *, security_settings: Any = None,
 
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    kwargs: dict[str, Any] = {"app": server, "json_response": True, "security_settings": security_settings}
+    kwargs: dict[str, Any] = {"app": server, "json_response": True, "security_settings": security_settings,
+                              "stateless": stateless}
     # Older 1.x releases have no body limit of their own; the gateway's BodyLimit
     # middleware enforces the same limit in front of them.
     if max_request_body_size is not None and \

@@ -26,9 +26,11 @@ from typing import Any
 
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared import _httpx_utils
+from mcp.shared.message import SessionMessage
 
 try:  # mcp >= 2
     from mcp.shared.exceptions import MCPError as McpError
@@ -37,7 +39,8 @@ except ImportError:  # mcp 1.x
 
 __all__ = [
     "MCP_MAJOR", "MCP_VERSION", "ClientSession", "McpError", "NotificationOptions", "StdioServerParameters",
-    "dump", "error_code", "error_message", "http_client", "http_transport", "is_tool_list_changed",
+    "default_environment", "dump", "error_code", "error_data", "error_message", "message_line", "parse_message",
+    "session_message", "http_client", "http_transport", "is_tool_list_changed",
     "list_tools_page", "make_server", "stdio_client", "streamable_http_app", "text_result", "tool_result", "types",
 ]
 
@@ -78,6 +81,44 @@ def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False,
     if meta:
         data["_meta"] = meta
     return tool_result(data)
+
+
+def parse_message(line: bytes | str) -> Any:
+    """A ``SessionMessage`` from one JSON-RPC message's JSON text.
+
+    Raises:
+        ValueError: Not a valid JSON-RPC message.
+    """
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    if adapter is not None:  # mcp >= 2
+        message = adapter.validate_json(line, by_name=False)
+    else:
+        message = types.JSONRPCMessage.model_validate_json(line)
+    return SessionMessage(message)
+
+
+def session_message(data: Mapping[str, Any]) -> Any:
+    """A ``SessionMessage`` from a JSON-RPC message's JSON form."""
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    if adapter is not None:
+        return SessionMessage(adapter.validate_python(dict(data), by_name=False))
+    return SessionMessage(types.JSONRPCMessage.model_validate(dict(data)))
+
+
+def message_line(message: Any) -> bytes:
+    """A ``SessionMessage`` as one line of the stdio transport."""
+    return (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+
+
+def default_environment() -> dict[str, str]:
+    """The SDK's safe subset of the environment, handed to stdio servers."""
+    return get_default_environment()
+
+
+def error_data(exc: BaseException) -> Any:
+    """The ``data`` of an SDK error (``McpError``/``MCPError``)."""
+    error = getattr(exc, "error", None)
+    return getattr(error, "data", None)
 
 
 def error_code(exc: BaseException) -> int | None:

@@ -104,7 +104,9 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
     if index is not None and not local_tools:
         local_tools = list(index.catalog)
     if config.upstreams:
-        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config) as ups:
+        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config,
+                             max_result_bytes=config.gateway.max_result_bytes,
+                             max_result_items=config.gateway.max_result_items) as ups:
             gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute,
                               recorder=usage.recorder if usage is not None else None)
             ups.attach(gateway)

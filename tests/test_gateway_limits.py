@@ -165,12 +165,17 @@ def _mapped_files(pid: int) -> set[str]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/maps")
 def test_two_workers_serve_from_one_memory_mapped_index(tmp_path):
+    from toolsift.adapters import load_catalog
+    from toolsift.toolindex import ToolIndex
+
+    query = "weather forecast for Lisbon"
+    expected = [h.tool.name for h in ToolIndex.build(load_catalog(demo_catalog_path())).search(query, k=3)]
     with _serve(tmp_path, "--workers", "2") as base:
         pids: set[int] = set()
         for i in range(400):  # bounded: the kernel hands fresh connections to either worker
-            result = _find_tools(base, "weather forecast for Lisbon")
+            result = _find_tools(base, query)
             assert not result["isError"], result
-            assert result["structuredContent"]["tools"][0]["name"] == "get_current_weather"
+            assert [t["name"] for t in result["structuredContent"]["tools"]] == expected
             pids.add(result["_meta"]["toolsift/worker_pid"])
             if len(pids) == 2 and i >= 20:
                 break
@@ -179,6 +184,18 @@ def test_two_workers_serve_from_one_memory_mapped_index(tmp_path):
         # the supervisor's private folder.
         mapped = [{p for p in _mapped_files(pid) if "toolsift-serve-" in p} for pid in pids]
         assert mapped[0] and mapped[0] == mapped[1], mapped
+    # Stopping the supervisor (SIGTERM) stops its workers.
+    deadline = time.monotonic() + CLOSED_WITHIN_S
+    while any(_is_worker(pid) for pid in pids):
+        assert time.monotonic() < deadline, "workers outlived their supervisor"
+        time.sleep(0.2)
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        return b"toolsift.gateway.workers" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("extra, message", [

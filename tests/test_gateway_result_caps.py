@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_gateway_server import SERVERS, call, http_session, ok, run, serve_http
+from tests.test_gateway_server import SERVERS, Proc, _free_port, call, http_session, ok, run, serve_http
 from toolsift.gateway.stdio_transport import _LineReader, count_items, top_level_id
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the capped transport is POSIX only")
@@ -25,28 +25,38 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the capped tran
 @pytest.fixture(scope="module")
 def bulky_gateway(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bulky")
-    config = tmp / "gateway.json"
-    # A call timeout far above what the refusal needs: a timeout is the old failure.
-    config.write_text(json.dumps({"auth_token": "t0k", "upstreams": [
-        {"name": "bulky", "command": [sys.executable, str(SERVERS / "bulky.py")], "timeout_s": 120}]}),
-        encoding="utf-8")
-    with serve_http(["--config", str(config)], tmp / "gateway.log") as base:
-        yield base
+    port = _free_port()
+    over_http = Proc([sys.executable, str(SERVERS / "bulky.py"), "--http", "--port", str(port)], tmp / "http.log")
+    try:
+        over_http.wait_http(f"http://127.0.0.1:{port}/mcp")
+        config = tmp / "gateway.json"
+        # A call timeout far above what the refusal needs: a timeout is the old failure.
+        config.write_text(json.dumps({"auth_token": "t0k", "upstreams": [
+            {"name": "bulky", "command": [sys.executable, str(SERVERS / "bulky.py")], "timeout_s": 120},
+            {"name": "bulkyh", "url": f"http://127.0.0.1:{port}/mcp", "timeout_s": 120}]}), encoding="utf-8")
+        with serve_http(["--config", str(config)], tmp / "gateway.log") as base:
+            yield base
+    finally:
+        over_http.stop()
 
 
-def test_large_and_many_item_results_are_refused_while_read(bulky_gateway):
+@pytest.mark.parametrize("upstream", ["bulky", "bulkyh"], ids=["stdio", "http"])
+def test_large_and_many_item_results_are_refused_while_read(bulky_gateway, upstream):
     async def scenario() -> None:
         async with http_session(bulky_gateway, token="t0k") as s:
-            pid = (await ok(s, "bulky__small"))["pid"]
-            is_error, body = await call(s, "bulky__blob", {"mb": 50})
+            pid = (await ok(s, f"{upstream}__small"))["pid"]
+            is_error, body = await call(s, f"{upstream}__blob", {"mb": 50})
             assert is_error and body["error"]["code"] == "result_too_large", body
-            assert body["error"]["bytes"] > 50_000_000 and body["error"]["limit_bytes"] < 50_000_000
-            is_error, body = await call(s, "bulky__many", {"n": 300_000})
+            # stdio reads the line to its end (to find the next message); HTTP stops early.
+            assert body["error"]["bytes"] > body["error"]["limit_bytes"], body
+            assert body["error"]["limit_bytes"] < 50_000_000
+            assert body["error"]["upstream"] == upstream  # refused by the transport, not after the fact
+            is_error, body = await call(s, f"{upstream}__many", {"n": 300_000})
             assert is_error and body["error"]["code"] == "result_too_large", body
             assert body["error"]["limit_items"] == 100_000
             # Under the caps, results pass, and the same upstream process still serves.
-            assert len((await ok(s, "bulky__many", {"n": 1000}))["items"]) == 1000
-            assert (await ok(s, "bulky__small"))["pid"] == pid
+            assert len((await ok(s, f"{upstream}__many", {"n": 1000}))["items"]) == 1000
+            assert (await ok(s, f"{upstream}__small"))["pid"] == pid
 
     run(scenario)
 

@@ -146,7 +146,8 @@ async def list_tools_page(session: Any, cursor: str | None) -> tuple[list[dict[s
 
 
 def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0,
-                read_timeout_s: float | None = None) -> Any:
+                read_timeout_s: float | None = None, max_result_bytes: int | None = None,
+                max_result_items: int | None = None) -> Any:
     """An HTTP client for :func:`http_transport`, from the SDK's own HTTP library.
 
     Args:
@@ -154,9 +155,26 @@ def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 
         timeout_s: Connect, write and pool timeout.
         read_timeout_s: Read timeout; ``None`` (default) never times out reads, since a
             server may hold a stream open.
+        max_result_bytes: Cap ``tools/call`` answers while reading them
+            (:class:`~toolsift.gateway.http_caps.CappedTransport`); needs
+            ``max_result_items`` too.
+        max_result_items: Most JSON values in one result.
     """
-    return _httpx_utils.create_mcp_http_client(headers=dict(headers or {}) or None,
-                                               timeout=_httpx.Timeout(timeout_s, read=read_timeout_s))
+    timeout = _httpx.Timeout(timeout_s, read=read_timeout_s)
+    if max_result_bytes is None or max_result_items is None:
+        return _httpx_utils.create_mcp_http_client(headers=dict(headers or {}) or None, timeout=timeout)
+    from .http_caps import CappedTransport
+
+    transport = CappedTransport(_httpx.AsyncHTTPTransport(), _httpx, max_bytes=max_result_bytes,
+                                max_items=max_result_items)
+    # The SDK's own factory, plus the transport: 1.x follows redirects, 2.x follows
+    # them itself within the endpoint's origin.
+    kwargs: dict[str, Any] = {"timeout": timeout, "transport": transport}
+    if headers:
+        kwargs["headers"] = dict(headers)
+    if MCP_MAJOR < 2:
+        kwargs["follow_redirects"] = True
+    return _httpx.AsyncClient(**kwargs)
 
 
 @asynccontextmanager

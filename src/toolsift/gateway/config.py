@@ -156,9 +156,9 @@ class GatewayConfig(ConfigModel):
         validation_timeout: Seconds argument validation may take (it runs in a worker
             thread) before the call is refused with ``invalid_params``.
         max_result_bytes: Largest tool result (as UTF-8 JSON) passed back to the model;
-            larger ones become a ``result_too_large`` error. A stdio upstream's result
+            larger ones become a ``result_too_large`` error. An upstream's result
             is also refused while it is read, once it passes this size.
-        max_result_items: Most JSON values (array elements, object members) in a stdio
+        max_result_items: Most JSON values (array elements, object members) in an
             upstream's result; more is refused with ``result_too_large`` before the
             result is validated.
     """

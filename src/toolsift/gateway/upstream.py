@@ -60,9 +60,9 @@ class Upstreams:
         local_tools: Extra tools with no upstream (e.g. a local catalogue); they are
             indexed but calling them fails with ``upstream_error``.
         index_config: Index settings for every (re)build.
-        max_result_bytes: A stdio upstream's result larger than this (plus 64 KiB for
+        max_result_bytes: An upstream result larger than this (plus 64 KiB for
             the envelope) is refused with ``result_too_large`` while it is read.
-        max_result_items: A stdio upstream's result with more JSON values than this is
+        max_result_items: An upstream result with more JSON values than this is
             refused the same way, before it is validated.
 
     Example:

@@ -131,7 +131,9 @@ class Upstream:
             # Caps the result while it is read (the SDK's transport reads it whole first).
             return capped_stdio_client(params, errlog=errlog, max_message_bytes=self.owner.max_message_bytes,
                                        max_items=self.owner.max_result_items)
-        client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s)
+        client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s,
+                                  max_result_bytes=self.owner.max_message_bytes,
+                                  max_result_items=self.owner.max_result_items)
         return _mcp.http_transport(spec.url, client)
 
     async def _run(self, ready: anyio.Event, box: dict[str, Any]) -> None:

@@ -120,6 +120,9 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         raise ToolsiftError(f"--workers must be at least 1, got {workers}")
     if not config.upstreams and not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
+    # From here on, SIGTERM unwinds through the cleanup below (its default action would
+    # end this process at once and leave the workers running).
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
     tmp = tempfile.mkdtemp(prefix="toolsift-serve-")
     sock: socket.socket | None = None
     pool: list[_Worker] = []
@@ -147,7 +150,10 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         if on_ready is not None and pool[0].url:
             on_ready(pool[0].url)
         _supervise(pool, argv, payload, sock.fileno())
+    except (_Stop, KeyboardInterrupt):
+        log.info("stopping %d gateway workers", len(pool))
     finally:
+        signal.signal(signal.SIGTERM, previous)
         for w in pool:
             w.stop()
         for w in pool:
@@ -161,24 +167,28 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class _Stop(Exception):
+    """SIGTERM reached the supervisor."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stop
+
+
 def _supervise(pool: list[_Worker], argv: list[str], payload: bytes, fd: int) -> None:
-    """Wait until SIGTERM/SIGINT; restart a worker that dies (unless it crash-loops)."""
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        while not stop.wait(0.2):
-            for i, w in enumerate(pool):
-                if w.proc.poll() is None:
-                    continue
-                if time.monotonic() - w.started < _MIN_UPTIME_S:
-                    raise ToolsiftError(f"gateway worker {w.number} exited with status {w.proc.returncode} "
-                                        f"within {_MIN_UPTIME_S:g}s of starting; stopping")
-                log.warning("gateway worker %d (pid %d) exited with status %s; restarting it",
-                            w.number, w.proc.pid, w.proc.returncode)
-                pool[i] = _Worker(w.number, argv, payload, fd)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    """Wait until SIGTERM/SIGINT (raised as exceptions); restart a worker that dies
+    (unless it crash-loops)."""
+    while True:
+        time.sleep(0.2)
+        for i, w in enumerate(pool):
+            if w.proc.poll() is None:
+                continue
+            if time.monotonic() - w.started < _MIN_UPTIME_S:
+                raise ToolsiftError(f"gateway worker {w.number} exited with status {w.proc.returncode} "
+                                    f"within {_MIN_UPTIME_S:g}s of starting; stopping")
+            log.warning("gateway worker %d (pid %d) exited with status %s; restarting it",
+                        w.number, w.proc.pid, w.proc.returncode)
+            pool[i] = _Worker(w.number, argv, payload, fd)
 
 
 def _worker_main(argv: Sequence[str] | None = None) -> int:

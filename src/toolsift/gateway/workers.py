@@ -3,9 +3,9 @@
 One gateway process runs its event loop, MCP stack and searches on one core. The
 supervisor (:func:`serve_workers`) builds the index of the local catalogue once, saves
 it to a private temporary folder, binds the listening socket, and starts N worker
-processes (``python -m toolsift.gateway.workers``) that inherit the socket and
-memory-map the saved index: the kernel spreads connections over the workers, and the
-index's pages are shared, not copied. The config reaches each worker over a pipe, so
+processes (``python -m toolsift.gateway.workers``) that each inherit a listening
+socket on the one port (``SO_REUSEPORT``: the kernel spreads connections evenly) and
+memory-map the saved index: its pages are shared, not copied. The config reaches each worker over a pipe, so
 the bearer token is never written to disk or put on a command line.
 
 Workers serve MCP statelessly: a session id issued by one worker would be unknown to
@@ -46,7 +46,7 @@ _STOP_TIMEOUT_S = 10.0
 _MIN_UPTIME_S = 5.0
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
@@ -55,6 +55,8 @@ def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(addr)
         sock.listen(2048)
     except OSError as exc:
@@ -124,7 +126,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
     # end this process at once and leave the workers running).
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     tmp = tempfile.mkdtemp(prefix="toolsift-serve-")
-    sock: socket.socket | None = None
+    socks: list[socket.socket] = []
     pool: list[_Worker] = []
     try:
         index_dir = None
@@ -133,11 +135,10 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
 
             index_dir = os.path.join(tmp, "index")
             ToolIndex.build(list(local_tools), config=index_config).save(index_dir)
-        sock = _bind(host, port)
+        socks = _listen(host, port, workers)
         payload = pickle.dumps({"config": config, "index_config": index_config, "index_dir": index_dir,
                                 "host": host, "log_level": log_level})
-        argv = [sys.executable, "-m", "toolsift.gateway.workers", "--fd", str(sock.fileno())]
-        pool = [_Worker(i, argv, payload, sock.fileno()) for i in range(workers)]
+        pool = [_Worker(i, _argv(s), payload, s.fileno()) for i, s in enumerate(socks)]
         deadline = time.monotonic() + _START_TIMEOUT_S
         for w in pool:
             while not w.ready.wait(0.05):
@@ -149,7 +150,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         log.info("%d gateway workers serving (pids %s)", workers, ", ".join(str(w.proc.pid) for w in pool))
         if on_ready is not None and pool[0].url:
             on_ready(pool[0].url)
-        _supervise(pool, argv, payload, sock.fileno())
+        _supervise(pool, socks, payload)
     except (_Stop, KeyboardInterrupt):
         log.info("stopping %d gateway workers", len(pool))
     finally:
@@ -162,7 +163,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
-        if sock is not None:
+        for sock in set(socks):
             sock.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -175,7 +176,33 @@ def _raise_stop(signum: int, frame: Any) -> None:
     raise _Stop
 
 
-def _supervise(pool: list[_Worker], argv: list[str], payload: bytes, fd: int) -> None:
+def _listen(host: str, port: int, workers: int) -> list[socket.socket]:
+    """One listening socket per worker on one port (``SO_REUSEPORT``: the kernel spreads
+    connections evenly over them), or one shared socket where that option is missing.
+
+    The supervisor keeps every socket open, so connections queued for a worker that
+    died are accepted by its replacement.
+    """
+    if not hasattr(socket, "SO_REUSEPORT"):
+        one = _bind(host, port)
+        return [one] * workers
+    first = _bind(host, port, reuse_port=True)
+    socks = [first]
+    try:
+        for _ in range(workers - 1):  # port 0 picked a port: the others join it
+            socks.append(_bind(host, first.getsockname()[1], reuse_port=True))
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+def _argv(sock: socket.socket) -> list[str]:
+    return [sys.executable, "-m", "toolsift.gateway.workers", "--fd", str(sock.fileno())]
+
+
+def _supervise(pool: list[_Worker], socks: list[socket.socket], payload: bytes) -> None:
     """Wait until SIGTERM/SIGINT (raised as exceptions); restart a worker that dies
     (unless it crash-loops)."""
     while True:
@@ -188,7 +215,7 @@ def _supervise(pool: list[_Worker], argv: list[str], payload: bytes, fd: int) ->
                                     f"within {_MIN_UPTIME_S:g}s of starting; stopping")
             log.warning("gateway worker %d (pid %d) exited with status %s; restarting it",
                         w.number, w.proc.pid, w.proc.returncode)
-            pool[i] = _Worker(w.number, argv, payload, fd)
+            pool[i] = _Worker(w.number, _argv(socks[i]), payload, socks[i].fileno())
 
 
 def _worker_main(argv: Sequence[str] | None = None) -> int:

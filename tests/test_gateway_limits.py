@@ -128,8 +128,10 @@ def test_connections_over_the_cap_are_refused_at_once(tmp_path):
                 got = _closed_by_server(extra, within_s=CLOSED_WITHIN_S)
             finally:
                 extra.close()
-            assert got.startswith(b"HTTP/1.1 503"), got[:200]
-            assert b"too_many_connections" in got
+            head, _, body = got.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503"), got[:200]
+            length = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+            assert length == [len(body)] and json.loads(body)["error"]["code"] == "too_many_connections"
         finally:
             for s in held:
                 s.close()

@@ -27,9 +27,9 @@ __all__ = ["guarded_protocol", "uvicorn_settings"]
 
 log = logging.getLogger("toolsift.gateway.http")
 
+_BUSY_BODY = b'{"error": {"code": "too_many_connections", "message": "connection limit reached"}}'
 _BUSY = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
-         b"content-length: 80\r\n\r\n"
-         b'{"error": {"code": "too_many_connections", "message": "connection limit reached"}}')
+         b"content-length: %d\r\n\r\n" % len(_BUSY_BODY)) + _BUSY_BODY
 
 
 def guarded_protocol(*, header_timeout_s: float, max_connections: int) -> type:

@@ -219,7 +219,7 @@ def test_manifest_records_the_encoder_and_a_changed_model_is_refused(tmp_path, m
     from toolsift.index import embed
 
     model = _model_copy(tmp_path, minilm)
-    config = replace(hybrid, encoder=str(model))
+    config = replace(hybrid, encoder=str(model), query_encoder="transformer")
     index = ToolIndex.build(demo_catalog, config=config, embed_cache=False)
     index.save(tmp_path / "ix")
     manifest = json.loads((tmp_path / "ix" / "manifest.json").read_text())
@@ -256,7 +256,7 @@ def test_update_with_another_encoder_is_refused(tmp_path, monkeypatch, demo_cata
     from toolsift.index import embed
 
     model = _model_copy(tmp_path, minilm)
-    config = replace(hybrid, encoder=str(model))
+    config = replace(hybrid, encoder=str(model), query_encoder="transformer")
     index = ToolIndex.build(demo_catalog, config=config, embed_cache=False)
     tok = model / "tokenizer.json"
     tok.write_text(json.dumps(json.loads(tok.read_text()), indent=1))

@@ -37,9 +37,11 @@ from .index.embed import (
     get_encoder,
     update_dense,
 )
+from .index.ivf import fields_with_ivf
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
+from .index.query_table import QueryTable, SpanVectors, build_query_table, embed_spans, refits, update_spans
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
 from .index.tooltable import edit_catalog
@@ -77,6 +79,7 @@ class ToolIndex:
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
                  dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                 query_table: QueryTable | None = None, spans: SpanVectors | None = None,
                  encoder_info: dict[str, Any] | None = None,
                  doc_encoder: Any = None, embed_cache: EmbedCacheArg = None) -> None:
         self._config = config
@@ -92,6 +95,9 @@ class ToolIndex:
         self._state = IndexState(catalog, vocab, fields, tokens, dense)
         # The tool graph travels with the state it was built for (swapped with it).
         self._state.graph = graph
+        # The static query table refitted on this catalogue's documents (docs/dense.md).
+        self._state.query_table = query_table
+        self._state.spans = spans
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
@@ -142,27 +148,33 @@ class ToolIndex:
             config = preset_config(preset)
         with gc_paused():
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
-        dense = info = None
+        dense = info = qt = spans = None
         if config.uses_dense:
             if encoder is not None:
                 _check_same_model(encoder, config)
             with using_threads(config.threads):
                 dense = embed_fields(catalog, config, progress=progress, encoder=encoder, embed_cache=embed_cache)
+                spans = embed_spans(catalog, get_encoder(config)) if dense and refits(config) else None
+                qt = build_query_table(catalog, config, dense, spans) if dense else None
             info = encoder_record(encoder if encoder is not None else get_encoder(config))
+        if dense:
+            dense = fields_with_ivf(dense, config)
         tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
-        return cls._from_tokens(catalog, config, tokens, dense, tool_graph, encoder_info=info, doc_encoder=encoder,
-                                embed_cache=embed_cache)
+        return cls._from_tokens(catalog, config, tokens, dense, tool_graph, (qt, spans), encoder_info=info,
+                                doc_encoder=encoder, embed_cache=embed_cache)
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
                      dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                     query: tuple[QueryTable | None, SpanVectors | None] = (None, None),
                      **extra: Any) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph, **extra)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph,
+                   query_table=query[0], spans=query[1], **extra)
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -233,13 +245,24 @@ class ToolIndex:
                 fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.extend(fresh)
             new_tok.prune_dead_terms()
-            dense = None
+            dense = qt = spans = None
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 if fresh_ids:
                     self._check_encoder()
                 dense = update_dense(st, catalog, self._config, fresh_ids, encoder=self._doc_encoder,
                                      embed_cache=self._embed_cache)
+                # IVF lists follow the rows: kept tools keep theirs, fresh rows are assigned.
+                old_pos = {tid: i for i, tid in enumerate(ids)}
+                source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
+                dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
+                if refits(self._config):
+                    enc = get_encoder(self._config)
+                    old = st.spans
+                    spans = (update_spans(old, st.catalog.ids, catalog, fresh_ids, enc) if old is not None
+                             else embed_spans(catalog, enc))
+                    # Refitted from the stored vectors, as a build does: same table either way.
+                    qt = build_query_table(catalog, self._config, dense, spans)
             # With every tool's signature at hand (built here), re-derive the edges from
             # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
             # both equal a fresh build, and an update never decodes the whole catalogue.
@@ -248,7 +271,7 @@ class ToolIndex:
                 graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
             else:
                 graph = None
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph)
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph, (qt, spans))
             self._state = built._state
 
     def _check_encoder(self) -> None:
@@ -293,7 +316,8 @@ class ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
         st = self._state
         return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense, graph=st.graph, encoder_info=self._encoder_info, doc_encoder=self._doc_encoder,
+                         dense=st.dense, graph=st.graph, query_table=st.query_table, spans=st.spans,
+                         encoder_info=self._encoder_info, doc_encoder=self._doc_encoder,
                          embed_cache=self._embed_cache)
 
     def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
@@ -496,6 +520,7 @@ class ToolIndex:
         """
         got = load_index(path, mmap=mmap, verify=verify)
         dense, info = got.dense, got.encoder
+        qt, spans = got.query_table, got.spans
         if got.config.uses_dense:
             current = config_fingerprint(got.config)
             stale = info is None or current is None or info["fingerprint"] != current
@@ -503,6 +528,10 @@ class ToolIndex:
                 enc = get_encoder(got.config)
                 with using_threads(got.config.threads):
                     dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
+                    # The query table and spans derive from the document vectors: refit them.
+                    spans = embed_spans(got.catalog, enc) if dense and refits(got.config) else None
+                    qt = build_query_table(got.catalog, got.config, dense, spans) if dense else None
+                dense = fields_with_ivf(dense, got.config) if dense else dense
                 info = encoder_record(enc)
             elif info is None:
                 warnings.warn(f"{path}: the index records no encoder (saved by an older toolsift); its vectors "
@@ -513,8 +542,13 @@ class ToolIndex:
                 info = {"fingerprint": current, "dim": dims.pop()} if current and len(dims) == 1 else None
             elif stale:
                 raise EncoderMismatchError(str(path), info["fingerprint"], current)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, graph=got.graph, encoder_info=info,
-                   embed_cache=embed_cache)
+        if qt is None and dense and refits(got.config):
+            # Saved before query tables existed (its config then says transformer queries,
+            # so this only runs for an index whose files were removed by hand): refit.
+            spans = embed_spans(got.catalog, get_encoder(got.config))
+            qt = build_query_table(got.catalog, got.config, dense, spans)
+        return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, graph=got.graph,
+                   query_table=qt, spans=spans, encoder_info=info, embed_cache=embed_cache)
 
 
 def _check_same_model(encoder: Any, config: IndexConfig) -> None:

@@ -125,17 +125,22 @@ def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, demo_catalog, 
     assert again.texts == []
     _same_dense(rebuilt, plain)
 
-    # An update embeds only what is new: a new tool's texts, a replaced tool's new text.
+    # An update embeds only texts never seen before: the new tool's (its card; the query
+    # table's spans: its name in words), then the replaced tool's new ones.
+    seen = set(first.texts)
     tools = list(demo_catalog)
     new = Tool(id="brand_new_tool", name="brand_new_tool", description="Water the office plants on a schedule.")
     rebuilt.add_tools([new])
-    assert len(again.texts) == 1 and "Water the office plants" in again.texts[0]  # its tool card only
-    n = len(again.texts)
+    added = list(again.texts)
+    assert any("Water the office plants" in t for t in added)
+    assert len(added) == len(set(added)) and not set(added) & seen
+    seen |= set(added)
     old = tools[0]
     changed = Tool.from_dict({**old.to_dict(), "description": old.description + " Now with retries."})
     rebuilt.replace_tools([changed])
-    fresh = again.texts[n:]
-    assert fresh and all("Now with retries." in t for t in fresh)
+    fresh = again.texts[len(added):]
+    assert any("Now with retries." in t for t in fresh)
+    assert len(fresh) == len(set(fresh)) and not set(fresh) & seen
     # ... and the result is a from-scratch build of the new catalogue, bit for bit.
     scratch = ToolIndex.build(Catalog([changed, *tools[1:], new]), config=hybrid, embed_cache=False)
     _same_dense(rebuilt, scratch)

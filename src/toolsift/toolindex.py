@@ -32,17 +32,25 @@ from .errors import (
 from .index.dense_field import DenseField
 from .index.embed import (
     config_fingerprint,
+    document_encoder,
     embed_fields,
     encoder_record,
     get_encoder,
     update_dense,
 )
-from .index.ivf import fields_with_ivf
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
-from .index.query_table import QueryTable, SpanVectors, build_query_table, embed_spans, refits, update_spans
+from .index.ivf import fields_with_ivf
 from .index.persist import load_index, save_index
+from .index.query_table import (
+    QueryTable,
+    SpanVectors,
+    build_query_table,
+    embed_spans,
+    refits,
+    update_spans,
+)
 from .index.state import DocumentTokens, IndexState
 from .index.tooltable import edit_catalog
 from .kernels.launch import using_threads
@@ -154,7 +162,8 @@ class ToolIndex:
                 _check_same_model(encoder, config)
             with using_threads(config.threads):
                 dense = embed_fields(catalog, config, progress=progress, encoder=encoder, embed_cache=embed_cache)
-                spans = embed_spans(catalog, get_encoder(config)) if dense and refits(config) else None
+                spans = (embed_spans(catalog, document_encoder(config, encoder=encoder, embed_cache=embed_cache))
+                         if dense and refits(config) else None)
                 qt = build_query_table(catalog, config, dense, spans) if dense else None
             info = encoder_record(encoder if encoder is not None else get_encoder(config))
         if dense:
@@ -257,7 +266,7 @@ class ToolIndex:
                 source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
                 dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
                 if refits(self._config):
-                    enc = get_encoder(self._config)
+                    enc = document_encoder(self._config, encoder=self._doc_encoder, embed_cache=self._embed_cache)
                     old = st.spans
                     spans = (update_spans(old, st.catalog.ids, catalog, fresh_ids, enc) if old is not None
                              else embed_spans(catalog, enc))
@@ -529,7 +538,8 @@ class ToolIndex:
                 with using_threads(got.config.threads):
                     dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
                     # The query table and spans derive from the document vectors: refit them.
-                    spans = embed_spans(got.catalog, enc) if dense and refits(got.config) else None
+                    spans = (embed_spans(got.catalog, document_encoder(got.config, encoder=enc, embed_cache=embed_cache))
+                             if dense and refits(got.config) else None)
                     qt = build_query_table(got.catalog, got.config, dense, spans) if dense else None
                 dense = fields_with_ivf(dense, got.config) if dense else dense
                 info = encoder_record(enc)
@@ -545,7 +555,7 @@ class ToolIndex:
         if qt is None and dense and refits(got.config):
             # Saved before query tables existed (its config then says transformer queries,
             # so this only runs for an index whose files were removed by hand): refit.
-            spans = embed_spans(got.catalog, get_encoder(got.config))
+            spans = embed_spans(got.catalog, document_encoder(got.config, embed_cache=embed_cache))
             qt = build_query_table(got.catalog, got.config, dense, spans)
         return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, graph=got.graph,
                    query_table=qt, spans=spans, encoder_info=info, embed_cache=embed_cache)

@@ -22,6 +22,7 @@ from .state import IndexState
 
 __all__ = [
     "config_fingerprint",
+    "document_encoder",
     "embed_fields",
     "encoder_record",
     "encoder_wrapper",
@@ -115,6 +116,13 @@ def config_fingerprint(config: IndexConfig) -> str | None:
     return onnx_fingerprint(files.model, files.tokenizer, max_length=max_length)
 
 
+def document_encoder(config: IndexConfig, *, encoder: Any = None, embed_cache: EmbedCacheArg = None) -> Any:
+    """The document encoder (``encoder``, else :func:`get_encoder`) looking texts up in the
+    embedding cache first: what every document-side encode of a build, update or
+    re-encoding load goes through (field texts and the query table's spans alike)."""
+    return cached(encoder if encoder is not None else get_encoder(config), resolve_store(embed_cache))
+
+
 def encoder_record(encoder: Any) -> dict[str, Any] | None:
     """What a saved index records about the encoder that made its vectors:
     ``{"fingerprint": str, "dim": int}``, or ``None`` for an encoder without a fingerprint."""
@@ -143,8 +151,8 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     # One encoder pass over all fields' texts: a parameter text and an example intent are
     # often the same string, and encode_texts encodes each distinct string once.
     texts = [t for f in names for t in fd[f].texts]
-    enc = cached(encoder if encoder is not None else get_encoder(config), resolve_store(embed_cache))
-    vecs = encode_texts(enc, texts, progress=progress)
+    vecs = encode_texts(document_encoder(config, encoder=encoder, embed_cache=embed_cache), texts,
+                        progress=progress)
     # An empty document (no response text, a tool without examples) is no evidence: its
     # cosine must be 0, as its BM25 score is, not the similarity to the empty string's
     # embedding (which is positive for most queries and ranked tools by what they lack).

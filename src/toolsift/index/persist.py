@@ -35,8 +35,8 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
-from .ivf import IvfIndex
 from .graph import ToolGraph
+from .ivf import IvfIndex
 from .query_table import QueryTable, SpanVectors
 from .state import IndexState
 from .store import (

@@ -31,7 +31,7 @@ from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
 from .state import IndexState
-from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .store import BatchStream, leased_manifest, manifest_token, open_table, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
@@ -143,7 +143,13 @@ def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, 
 
 
 def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
-    manifest, ddir = read_manifest(path, verify=verify)
+    # The lease keeps a concurrent save from deleting this generation while its files
+    # are opened (see toolsift.index.store.leased_manifest).
+    with leased_manifest(path, verify=verify) as (manifest, ddir):
+        return _load_generation(manifest, ddir, mmap=mmap, verify=verify)
+
+
+def _load_generation(manifest: dict, ddir: Path, *, mmap: bool, verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])

@@ -284,9 +284,12 @@ def leased_manifest(directory: str | os.PathLike, *, verify: bool = True) -> Ite
         generation deleted before its lease could be taken.
     """
     directory = Path(directory)
+    if not directory.is_dir():
+        raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
     for _ in range(_LEASE_ATTEMPTS):
-        body = _current(directory)
-        data = body.get("data") if body is not None else None
+        # The pointer must be sound itself (a replace is atomic: a bad checksum is damage).
+        body = _parse_manifest(directory / MANIFEST, directory)
+        data = body.get("data")
         if fcntl is None or not (isinstance(data, str) and _DATA_DIR.fullmatch(data)):
             yield read_manifest(directory, verify=verify)
             return
@@ -341,6 +344,17 @@ def _check_manifest(mpath: Path, directory: Path, expect: Path | None, *,
                     verify: bool) -> tuple[dict[str, Any], Path]:
     """Parse and check the manifest at ``mpath`` (the index's, or a generation's copy,
     which must then name its own folder ``expect``) and the files it lists."""
+    body = _parse_manifest(mpath, directory)
+    data = body.get("data")
+    ddir = directory / data if data else directory
+    if expect is not None and ddir != expect:
+        raise IndexCorruptError(f"{mpath}: names generation {data!r}, not its own folder {expect.name!r}")
+    _check_files(body, mpath, ddir, verify=verify)
+    return body, ddir
+
+
+def _parse_manifest(mpath: Path, directory: Path) -> dict[str, Any]:
+    """The manifest at ``mpath``, its own checksum, format and version checked."""
     try:
         text = mpath.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -366,9 +380,11 @@ def _check_manifest(mpath: Path, directory: Path, expect: Path | None, *,
     data = body.get("data")
     if data is not None and not (isinstance(data, str) and _DATA_DIR.fullmatch(data)):
         raise IndexCorruptError(f"{mpath}: 'data' must name a generation folder, got {data!r}")
-    ddir = directory / data if data else directory
-    if expect is not None and ddir != expect:
-        raise IndexCorruptError(f"{mpath}: names generation {data!r}, not its own folder {expect.name!r}")
+    return body
+
+
+def _check_files(body: dict[str, Any], mpath: Path, ddir: Path, *, verify: bool) -> None:
+    """Sizes (and with ``verify`` SHA-256) of the files the manifest lists."""
     files = body.get("files", {})
     if not isinstance(files, dict):
         raise IndexCorruptError(f"{mpath}: 'files' must be an object")
@@ -388,7 +404,6 @@ def _check_manifest(mpath: Path, directory: Path, expect: Path | None, *,
                 raise IndexCorruptError(f"{path}: file listed in the manifest is missing") from None
             if digest != meta.get("sha256"):
                 raise IndexCorruptError(f"{path}: SHA-256 mismatch (the file is damaged)")
-    return body, ddir
 
 
 def open_table(directory: str | os.PathLike, name: str, *, mmap: bool, save_id: str | None = None,

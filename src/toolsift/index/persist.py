@@ -146,10 +146,11 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
     # The lease keeps a concurrent save from deleting this generation while its files
     # are opened (see toolsift.index.store.leased_manifest).
     with leased_manifest(path, verify=verify) as (manifest, ddir):
-        return _load_generation(manifest, ddir, mmap=mmap, verify=verify)
+        return _load_generation(path, manifest, ddir, mmap=mmap, verify=verify)
 
 
-def _load_generation(manifest: dict, ddir: Path, *, mmap: bool, verify: bool) -> LoadedIndex:
+def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mmap: bool,
+                     verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])

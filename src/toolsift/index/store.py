@@ -28,9 +28,9 @@ generation is removed only when no reader holds its lease (a non-blocking exclus
 (:func:`leased_manifest`) takes the lease of the generation the manifest names, checks
 it was not deleted meanwhile, and reads that generation's own manifest copy: however
 fast saves follow each other, a slow reader never loses its files, and the kernel drops
-the lease of a reader that dies. Every Arrow file carries the save's random ``save_id`` in its schema metadata, so
-a file copied in from another index (even one of the same size) is detected without
-checksums. Directories written before versioned subfolders (``manifest.json`` beside
+the lease of a reader that dies. Every Arrow file carries the save's random ``save_id``
+in its schema metadata, so a file copied in from another index (even one of the same
+size) is detected without checksums. Directories written before versioned subfolders (``manifest.json`` beside
 the Arrow files, no ``data`` key) are still read, and are converted by the next save.
 
 Reads check sizes (always) and checksums (``verify=True``) before a byte is trusted,

@@ -23,7 +23,6 @@ from toolsift.cli import main
 from toolsift.errors import ToolsiftError
 from toolsift.usage import UsageLog
 from toolsift.usage.learner import LearnConfig, learn
-from toolsift.usage.recorder import UsageRecorder, client_scope
 from toolsift.usage.store import UsageLogError
 
 
@@ -150,7 +149,7 @@ def _collude(path: Path, *, clients: int, sessions_per_client: int, target: str)
     for c in range(clients):
         for s in range(sessions_per_client):
             sess = f"c{c}-s{s}"
-            t = 1000.0 * (c * sessions_per_client + s)
+            t = 1000.0 * (1 + c * sessions_per_client + s)  # ts 0 would mean "now" to the log
             log.add_find(run="r", session=sess, client=f"attacker-{c}", query_text=QUERY, intent=QUERY,
                          returned=["send_email"], ts=t)
             log.add_use(run="r", session=sess, client=f"attacker-{c}", tool_id=target, outcome="success", ts=t + 1)
@@ -199,6 +198,8 @@ _IX = _Index()
 def test_client_scope_fills_in_the_client_per_request(tmp_path):
     """The transport's per-request identity (HTTP: the peer address) reaches the log;
     outside a scope the recorder's own default is kept."""
+    from toolsift.usage.recorder import UsageRecorder, client_scope
+
     rec = UsageRecorder(str(tmp_path / "u.db"), client="tenant")
     try:
         with client_scope("http:10.1.2.3"):

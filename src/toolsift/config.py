@@ -216,6 +216,12 @@ class IndexConfig:
             fitted for the default all-MiniLM-L6-v2. A custom ``encoder`` with a static
             query encoder needs a table fitted for it (scripts/fit_static_encoder.py).
         hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
+        ivf_min_docs: A dense or hybrid field with at least this many documents gets an
+            IVF index at build time (:mod:`toolsift.index.ivf`): its candidates come
+            from the ``ivf_nprobe`` nearest lists instead of a scan of every document.
+            Smaller fields are scanned exactly. Candidates are rescored exactly either
+            way; see docs/dense.md, "Large catalogues", for the measured crossover.
+        ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
         threads: The one thread setting, for every pool: the C++ engine, the Numba
@@ -239,6 +245,8 @@ class IndexConfig:
     query_encoder: Literal["static", "transformer"] = "static"
     static_table: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
+    ivf_min_docs: Annotated[int, Strict(ge=1)] = 100_000
+    ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
@@ -318,6 +326,8 @@ class IndexConfig:
             "query_encoder": self.query_encoder,
             "static_table": self.static_table,
             "hybrid_weight": self.hybrid_weight,
+            "ivf_min_docs": self.ivf_min_docs,
+            "ivf_nprobe": self.ivf_nprobe,
             "params": self.params.to_dict(),
             "threads": self.threads,
         }
@@ -330,7 +340,11 @@ class IndexConfig:
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
+<<<<<<< HEAD
                  "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "query_encoder", "static_table", "hybrid_weight", "params", "threads"}
+=======
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
+>>>>>>> ann
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -347,7 +361,11 @@ class IndexConfig:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
+<<<<<<< HEAD
                     "encoder", "query_encoder", "static_table", "hybrid_weight"):
+=======
+                    "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
+>>>>>>> ann
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

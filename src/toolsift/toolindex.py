@@ -20,6 +20,7 @@ from .config import IndexConfig
 from .errors import ConfigError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
+from .index.ivf import fields_with_ivf
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
@@ -110,6 +111,8 @@ class ToolIndex:
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
             spans = embed_spans(catalog, get_encoder(config)) if dense and refits(config) else None
             qt = build_query_table(catalog, config, dense, spans) if dense else None
+        if dense:
+            dense = fields_with_ivf(dense, config)
         tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
         return cls._from_tokens(catalog, config, tokens, dense, tool_graph, (qt, spans))
 
@@ -198,6 +201,10 @@ class ToolIndex:
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 dense = update_dense(st, catalog, self._config, fresh_ids)
+                # IVF lists follow the rows: kept tools keep theirs, fresh rows are assigned.
+                old_pos = {tid: i for i, tid in enumerate(ids)}
+                source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
+                dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
                 if refits(self._config):
                     enc = get_encoder(self._config)
                     old = st.spans

@@ -1,8 +1,8 @@
 """The ``toolsift`` command line: ``index``, ``search``, ``demo``, ``eval``, ``train``, ``serve``.
 
-Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) are printed
-as one line naming the problem, with exit status 2; anything else is a bug and keeps its
-traceback.
+Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) and OS errors
+on the files it was told to use (a missing folder, no permission) are printed as one line
+naming the problem, with exit status 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--catalog-format", default="auto", help="format of --catalog (default: detect)")
     sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--port", type=_port, default=8000, help="HTTP port, 0-65535 (default 8000; 0: any free port)")
     sv.add_argument("--workers", type=int, default=1, metavar="N",
                     help="HTTP: serve from N processes sharing the socket and a memory-mapped index "
                          "(stateless MCP; default 1, in this process)")
@@ -139,6 +139,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p.set_defaults(_extra_commands={**eval_commands, **add_commands(sub)})
     return p
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0-65535 (the socket layer raises OverflowError past it)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return port
 
 
 def _add_config_options(p: argparse.ArgumentParser) -> None:
@@ -194,6 +205,11 @@ def _parse_structured(text: str):
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolsiftError(f"--structured query is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ToolsiftError("--structured query JSON is nested too deeply to read") from None
+    except UnicodeDecodeError as exc:
+        raise ToolsiftError(f"--structured query file {text}: not UTF-8 text (invalid byte at offset "
+                            f"{exc.start})") from None
     return data
 
 
@@ -385,6 +401,14 @@ def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _os_error_text(exc: OSError) -> str:
+    """``exc`` as one line naming the file(s) and the reason."""
+    lines = str(exc).strip().splitlines()
+    reason = exc.strerror or (lines[0] if lines else type(exc).__name__)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
@@ -396,6 +420,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return commands[args.command](args, out)
     except ToolsiftError as exc:
         print(f"toolsift: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # A file the command was told to read or write cannot be (missing folder, no
+        # permission, a path under /proc, disk full): the user's to fix, not a bug.
+        print(f"toolsift: error: {_os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("toolsift: interrupted", file=sys.stderr)

@@ -38,6 +38,7 @@ from . import _mcp
 from ._mcp import Server, types
 from .errors import GatewayError
 from .upstream import ServeConfig, Upstreams
+from ..usage.recorder import client_scope
 
 __all__ = ["CONFIRM_META_KEY", "WORKER_META_KEY", "Runtime", "build_mcp_server", "error_result", "open_runtime", "serve_stdio"]
 
@@ -183,6 +184,15 @@ def _session_key(request: Any) -> str | None:
     return f"http:{sid}" if sid else None
 
 
+def _client_key(request: Any) -> str | None:
+    """The client identity recorded in the usage log: over HTTP the peer address (an
+    attacker can open sessions at will, but not addresses; forwarded-for headers are
+    not trusted); ``None`` over stdio (one client per process: the recorder's default)."""
+    client = getattr(request, "client", None) if request is not None else None
+    host = getattr(client, "host", None)
+    return f"http:{host}" if host else None
+
+
 def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") -> Server:
     """The MCP server in front of the gateway ``runtime()`` returns.
 
@@ -191,6 +201,10 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
     """
 
     async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
+        with client_scope(_client_key(request)):
+            return await _call_tool(name, args, meta, request)
+
+    async def _call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
         gateway = runtime().gateway
         try:
             if name == "find_tools":

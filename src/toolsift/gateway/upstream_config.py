@@ -175,6 +175,10 @@ class ServeConfig(ConfigModel):
             raise ConfigError(f"cannot read serve config {path}: {exc.strerror or exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: JSON nested too deeply to read") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
         try:
             return cls.from_dict(data, base_dir=path.resolve().parent)
         except ConfigError as exc:

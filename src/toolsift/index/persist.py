@@ -38,7 +38,7 @@ from .ivf import IvfIndex
 from .graph import ToolGraph
 from .query_table import QueryTable
 from .state import IndexState
-from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .store import BatchStream, leased_manifest, manifest_token, open_table, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
@@ -162,7 +162,14 @@ def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, 
 
 
 def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
-    manifest, ddir = read_manifest(path, verify=verify)
+    # The lease keeps a concurrent save from deleting this generation while its files
+    # are opened (see toolsift.index.store.leased_manifest).
+    with leased_manifest(path, verify=verify) as (manifest, ddir):
+        return _load_generation(path, manifest, ddir, mmap=mmap, verify=verify)
+
+
+def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mmap: bool,
+                     verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])

@@ -23,6 +23,8 @@ def add_learn_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     p.add_argument("--dry-run", action="store_true", help="print what would change per tool, write nothing")
     p.add_argument("--min-voters", type=int, default=None,
                    help="distinct sessions an intent needs before it is trusted (default 2)")
+    p.add_argument("--min-clients", type=int, default=None,
+                   help="distinct client identities behind those sessions (default 5)")
     p.add_argument("--max-examples", type=int, default=None, help="learned intents kept per tool (default 20)")
     p.add_argument("--window", type=float, default=None, metavar="SECONDS",
                    help="a tool call counts for a find_tools at most this long after it (default 300)")
@@ -43,6 +45,8 @@ def run_learn(args: argparse.Namespace, out: TextIO) -> int:
         cfg = replace(cfg, rules=replace(AttributionRules(), window_s=args.window))
     if args.min_voters is not None:
         cfg = replace(cfg, min_voters=args.min_voters)
+    if args.min_clients is not None:
+        cfg = replace(cfg, min_clients=args.min_clients)
     if args.max_examples is not None:
         cfg = replace(cfg, max_examples_per_tool=args.max_examples)
     if args.no_weights:

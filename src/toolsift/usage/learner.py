@@ -4,7 +4,8 @@
 
 1. attribute the log (:mod:`toolsift.usage.attribution`);
 2. trust an (intent -> tool) positive when at least ``min_voters`` distinct sessions
-   gave it and fewer voters saw the tool returned and passed over it;
+   from at least ``min_clients`` distinct client identities gave it and fewer voters
+   saw the tool returned and passed over it;
 3. add trusted intents to each tool's ``examples`` (de-duplicated against what the tool
    has, at most ``max_examples_per_tool`` learned ones, best supported first): the same
    document expansion ``toolsift eval`` measures with labelled training queries;
@@ -48,6 +49,11 @@ class LearnConfig:
     Attributes:
         rules: Attribution settings (window, per-session caps).
         min_voters: Distinct sessions (voters) an (intent, tool) positive needs to be trusted.
+        min_clients: Distinct client identities behind those voters a positive needs
+            (the recorded client: over HTTP the peer address, else the configured
+            identity; a voter without one counts as its own). Sessions are free to open,
+            so this is what bounds collusion: with the default 5, fewer than five
+            colluding clients cannot add an example to any tool.
         max_examples_per_tool: Learned intents kept per tool (the best supported).
         train_weights: Retrain the field weights when there is enough data.
         min_train_intents: Trusted intents needed before weights are retrained.
@@ -62,6 +68,7 @@ class LearnConfig:
 
     rules: AttributionRules = field(default_factory=AttributionRules)
     min_voters: int = 2
+    min_clients: int = 5
     max_examples_per_tool: int = 20
     train_weights: bool = True
     min_train_intents: int = 30
@@ -75,6 +82,7 @@ class LearnConfig:
         if not isinstance(self.rules, AttributionRules):
             raise ConfigError("learn.rules must be an AttributionRules")
         _int(self.min_voters, "min_voters", 1)
+        _int(self.min_clients, "min_clients", 1)
         _int(self.max_examples_per_tool, "max_examples_per_tool", 0)
         _int(self.min_train_intents, "min_train_intents", 2)
         _int(self.min_validate_intents, "min_validate_intents", 2)
@@ -148,7 +156,8 @@ class LearnResult:
         return "\n".join(lines)
 
 
-def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str]) -> list[TrainingIntent]:
+def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str],
+                    min_clients: int = 1) -> list[TrainingIntent]:
     """The intents with at least one trusted positive (see :func:`learn`), sorted by key."""
     out = []
     for key in sorted(evidence.intents):
@@ -156,7 +165,8 @@ def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str]) -> 
         pos = []
         for tool, voters in item.positives.items():
             against = len(item.negatives.get(tool, ()))
-            if tool in known and len(voters) >= min_voters and len(voters) > against:
+            clients = len(item.clients.get(tool, ()))
+            if tool in known and len(voters) >= min_voters and len(voters) > against and clients >= min_clients:
                 pos.append((-len(voters), tool))
         if not pos:
             evidence.bump("untrusted", len(item.positives))
@@ -188,7 +198,7 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     evidence = log if isinstance(log, Evidence) else attribute(log, rules=cfg.rules)
     catalog = index.catalog
     known = set(catalog.ids)
-    intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known)
+    intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known, min_clients=cfg.min_clients)
     # Per tool, its trusted intents, best supported first, capped.
     per_tool: dict[str, list[tuple[tuple[int, float], str]]] = {}
     for item in intents:

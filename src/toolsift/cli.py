@@ -88,6 +88,14 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--usage", metavar="DB", help="record find_tools and tool calls in this usage log (SQLite) "
                     "and relearn from it on SIGHUP (docs/usage-learning.md)")
     sv.add_argument("--relearn-every", type=float, metavar="SECONDS", help="with --usage: also relearn this often")
+    from .presets import PRESETS
+
+    sv.add_argument("--preset", choices=PRESETS, default=None,
+                    help="index configuration of the combined index (default: the config's 'preset' key, "
+                         "else the library's default preset)")
+    sv.add_argument("--save-index", metavar="DIR",
+                    help="save the combined index to DIR after every (re)build: the INDEX of "
+                         "'toolsift learn DIR --usage DB OUT' (default: the config's 'save_index' key)")
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
@@ -136,26 +144,41 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_config_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", choices=("bounded", "raw"), default="bounded",
-                   help="field score scale (default bounded: BM25 / query idf sum, in [0, 1))")
-    p.add_argument("--k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
-    p.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
-    p.add_argument("--stem", action="store_true", help="English Snowball stemming (needs PyStemmer)")
-    p.add_argument("--candidates", type=int, default=100, help="top-N per field scored with MFTR (default 100)")
-    p.add_argument("--threads", type=int, default=1, help="threads for batch scoring (0 = all cores)")
+    # The preset is the whole configuration (toolsift.presets, the same as
+    # ToolIndex.build(catalog)); every other option overrides one setting of it and
+    # defaults to None: "keep the preset's value".
+    from .presets import PRESETS
+
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="index configuration: bm25 or hybrid (default: the library's default, "
+                        "toolsift.presets.default_preset(); docs/presets in README)")
+    p.add_argument("--scale", choices=("bounded", "linear", "raw"), default=None,
+                   help="override the preset's field score scale")
+    p.add_argument("--k1", type=float, default=None, help="override the preset's BM25 k1")
+    p.add_argument("--b", type=float, default=None, help="override the preset's BM25 b")
+    p.add_argument("--stem", action=argparse.BooleanOptionalAction, default=None,
+                   help="override the preset's English Snowball stemming (on or off)")
+    p.add_argument("--candidates", type=int, default=None, help="override the preset's top-N per field")
+    p.add_argument("--threads", type=int, default=None,
+                   help="override the preset's thread setting, saved with the index (0 = all cores)")
 
 
 def _config(args: argparse.Namespace):
-    from .analyze import Analyzer
-    from .config import Bm25Config, IndexConfig
+    """The preset named by ``--preset`` with the single-setting flags applied on top."""
+    from dataclasses import replace
 
-    return IndexConfig(
-        bm25=Bm25Config(k1=args.k1, b=args.b),
-        analyzer=Analyzer(stemmer="english" if args.stem else None),
-        scale=args.scale,
-        candidates=args.candidates,
-        threads=args.threads,
-    )
+    from .presets import preset_config
+
+    cfg = preset_config(args.preset)
+    overrides: dict[str, Any] = {}
+    if args.k1 is not None or args.b is not None:
+        overrides["bm25"] = replace(cfg.bm25, **{k: v for k, v in (("k1", args.k1), ("b", args.b)) if v is not None})
+    if args.stem is not None:
+        overrides["analyzer"] = replace(cfg.analyzer, stemmer="english" if args.stem else None)
+    for key in ("scale", "candidates", "threads"):
+        if getattr(args, key) is not None:
+            overrides[key] = getattr(args, key)
+    return replace(cfg, **overrides) if overrides else cfg
 
 
 def _cmd_index(args: argparse.Namespace, out: TextIO) -> int:
@@ -280,6 +303,10 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if not args.config and not args.catalog:
         raise ToolsiftError("serve needs --config (upstream MCP servers) and/or --catalog (a local catalogue)")
     config = ServeConfig.load(args.config) if args.config else ServeConfig()
+    # Command-line values win over the file's; both were validated (choices, the model).
+    flags = {k: v for k, v in (("preset", args.preset), ("save_index", args.save_index)) if v is not None}
+    if flags:
+        config = config.model_copy(update=flags)
     local_tools = []
     if args.catalog:
         from .adapters import load_catalog

@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import IndexConfig
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .config import IndexConfig
+
+# IndexConfig (and the kernels behind it) is imported when a config is made, not on
+# import: the CLI reads PRESETS for its --help without loading the engine.
 
 __all__ = ["PRESETS", "default_preset", "preset_config", "dense_available"]
 
@@ -52,6 +57,8 @@ def preset_config(name: str | None = None, **overrides: Any) -> IndexConfig:
     Raises:
         ConfigError: Unknown preset name or bad override.
     """
+    from .config import IndexConfig
+
     name = default_preset() if name is None else name
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")

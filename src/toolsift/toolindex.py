@@ -65,12 +65,15 @@ class ToolIndex:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
+    def build(cls, catalog: Catalog | Iterable[Tool | Mapping] | str | os.PathLike, *, preset: str | None = None,
               config: IndexConfig | None = None, progress: bool = False) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
-            catalog: A :class:`Catalog` or an iterable of :class:`Tool`.
+            catalog: A :class:`Catalog`, an iterable of :class:`Tool`, or anything
+                :func:`toolsift.adapters.as_catalog` reads: raw tool dicts (OpenAI,
+                Anthropic, MCP ...), a catalogue path or payload, LangChain-style tool
+                objects; the same sources the integrations take.
             preset: A named configuration (:data:`toolsift.presets.PRESETS`: ``"bm25"``,
                 ``"hybrid"``); ``None`` with no ``config`` uses
                 :func:`toolsift.presets.default_preset`.
@@ -85,7 +88,9 @@ class ToolIndex:
         if preset is not None and config is not None:
             raise ConfigError("ToolIndex.build: pass preset= or config=, not both")
         if not isinstance(catalog, Catalog):
-            catalog = Catalog(catalog)
+            from .adapters import as_catalog
+
+            catalog = as_catalog(catalog)
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
         if config is None:

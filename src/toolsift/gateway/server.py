@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from .. import __version__
 from ..schema import Tool
@@ -80,20 +83,30 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
-                       index_config: Any = None, usage: Any = None) -> AsyncIterator[Runtime]:
+                       index_config: Any = None, usage: Any = None,
+                       save_index: str | os.PathLike | None = None) -> AsyncIterator[Runtime]:
     """Connect the upstreams, build the index and the gateway; close everything on exit.
 
     Args:
         config: The serve config (upstreams, gateway settings).
         local_tools: Tools from a local catalogue, served without an executor.
-        index_config: :class:`~toolsift.config.IndexConfig` for the index.
+        index_config: :class:`~toolsift.config.IndexConfig` for the index (``None``:
+            ``preset_config(config.preset)``, the default preset unless the config names one).
+        save_index: Save the combined index here after every (re)build (default
+            ``config.save_index``); the ``INDEX`` of ``toolsift learn``.
         usage: A :class:`toolsift.usage.GatewayLearning`: record usage and relearn.
 
     Raises:
         ToolsiftError: Nothing to serve (no upstream answered, no local tools).
     """
+    if index_config is None:
+        from ..presets import preset_config
+
+        index_config = preset_config(config.preset)
+    save_index = save_index if save_index is not None else config.save_index
     if config.upstreams:
-        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config) as ups:
+        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config,
+                             save_index=save_index) as ups:
             gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute,
                               recorder=usage.recorder if usage is not None else None)
             ups.attach(gateway)
@@ -106,6 +119,10 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
     if not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
     index = ToolIndex.build(list(local_tools), config=index_config)
+    if save_index is not None:
+        from .upstream import save_gateway_index
+
+        await anyio.to_thread.run_sync(save_gateway_index, index, save_index)
     gateway = Gateway(index, config=config.gateway, recorder=usage.recorder if usage is not None else None)
     async with _learning(usage, gateway):
         yield Runtime(gateway)

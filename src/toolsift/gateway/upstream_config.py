@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -116,12 +116,21 @@ class ServeConfig(ConfigModel):
         auth_token: Bearer token required on HTTP requests; ``None`` means no auth.
             ``"auth_token_env": "VAR"`` in the file reads it from an environment variable.
         max_request_bytes: Largest HTTP request body accepted (413 above).
+        preset: Index configuration of the combined index (:mod:`toolsift.presets`:
+            ``"bm25"`` or ``"hybrid"``); ``None`` is the library's default preset, so the
+            gateway ranks like ``ToolIndex.build`` and ``toolsift index``.
+            ``toolsift serve --preset`` overrides it.
+        save_index: Directory the combined index is saved to (atomically) after every
+            (re)build: the ``INDEX`` that ``toolsift learn INDEX --usage DB OUT`` starts
+            from. ``toolsift serve --save-index`` overrides it.
     """
 
     upstreams: tuple[UpstreamSpec, ...] = ()
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     auth_token: NonEmptyStr | None = None
     max_request_bytes: Annotated[int, Field(strict=True, ge=1024)] = 1_048_576
+    preset: Literal["bm25", "hybrid"] | None = None
+    save_index: NonEmptyStr | None = None
 
     @field_validator("upstreams")
     @classmethod
@@ -149,6 +158,9 @@ class ServeConfig(ConfigModel):
             if not token:
                 raise ConfigError(f"auth_token_env: environment variable {env_var!r} is not set")
             data["auth_token"] = token
+        save = data.get("save_index")
+        if base_dir is not None and isinstance(save, str) and save.strip():
+            data["save_index"] = str(base_dir / save)  # relative to the config file, as cwd is
         ups = data.get("upstreams")
         if isinstance(ups, list):
             data["upstreams"] = [_with_cwd(u, base_dir) for u in ups]

@@ -61,13 +61,21 @@ class ToolsiftRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     index: Any
-    k: int = Field(default=5, ge=1)
+    k: int = 5  # checked in __init__ by the one k check
     only_matched: bool = True
 
     @classmethod
-    def from_tools(cls, tools: ToolsSource, **kwargs: Any) -> ToolsiftRetriever:
-        """Build the index from ``tools`` (LangChain tools, any catalogue toolsift reads, or an index)."""
-        return cls(index=as_index(tools), **kwargs)
+    def from_tools(cls, tools: ToolsSource, *, preset: str | None = None, **kwargs: Any) -> ToolsiftRetriever:
+        """Build the index from ``tools`` (LangChain tools, any catalogue toolsift reads, or an index)
+        with ``preset`` (:mod:`toolsift.presets`; default: the library's default)."""
+        return cls(index=as_index(tools, preset=preset), **kwargs)
+
+    def __init__(self, **kwargs: Any) -> None:
+        # The one k check (toolsift.search.query.check_k: QueryError), as everywhere else.
+        from ..search.query import check_k
+
+        check_k(kwargs.get("k", 5))
+        super().__init__(**kwargs)
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

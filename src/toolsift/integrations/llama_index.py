@@ -42,16 +42,19 @@ class ToolsiftNodeRetriever(BaseRetriever):
         tools: An index, or anything to build one from (any catalogue toolsift reads).
         k: Nodes returned at most.
         only_matched: Drop tools no field matched.
+        preset: Index configuration when ``tools`` is not an index yet (:mod:`toolsift.presets`).
         **kwargs: Passed to LlamaIndex's ``BaseRetriever`` (``callback_manager`` ...).
 
     Raises:
-        SchemaError: ``k`` < 1.
+        QueryError: ``k`` is not an integer >= 1 (a SchemaError too).
     """
 
-    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, **kwargs: Any) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise SchemaError("k", f"expected an integer >= 1, got {k!r}")
-        self.index = as_index(tools)
+    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, preset: str | None = None,
+                 **kwargs: Any) -> None:
+        from ..search.query import check_k
+
+        check_k(k)
+        self.index = as_index(tools, preset=preset)
         self.k = k
         self.only_matched = only_matched
         super().__init__(**kwargs)

@@ -396,7 +396,14 @@ def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "learn" and args.out is None and len(extra) == 1 and not extra[0].startswith("-"):
+        # `learn INDEX --usage DB OUT`: argparse fills the optional OUT only from the
+        # positional run before the first option, so a trailing OUT is left over.
+        args.out, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
                 "serve": _cmd_serve, "learn": run_learn, **args._extra_commands}
@@ -408,6 +415,22 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("toolsift: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `toolsift search ... --json | head`: the reader left early, which is not an
+        # error. stdout goes to /dev/null so the interpreter's last flush cannot raise
+        # again; the status is the shell's for a process ended by SIGPIPE (128 + 13).
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (tests): nothing to flush
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

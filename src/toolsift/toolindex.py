@@ -215,6 +215,20 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self._state.catalog)
 
+    def __contains__(self, tool_id: object) -> bool:
+        """``"send_email" in index``: whether a tool with that id is indexed."""
+        return isinstance(tool_id, str) and tool_id in self._state.catalog
+
+    def __getitem__(self, tool_id: str) -> Tool:
+        """``index["send_email"]``: the indexed tool with that id.
+
+        Raises:
+            KeyError: No tool with that id (the message names it).
+        """
+        if not isinstance(tool_id, str):
+            raise KeyError(f"tool ids are strings, got {type(tool_id).__name__} (positions: index.catalog[i])")
+        return self._state.catalog.get(tool_id)
+
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
@@ -259,21 +273,34 @@ class ToolIndex:
                                     n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
-                     progress: bool = False) -> list[list[Hit]]:
-        """Rank tools for many queries; the same results as :meth:`search` one by one.
+                     progress: bool = False, token_budget: int | None = None,
+                     format: str = "openai") -> list[list[Hit]]:
+        """Rank tools for many queries; the same results as :meth:`search` one by one
+        (with the same ``k``, ``explain``, ``token_budget`` and ``format``).
 
         Raises:
-            QueryError: Naming the position of the first bad query.
+            QueryError: Naming the position of the first bad query, or a bad ``k`` /
+                ``token_budget``.
+            FormatError: Unknown ``format``.
         """
+        from .search.budget import check_budget, check_format, search_within_budget
+
         if isinstance(queries, (str, Query, Mapping)):
             raise QueryError("queries", "expected a list of queries; use search() for one query")
         check_k(k)
+        check_format(format)
         parsed = [as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
-        st = self._state
+        st, cfg = self._state, self._config
+        if token_budget is not None:
+            check_budget(token_budget)
+            # The budget walk asks for more hits until the schemas fill it: per query.
+            return [search_within_budget(lambda n, q=q: _search.run(st, cfg, [q], k=n, explain=explain)[0],
+                                         n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
+                    for q in progress_bar(parsed, progress and len(parsed) > _CHUNK, "search")]
         out: list[list[Hit]] = []
         chunks = range(0, len(parsed), _CHUNK)
         for start in progress_bar(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks)):
-            out.extend(_search.run(st, self._config, parsed[start:start + _CHUNK], k=k, explain=explain))
+            out.extend(_search.run(st, cfg, parsed[start:start + _CHUNK], k=k, explain=explain))
         return out
 
     def score_pairs(self, query: QueryLike, tool_ids: Sequence[str]) -> np.ndarray:

@@ -30,7 +30,7 @@ from .attribution import AttributionRules, Evidence, attribute, intent_key
 from .store import UsageLog
 from .weights import TrainingIntent, WeightOutcome, validate
 
-__all__ = ["LearnConfig", "LearnResult", "learn", "learn_index", "trusted_intents", "REPORT_FILE"]
+__all__ = ["LearnConfig", "LearnResult", "UnknownToolsWarning", "learn", "learn_index", "trusted_intents", "REPORT_FILE"]
 
 #: Written into a learned index directory: what was learned, from what.
 REPORT_FILE = "usage-learn.json"
@@ -88,6 +88,12 @@ class LearnConfig:
             raise ConfigError(f"learn.train_weights must be a bool, got {self.train_weights!r}")
 
 
+class UnknownToolsWarning(UserWarning):
+    """The usage log votes for tool ids the index does not have (a log written by a
+    gateway over another index: learn from the index the gateway saved with
+    ``toolsift serve --save-index``)."""
+
+
 @dataclass
 class LearnResult:
     """The learned index and what changed.
@@ -99,6 +105,8 @@ class LearnResult:
         params_after: The learned index's.
         weights: What weight training decided (``None`` when it did not run).
         stats: Counts from attribution and trust.
+        unknown_tools: Tool ids the log votes for that the index does not have
+            (ignored; see :class:`UnknownToolsWarning`).
     """
 
     index: Any
@@ -107,6 +115,7 @@ class LearnResult:
     params_after: ScoringParams
     weights: WeightOutcome | None
     stats: dict[str, int]
+    unknown_tools: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -123,6 +132,7 @@ class LearnResult:
             "weights": None if w is None else {"adopted": w.adopted, "reason": w.reason,
                                                "validation": w.validation, "pairs": w.pairs},
             "stats": dict(self.stats),
+            "unknown_tools": list(self.unknown_tools),
         }
 
     def summary(self) -> str:
@@ -145,7 +155,15 @@ class LearnResult:
         lines.append(f"log: {s.get('finds', 0)} finds, {s.get('uses', 0)} uses ({s.get('failed_uses_ignored', 0)} "
                      f"failed, ignored); {s.get('positives', 0)} positive votes, {s.get('trusted', 0)} trusted "
                      f"(intent, tool) pairs, {s.get('untrusted', 0)} below the trust bar")
+        if self.unknown_tools:
+            lines.append(_unknown_message(self.unknown_tools))
         return "\n".join(lines)
+
+
+def _unknown_message(ids: tuple[str, ...]) -> str:
+    shown = ", ".join(repr(t) for t in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (f"warning: the log names {len(ids)} tool id(s) this index does not have ({shown}); their votes are "
+            "ignored. Learn from the index the gateway served (toolsift serve --save-index DIR).")
 
 
 def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str]) -> list[TrainingIntent]:
@@ -188,6 +206,11 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     evidence = log if isinstance(log, Evidence) else attribute(log, rules=cfg.rules)
     catalog = index.catalog
     known = set(catalog.ids)
+    unknown = tuple(sorted({t for item in evidence.intents.values() for t in item.positives if t not in known}))
+    if unknown:
+        import warnings
+
+        warnings.warn(_unknown_message(unknown).removeprefix("warning: "), UnknownToolsWarning, stacklevel=2)
     intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known)
     # Per tool, its trusted intents, best supported first, capped.
     per_tool: dict[str, list[tuple[tuple[int, float], str]]] = {}
@@ -220,7 +243,7 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     if changed:
         new_index.replace_tools(changed)
     evidence.bump("trusted_intents", len(intents))
-    return LearnResult(new_index, added, params_before, params_after, outcome, dict(evidence.stats))
+    return LearnResult(new_index, added, params_before, params_after, outcome, dict(evidence.stats), unknown)
 
 
 def learn_index(index_path: str | os.PathLike, usage_path: str | os.PathLike, out: str | os.PathLike | None, *,

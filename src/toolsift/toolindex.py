@@ -37,6 +37,8 @@ __all__ = ["Hit", "ToolIndex", "QueryLike", "get_encoder"]
 # Queries per engine call in search_batch: big enough to amortise, small enough that the
 # packed candidates of one step stay small.
 _CHUNK = 256
+# The schema format a token budget counts when none is named (search, search_batch).
+_DEFAULT_FORMAT = "openai"
 
 
 class ToolIndex:
@@ -260,9 +262,14 @@ class ToolIndex:
                 is not an integer >= 1.
             FormatError: Unknown ``format``.
         """
+        check_k(k)
+        if token_budget is None and format == _DEFAULT_FORMAT:
+            # The common call: no budget, nothing to count. The schema writers (the whole
+            # adapters package) load only when a budget or another format is asked for,
+            # so the first query of a process does not pay for importing them.
+            return _search.run(self._state, self._config, [as_query(query, "query")], k=k, explain=explain)[0]
         from .search.budget import check_format, search_within_budget
 
-        check_k(k)
         check_format(format)  # a typo fails even without a budget, rather than being ignored
         q = as_query(query, "query")
         if token_budget is None:
@@ -283,15 +290,18 @@ class ToolIndex:
                 ``token_budget``.
             FormatError: Unknown ``format``.
         """
-        from .search.budget import check_budget, check_format, search_within_budget
-
         if isinstance(queries, (str, Query, Mapping)):
             raise QueryError("queries", "expected a list of queries; use search() for one query")
         check_k(k)
-        check_format(format)
+        if token_budget is not None or format != _DEFAULT_FORMAT:
+            from .search.budget import check_format
+
+            check_format(format)
         parsed = [as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
         st, cfg = self._state, self._config
         if token_budget is not None:
+            from .search.budget import check_budget, search_within_budget
+
             check_budget(token_budget)
             # The budget walk asks for more hits until the schemas fill it: per query.
             return [search_within_budget(lambda n, q=q: _search.run(st, cfg, [q], k=n, explain=explain)[0],

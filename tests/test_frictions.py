@@ -246,3 +246,17 @@ def test_config_classes_report_errors_one_way(make, message):
         make()
     assert str(info.value) == message
 
+
+
+def test_first_plain_search_loads_no_schema_writers(tmp_path, demo_index):
+    # The first query of a process paid ~40 ms CPU importing every catalogue adapter for
+    # a format check it did not need (no token budget, the default format).
+    demo_index.save(tmp_path / "idx")
+    code = ("import sys\nfrom toolsift import ToolIndex\n"
+            f"index = ToolIndex.load({str(tmp_path / 'idx')!r})\n"
+            "index.search('send an email', k=3, explain=True)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('toolsift.adapters', 'toolsift.search.budget'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
+    with pytest.raises(Exception, match="unknown tool format"):  # a typo'd format still fails without a budget
+        demo_index.search("send an email", format="opneai")

@@ -120,3 +120,24 @@ def test_gateway_index_is_the_preset_and_is_saved_for_learn(tmp_path, demo_catal
     assert served.config == saved.config == lib.config
     for q in QUERIES:
         assert _lib_hits(served, q) == _lib_hits(saved, q) == _lib_hits(lib, q)
+
+
+def test_every_integration_takes_the_preset(demo_catalog):
+    from openai import OpenAI
+
+    from toolsift.errors import ConfigError
+    from toolsift.integrations.langchain import ToolsiftRetriever
+    from toolsift.integrations.langgraph import make_retrieve_tools
+    from toolsift.integrations.llama_index import ToolsiftNodeRetriever
+    from toolsift.integrations.openai import wrap
+
+    tools = list(demo_catalog)
+    want = preset_config("bm25")
+    assert wrap(OpenAI(api_key="x", base_url="http://127.0.0.1:9"), tools, preset="bm25").search.index.config == want
+    assert ToolsiftRetriever.from_tools(tools, preset="bm25").index.config == want
+    assert ToolsiftNodeRetriever(tools, preset="bm25").index.config == want
+    retrieve, _ = make_retrieve_tools(tools, preset="bm25", k=3)
+    assert retrieve("send an email") == [h.id for h in ToolIndex.build(tools, preset="bm25").search("send an email", k=3)
+                                         if h.matched]
+    with pytest.raises(ConfigError, match="preset"):
+        ToolsiftRetriever.from_tools(ToolIndex.build(tools), preset="hybrid")

@@ -264,7 +264,8 @@ class WrappedClient:
     """
 
     def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
-                 max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+                 max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME,
+                 preset: str | None = None) -> None:
         sync_type, async_type = self._client_types()
         if not isinstance(client, (sync_type, async_type)):
             raise ToolsiftError(f"client: expected an {sync_type.__module__.split('.')[0]}.{sync_type.__name__} "
@@ -272,7 +273,7 @@ class WrappedClient:
         self._client = client
         self._async = isinstance(client, async_type)
         self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name)
+                                 max_tools=max_tools, search_tool_name=search_tool_name, preset=preset)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:

@@ -81,7 +81,8 @@ class ToolsiftNodeRetriever(BaseRetriever):
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
-def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True) -> ObjectRetriever:
+def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True,
+                   preset: str | None = None) -> ObjectRetriever:
     """An ``ObjectRetriever`` returning LlamaIndex tool objects, ranked by toolsift.
 
     Args:
@@ -89,6 +90,7 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
             ``QueryEngineTool`` ...); names must be unique.
         k: Tools returned at most.
         only_matched: Drop tools no field matched.
+        preset: Index configuration (:mod:`toolsift.presets`; default: the library's default).
 
     Raises:
         SchemaError: A tool has no metadata, or two tools share a name.
@@ -105,6 +107,6 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise SchemaError("tools", f"duplicate tool name(s) {', '.join(map(repr, dups))}")
-    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched)
+    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, preset=preset)
     mapping = SimpleToolNodeMapping.from_objects(list(tools))
     return ObjectRetriever(retriever=retriever, object_node_mapping=mapping)

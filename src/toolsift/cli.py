@@ -151,7 +151,7 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--preset", choices=PRESETS, default=None,
                    help="index configuration: bm25 or hybrid (default: the library's default, "
-                        "toolsift.presets.default_preset(); docs/presets in README)")
+                        "toolsift.presets.default_preset(); README, 'Presets')")
     p.add_argument("--scale", choices=("bounded", "linear", "raw"), default=None,
                    help="override the preset's field score scale")
     p.add_argument("--k1", type=float, default=None, help="override the preset's BM25 k1")

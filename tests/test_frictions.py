@@ -238,6 +238,10 @@ def test_public_names_still_import_lazily():
      "train.optimizer: Input should be 'lbfgs' or 'adam', got 'sgd'"),
     (lambda: __import__("toolsift.config", fromlist=["IndexConfig"]).IndexConfig(candidates=0),
      "config.candidates: Input should be greater than or equal to 1, got 0"),
+    (lambda: __import__("toolsift.analyze", fromlist=["Analyzer"]).Analyzer(lowercase="yes"),
+     "analyzer.lowercase: Input should be a valid boolean, got 'yes'"),
+    (lambda: __import__("toolsift.analyze", fromlist=["Analyzer"]).Analyzer(stemmer=3),
+     "analyzer.stemmer: Input should be a valid string, got 3"),
 ])
 def test_config_classes_report_errors_one_way(make, message):
     from toolsift.errors import ConfigError

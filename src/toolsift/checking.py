@@ -78,7 +78,8 @@ def check_fields(obj: Any, where: str) -> None:
         return
     token = _CHECKING.set(True)
     try:
-        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
+        # Fields with init=False are derived state (caches, compiled helpers), not settings.
+        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj) if f.init})
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, where)) from None
     finally:

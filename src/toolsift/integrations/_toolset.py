@@ -89,6 +89,8 @@ class ToolSearch:
         search_tool_name: The name the model sees for the search tool.
         preset: Index configuration when ``tools`` is not an index yet
             (:mod:`toolsift.presets`; default :func:`~toolsift.presets.default_preset`).
+        complete: Each search returns a tool set: the found tools plus the ones that
+            produce their missing inputs (``ToolIndex.search(complete=True)``).
 
     Raises:
         SchemaError: Two catalogue tools share a name, a pinned name is not in the
@@ -99,11 +101,15 @@ class ToolSearch:
 
     def __init__(self, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
                  max_searches: int = 3, max_tools: int = 32,
-                 search_tool_name: str = SEARCH_TOOL_NAME, preset: str | None = None) -> None:
+                 search_tool_name: str = SEARCH_TOOL_NAME, preset: str | None = None,
+                 complete: bool = False) -> None:
         from ..search.query import check_k
 
         check_k(k)
         self.k = k
+        if not isinstance(complete, bool):
+            raise ConfigError(f"complete: expected True or False, got {complete!r}")
+        self.complete = complete
         self.max_searches = _positive_int(max_searches, "max_searches", allow_zero=True)
         self.max_tools = _positive_int(max_tools, "max_tools")
         if not isinstance(search_tool_name, str) or not search_tool_name.strip():
@@ -167,7 +173,7 @@ class ToolSearch:
         if not isinstance(query, str) or not query.strip():
             return json.dumps({"error": "missing 'query': send {\"query\": \"what you need to do\"}"}), []
         try:
-            hits = self.index.search(query, k=self.k)
+            hits = self.index.search(query, k=self.k, complete=self.complete)
         except QueryError as exc:
             return json.dumps({"error": str(exc)}), []
         found = [h.tool for h in hits if h.matched]
@@ -265,7 +271,7 @@ class WrappedClient:
 
     def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
                  max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME,
-                 preset: str | None = None) -> None:
+                 preset: str | None = None, complete: bool = False) -> None:
         sync_type, async_type = self._client_types()
         if not isinstance(client, (sync_type, async_type)):
             raise ToolsiftError(f"client: expected an {sync_type.__module__.split('.')[0]}.{sync_type.__name__} "
@@ -273,7 +279,8 @@ class WrappedClient:
         self._client = client
         self._async = isinstance(client, async_type)
         self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name, preset=preset)
+                                 max_tools=max_tools, search_tool_name=search_tool_name, preset=preset,
+                                 complete=complete)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:

@@ -43,6 +43,7 @@ class ToolsiftNodeRetriever(BaseRetriever):
         k: Nodes returned at most.
         only_matched: Drop tools no field matched.
         preset: Index configuration when ``tools`` is not an index yet (:mod:`toolsift.presets`).
+        complete: Return tool sets (``ToolIndex.search(complete=True)``).
         **kwargs: Passed to LlamaIndex's ``BaseRetriever`` (``callback_manager`` ...).
 
     Raises:
@@ -50,6 +51,7 @@ class ToolsiftNodeRetriever(BaseRetriever):
     """
 
     def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, preset: str | None = None,
+                 complete: bool = False,
                  **kwargs: Any) -> None:
         from ..search.query import check_k
 
@@ -57,11 +59,12 @@ class ToolsiftNodeRetriever(BaseRetriever):
         self.index = as_index(tools, preset=preset)
         self.k = k
         self.only_matched = only_matched
+        self.complete = complete
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         out = []
-        for hit in self.index.search(query_bundle.query_str, k=self.k):
+        for hit in self.index.search(query_bundle.query_str, k=self.k, complete=self.complete):
             if not (hit.matched or not self.only_matched):
                 continue
             tool = hit.tool
@@ -82,7 +85,7 @@ class ToolsiftNodeRetriever(BaseRetriever):
 
 
 def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True,
-                   preset: str | None = None) -> ObjectRetriever:
+                   preset: str | None = None, complete: bool = False) -> ObjectRetriever:
     """An ``ObjectRetriever`` returning LlamaIndex tool objects, ranked by toolsift.
 
     Args:
@@ -91,6 +94,7 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
         k: Tools returned at most.
         only_matched: Drop tools no field matched.
         preset: Index configuration (:mod:`toolsift.presets`; default: the library's default).
+        complete: Return tool sets (``ToolIndex.search(complete=True)``).
 
     Raises:
         SchemaError: A tool has no metadata, or two tools share a name.
@@ -107,6 +111,6 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise SchemaError("tools", f"duplicate tool name(s) {', '.join(map(repr, dups))}")
-    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, preset=preset)
+    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, preset=preset, complete=complete)
     mapping = SimpleToolNodeMapping.from_objects(list(tools))
     return ObjectRetriever(retriever=retriever, object_node_mapping=mapping)

@@ -280,11 +280,8 @@ class IndexConfig:
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
-<<<<<<< HEAD
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "query_encoder", "static_table", "hybrid_weight", "params", "threads"}
-=======
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
->>>>>>> ann
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder",
+                 "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -301,11 +298,7 @@ class IndexConfig:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
-<<<<<<< HEAD
-                    "encoder", "query_encoder", "static_table", "hybrid_weight"):
-=======
-                    "encoder", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
->>>>>>> ann
+                    "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

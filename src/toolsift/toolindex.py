@@ -41,6 +41,8 @@ __all__ = ["Dependency", "Hit", "ToolIndex", "QueryLike", "get_encoder"]
 # Queries per engine call in search_batch: big enough to amortise, small enough that the
 # packed candidates of one step stay small.
 _CHUNK = 256
+# The schema format a token budget counts when none is named (search, search_batch).
+_DEFAULT_FORMAT = "openai"
 
 
 class ToolIndex:
@@ -74,12 +76,15 @@ class ToolIndex:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
+    def build(cls, catalog: Catalog | Iterable[Tool | Mapping] | str | os.PathLike, *, preset: str | None = None,
               config: IndexConfig | None = None, progress: bool = False, graph: bool = True) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
-            catalog: A :class:`Catalog` or an iterable of :class:`Tool`.
+            catalog: A :class:`Catalog`, an iterable of :class:`Tool`, or anything
+                :func:`toolsift.adapters.as_catalog` reads: raw tool dicts (OpenAI,
+                Anthropic, MCP ...), a catalogue path or payload, LangChain-style tool
+                objects; the same sources the integrations take.
             preset: A named configuration (:data:`toolsift.presets.PRESETS`: ``"bm25"``,
                 ``"hybrid"``); ``None`` with no ``config`` uses
                 :func:`toolsift.presets.default_preset`.
@@ -97,7 +102,9 @@ class ToolIndex:
         if preset is not None and config is not None:
             raise ConfigError("ToolIndex.build: pass preset= or config=, not both")
         if not isinstance(catalog, Catalog):
-            catalog = Catalog(catalog)
+            from .adapters import as_catalog
+
+            catalog = as_catalog(catalog)
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
         if config is None:
@@ -242,6 +249,20 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self._state.catalog)
 
+    def __contains__(self, tool_id: object) -> bool:
+        """``"send_email" in index``: whether a tool with that id is indexed."""
+        return isinstance(tool_id, str) and tool_id in self._state.catalog
+
+    def __getitem__(self, tool_id: str) -> Tool:
+        """``index["send_email"]``: the indexed tool with that id.
+
+        Raises:
+            KeyError: No tool with that id (the message names it).
+        """
+        if not isinstance(tool_id, str):
+            raise KeyError(f"tool ids are strings, got {type(tool_id).__name__} (positions: index.catalog[i])")
+        return self._state.catalog.get(tool_id)
+
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
@@ -312,12 +333,23 @@ class ToolIndex:
                 is not an integer >= 1.
             FormatError: Unknown ``format``.
         """
+        check_k(k)
+        st, cfg = self._state, self._config
+        if token_budget is None and format == _DEFAULT_FORMAT and not complete:
+            # The common call: no budget, nothing to count. The schema writers (the whole
+            # adapters package) load only when a budget or another format is asked for,
+            # so the first query of a process does not pay for importing them.
+            return _search.run(st, cfg, [as_query(query, "query")], k=k, explain=explain)[0]
+        return self._search_one(st, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
+                                format=format, complete=complete)
+
+    def _search_one(self, st: IndexState, q: Query, *, k: int, explain: bool, token_budget: int | None,
+                    format: str, complete: bool) -> list[Hit]:
+        """``search`` past the common case: a budget, another format, or a tool set."""
         from .search.budget import check_format, fit_budget, search_within_budget
 
-        check_k(k)
         check_format(format)  # a typo fails even without a budget, rather than being ignored
-        q = as_query(query, "query")
-        st, cfg = self._state, self._config
+        cfg = self._config
         if complete:
             hits = self._complete(st, q, _search.run(st, cfg, [q], k=fetch_depth(k, len(st.catalog)),
                                                      explain=explain)[0], k)
@@ -346,18 +378,32 @@ class ToolIndex:
                              analyzer=cfg.analyzer)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
-                     progress: bool = False, complete: bool = False) -> list[list[Hit]]:
+                     progress: bool = False, token_budget: int | None = None, format: str = "openai",
+                     complete: bool = False) -> list[list[Hit]]:
         """Rank tools for many queries; the same results as :meth:`search` one by one
-        (``complete`` as there).
+        (with the same ``k``, ``explain``, ``token_budget``, ``format`` and ``complete``).
 
         Raises:
-            QueryError: Naming the position of the first bad query.
+            QueryError: Naming the position of the first bad query, or a bad ``k`` /
+                ``token_budget``.
+            FormatError: Unknown ``format``.
         """
         if isinstance(queries, (str, Query, Mapping)):
             raise QueryError("queries", "expected a list of queries; use search() for one query")
         check_k(k)
+        if token_budget is not None or format != _DEFAULT_FORMAT:
+            from .search.budget import check_budget, check_format
+
+            check_format(format)
+            if token_budget is not None:
+                check_budget(token_budget)
         parsed = [as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
         st = self._state
+        if token_budget is not None:
+            # The budget walk asks for more hits until the schemas fill it: per query.
+            return [self._search_one(st, q, k=k, explain=explain, token_budget=token_budget, format=format,
+                                     complete=complete)
+                    for q in progress_bar(parsed, progress and len(parsed) > _CHUNK, "search")]
         out: list[list[Hit]] = []
         chunks = range(0, len(parsed), _CHUNK)
         n = fetch_depth(k, len(st.catalog)) if complete else k

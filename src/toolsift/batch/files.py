@@ -63,7 +63,11 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="toolsift", leave=False)
+        from ..progress import SHOW_AFTER_S
+
+        # Shown only once the run has lasted SHOW_AFTER_S, like every other bar: a file
+        # rejected in its first batch prints its error, not a 0% bar before it.
+        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="toolsift", leave=False, delay=SHOW_AFTER_S)
     counts = {"in": 0, "out": 0, "err": 0}
 
     def step(batch: pa.RecordBatch) -> pa.RecordBatch:

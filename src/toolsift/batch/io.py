@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
 import pyarrow as pa
@@ -209,21 +210,39 @@ class _JsonlWriter:
         self._f.close()
 
 
-class _CsvWriter:
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
-        import pyarrow.csv as csv
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with dictionary-encoded columns declared as their value type."""
+    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema],
+                     metadata=schema.metadata)
 
-        plain = [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in schema]
-        self._w = csv.CSVWriter(path, pa.schema(plain))
+
+def _decoded(batch: pa.RecordBatch) -> pa.RecordBatch:
+    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
+        schema=plain_schema(batch.schema))
+
+
+class _DecodingWriter:
+    """Writes dictionary columns as their values: string columns (``tool_id`` ...) come
+    back as strings whatever the reader did to read them fast (CSV has no dictionary
+    type; Arrow IPC would keep the encoding in the file's schema)."""
+
+    def __init__(self, writer: Any) -> None:
+        self._w = writer
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        # CSV has no dictionary type: write the values.
-        self._w.write_batch(pa.RecordBatch.from_arrays(
-            [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
-            names=batch.schema.names))
+        self._w.write_batch(_decoded(batch))
 
     def close(self) -> None:
         self._w.close()
+
+
+def _csv_writer(path: Path, schema: pa.Schema) -> _DecodingWriter:
+    import pyarrow.csv as csv
+
+    return _DecodingWriter(csv.CSVWriter(path, plain_schema(schema)))
 
 
 def check_compression(compression: str | None, fmt: str) -> str | None:
@@ -265,15 +284,18 @@ def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None =
         # Dictionary pages only for dictionary columns, and no column statistics: trying
         # dictionaries on the score columns (pyarrow's default) tripled the write time,
         # and min/max statistics cost as much again as the rest of the write.
+        # The Arrow schema is not stored in the file: columns read dictionary-encoded for
+        # speed (query, tool_id) are dictionary pages in Parquet anyway, and a reader then
+        # gets them back as plain strings, as they were in the input.
         dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
         return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression=codec or "none",
-                                write_statistics=False)
+                                write_statistics=False, store_schema=False)
     if fmt == "ipc":
         import pyarrow.ipc as ipc
 
-        return ipc.new_file(path, schema, options=ipc.IpcWriteOptions(compression=codec))
+        return _DecodingWriter(ipc.new_file(path, plain_schema(schema), options=ipc.IpcWriteOptions(compression=codec)))
     if fmt == "csv":
-        return _CsvWriter(path, schema)
+        return _csv_writer(path, schema)
     return _JsonlWriter(path)
 
 

@@ -54,7 +54,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..errors import IndexCorruptError, IndexFormatError
+from ..errors import IndexCorruptError, IndexFormatError, IndexNotFoundError
 
 try:  # POSIX; elsewhere concurrent saves to one directory are not serialised
     import fcntl
@@ -332,12 +332,15 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> tuple
         ``(manifest, data directory)``: the folder holding the Arrow files.
 
     Raises:
-        IndexFormatError: Missing directory/manifest, another format, a newer version.
+        IndexNotFoundError: No directory at ``directory`` (a FileNotFoundError too).
+        IndexFormatError: Not a directory, missing manifest, another format, a newer version.
         IndexCorruptError: A size, checksum or the manifest's own checksum differs.
     """
     directory = Path(directory)
+    if not directory.exists():
+        raise IndexNotFoundError(f"{directory} is not an index directory (it does not exist)")
     if not directory.is_dir():
-        raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
+        raise IndexFormatError(f"{directory} is not an index directory (it is a file)")
     return _check_manifest(directory / MANIFEST, directory, None, verify=verify)
 
 

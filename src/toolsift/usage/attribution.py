@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from ..errors import ConfigError
+from ..checking import Strict, check_fields
 from .store import FindRow, UsageLog, UseRow
 
 __all__ = ["AttributionRules", "IntentEvidence", "Evidence", "attribute", "intent_key"]
@@ -59,22 +60,15 @@ class AttributionRules:
             (rows without a client fall back to their session).
     """
 
-    window_s: float = 300.0
-    max_tools_per_find: int = 3
-    max_intents_per_tool: int = 3
-    max_votes: int = 100
-    count_use_tool_queries: bool = False
-    voter: str = "session"
+    window_s: Annotated[float, Strict(gt=0, allow_inf_nan=False)] = 300.0
+    max_tools_per_find: Annotated[int, Strict(ge=1)] = 3
+    max_intents_per_tool: Annotated[int, Strict(ge=1)] = 3
+    max_votes: Annotated[int, Strict(ge=1)] = 100
+    count_use_tool_queries: Annotated[bool, Strict()] = False
+    voter: Literal["session", "client"] = "session"
 
     def __post_init__(self) -> None:
-        if isinstance(self.window_s, bool) or not isinstance(self.window_s, (int, float)) or self.window_s <= 0:
-            raise ConfigError(f"rules.window_s must be a positive number, got {self.window_s!r}")
-        for name in ("max_tools_per_find", "max_intents_per_tool", "max_votes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"rules.{name} must be an integer >= 1, got {v!r}")
-        if self.voter not in ("session", "client"):
-            raise ConfigError(f"rules.voter must be 'session' or 'client', got {self.voter!r}")
+        check_fields(self, "rules")
 
 
 @dataclass

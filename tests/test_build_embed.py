@@ -125,8 +125,8 @@ def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, demo_catalog, 
     assert again.texts == []
     _same_dense(rebuilt, plain)
 
-    # An update embeds only texts never seen before: the new tool's (its card; the query
-    # table's spans: its name in words), then the replaced tool's new ones.
+    # An update embeds only texts never seen before: the new tool's, then the replaced
+    # tool's new ones.
     seen = set(first.texts)
     tools = list(demo_catalog)
     new = Tool(id="brand_new_tool", name="brand_new_tool", description="Water the office plants on a schedule.")

@@ -13,6 +13,7 @@ __all__ = [
     "FormatError",
     "IndexCorruptError",
     "IndexFormatError",
+    "IndexNotFoundError",
     "QueryError",
     "SchemaError",
     "ToolsiftError",
@@ -75,3 +76,16 @@ class EncoderMismatchError(IndexFormatError):
             f"the dense vectors were made by encoder {stored}, but the encoder in use is "
             f"{current or 'of unknown identity'}; rebuild the index, or load it with reencode=True "
             f"(re-embeds the stored catalogue, through the embedding cache)")))
+
+
+class IndexNotFoundError(IndexFormatError, FileNotFoundError):
+    """No index directory at the given path (also a :class:`FileNotFoundError`, so
+    ``except FileNotFoundError`` catches it as it would for any missing file)."""
+
+    def __init__(self, message: str) -> None:
+        # OSError's own __init__ would read a one-argument call as (message) alone;
+        # keep str(exc) the message, like every other toolsift error.
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

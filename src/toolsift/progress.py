@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["SHOW_AFTER_S", "progress_bar", "progress_counter"]
+__all__ = ["SHOW_AFTER_S", "close_progress_bars", "progress_bar", "progress_counter"]
 
 T = TypeVar("T")
 
@@ -60,4 +60,18 @@ def progress_counter(enabled: bool, desc: str, *, total: int, unit: str = "it") 
     try:
         yield bar
     finally:
+        bar.close()
+
+
+def close_progress_bars() -> None:
+    """Clear every open bar (before an error message is printed, so the message is not
+    preceded by a half-drawn bar that its failed loop never got to close)."""
+    import sys
+
+    if "tqdm" not in sys.modules:  # no bar was ever made: nothing to import
+        return
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.leave = False
         bar.close()

@@ -259,7 +259,8 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
     ``mftr``); with feedback, every query's text becomes an example of its tools."""
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
-    tc = train_config or TrainConfig()
+    # A saved index scores on the one documented scale (docs/scoring.md).
+    tc = train_config or TrainConfig(unit_scale=True)
     qs = queries_for(ds, queries)
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)

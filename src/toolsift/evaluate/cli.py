@@ -121,6 +121,13 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         if cold:
             print(f"cold start ({', '.join(cold)}): raw tools, raw query, no labels, no LLM, no feedback, "
                   "no training; --no-feedback and --retriever do not change them", file=out)
+        from .cold import STRUCTURED_METHODS
+
+        st = [m for m in cold if m in STRUCTURED_METHODS]
+        if st:
+            print(f"structured ({', '.join(st)}): the queries are the data set's LLM rewrites (tool needs + "
+                  "extracted arguments, original text dropped), scored with the structured weights trained "
+                  "without this data set", file=out)
     if args.plot:
         plot_recall(curves, args.plot, title=f"{ds.name} ({args.retriever})")
     return 0

@@ -239,12 +239,16 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         ValueError: Unknown method.
         MethodUnavailable: The dataset lacks what the method needs.
     """
-    from .cold import COLD_METHODS, run_cold  # imported here: cold imports this module
+    from .cold import COLD_METHODS, STRUCTURED_METHODS, run_cold  # imported here: cold imports this module
 
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.
+        # Structured ones send the authors' rewrite as an agent's LLM would: needs and
+        # arguments only, without the original text.
+        structured = ([None if q.rewritten is None else replace(q.rewritten, text="") for q in ds.queries]
+                      if method in STRUCTURED_METHODS else None)
         return run_cold(method, ds.raw_tools, [(q.id, q.text) for q in ds.queries],
-                        encoder=options.get("encoder"), dataset=ds.root.name)
+                        encoder=options.get("encoder"), dataset=ds.root.name, structured=structured)
     if method not in _RUNNERS:
         raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS + COLD_METHODS)})")
     return _RUNNERS[method](ds, **options)

@@ -237,10 +237,19 @@ def run(kind: str, data: dict, out: Path, write_files: bool) -> dict:
             "... penalty zeroed": ndcg(d, f["st"], zeroed(params, params=False, penalty=True)),
             "... parameters weight and penalty zeroed": ndcg(d, f["st"], zeroed(params, params=True, penalty=True)),
         }
+        # The other direction: parameters and penalty forced into the fit on the same
+        # training sets (what "turning them on, trained" does to the held-out set).
+        forced = {}
+        for label, setup_f in (("forced: chosen lambda, penalty learned", (setup[0], True)),
+                               ("forced: lambda 0.5, penalty learned", (0.5, True)),
+                               ("forced: lambda 0.5, penalty off", (0.5, False))):
+            pf = params if setup_f == setup else fit([pairs(s, hh) for s in others], setup_f)
+            res[label] = ndcg(d, f["st"], pf)
+            forced[label] = pf.to_dict()
         report[held] = {"setup": {"param_max_share": setup[0], "penalty": setup[1]},
                         "selection (mean N@10 on the other sets, leave-one-out)":
                             {f"lambda {k[0]}, penalty {'on' if k[1] else 'off'}": v for k, v in table.items()},
-                        "params": params.to_dict(), "trained_on": others, "ndcg@10": res,
+                        "params": params.to_dict(), "trained_on": others, "ndcg@10": res, "forced": forced,
                         "hybrid_weight": hh, "rewritten": d["n_rewritten"], "queries": len(d["qids"])}
         print(f"{kind} {held}: {time.perf_counter() - t0:.0f}s setup {setup} {json.dumps(res)}", file=sys.stderr)
         if write_files:

@@ -232,3 +232,22 @@ def test_eval_structured_method_needs_structured_queries(demo):
     out = run_cold("default-structured", demo, qs, structured=[README_QUERY, None])
     assert next(iter(out.run["q0"])) == "create_calendar_event"
     assert out.notes[0]["structured_weights"] == "structured-default"
+
+
+def test_eval_structured_on_apibank_beats_the_raw_default_with_lodo_weights():
+    """The measured claim of docs/coldstart.md on the smallest set: rewritten queries as
+    structured input, raw tools, no feedback, LODO weights, hash ties."""
+    from toolsift.evaluate import MftrDataset, evaluate
+    from toolsift.evaluate.methods import run_method
+
+    from .conftest import dataset
+
+    ds = MftrDataset.load(dataset("mftr-apibank"))
+    qrels = ds.qrels()
+    got = {m: evaluate(qrels, run_method(ds, m, feedback=False).run, metrics=("ndcg@10",)).mean["ndcg@10"]
+           for m in ("default", "default-structured")}
+    assert got["default-structured"] >= 1.05 * got["default"]
+    out = run_method(ds, "default-structured", feedback=True)
+    assert {n["fold"] for n in out.notes} == set(range(len(ds.folds)))
+    assert all(n["structured_weights"] == "structured-lodo-mftr-apibank" for n in out.notes)
+    assert set(out.run) == {q.id for q in ds.queries}

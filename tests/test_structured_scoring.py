@@ -71,9 +71,13 @@ def test_structured_files_record_their_training():
 
 def test_structured_twin_pairs_shipped_files_only():
     assert structured_twin(DEFAULT_PARAMS) == STRUCTURED_PARAMS == shipped_params("structured-default")
-    for path in WEIGHTS.glob("structured-lodo-*.json"):
+    twins = list(WEIGHTS.glob("structured-*.json")) + list(WEIGHTS.glob("hybrid-structured-*.json"))
+    assert len(twins) >= 10
+    for path in twins:
         raw = path.stem.replace("structured-", "", 1)
-        assert structured_twin(shipped_params(raw)) == shipped_params(path.stem)
+        assert structured_twin(shipped_params(raw)) == shipped_params(path.stem), path.stem
+    # The hybrid preset picks its structured weights up by itself.
+    assert preset_config("hybrid").structured_scoring == shipped_params("hybrid-structured-default")
     mine = ScoringParams(weights=(0.5, 0.2, 0.2, 0.1))
     assert structured_twin(mine) is None
     assert IndexConfig(params=mine).structured_scoring == mine

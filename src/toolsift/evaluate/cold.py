@@ -9,6 +9,10 @@ input an agent's LLM would send). They are the same on every fold, so they are r
 =================  =====================================================================
 ``default``        ``ToolIndex.build(catalog)`` with ``IndexConfig()`` and
                    ``search_batch(texts, k=100)``: exactly the README's first two lines
+``default-complete`` as ``default``, with the top 10 completed into a tool set
+                   (``ToolIndex.complete``: producers of missing inputs, CRUD steps the
+                   query asks for, near-duplicates out; ``docs/graph.md``); the
+                   default ranking continues below it
 ``default-hybrid`` as ``default`` with hybrid (BM25 + dense) description, response and
                    examples fields (needs the ``dense`` extra; the bundled int8 MiniLM)
 ``default-structured``
@@ -157,8 +161,12 @@ def _depth(catalog: Catalog) -> int:
     return min(_DEPTH, len(catalog))
 
 
-def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], config: IndexConfig
-                ) -> tuple[dict, dict]:
+#: The list size ``default-complete`` completes (the cut of completeness@10).
+COMPLETE_K = 10
+
+
+def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], config: IndexConfig, *,
+                complete: bool = False) -> tuple[dict, dict]:
     from ..toolindex import ToolIndex
 
     # All cores for the build (encoding) and the batch: threads change speed, not results.
@@ -166,8 +174,14 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
     hits = index.search_batch(list(texts), k=_depth(catalog))
     # search breaks ties by catalogue position; re-rank ties by the shared neutral rule.
     keys = dict(zip((t.id for t in catalog), tie_keys([t.id for t in catalog])))
-    ranked = [[h.id for h in sorted(hs, key=lambda h: (-h.score, keys[h.id]))] for hs in hits]
-    return ranked_run(ranked, qids), {"config": config.to_dict()}
+    ordered = [sorted(hs, key=lambda h: (-h.score, keys[h.id])) for hs in hits]
+    if complete:
+        # The completed set on top, then the rest of the same ranking.
+        k = min(COMPLETE_K, len(catalog))
+        done = [index.complete(t, hs[:2 * k], k=k) for t, hs in zip(texts, ordered)]
+        ordered = [top + [h for h in hs if h.id not in {x.id for x in top}] for top, hs in zip(done, ordered)]
+    ranked = [[h.id for h in hs] for hs in ordered]
+    return ranked_run(ranked, qids), {"config": config.to_dict(), **({"complete_k": COMPLETE_K} if complete else {})}
 
 
 def structured_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexConfig, str]:
@@ -234,6 +248,13 @@ def _default_structured(catalog: Catalog, texts: Sequence[Any], qids: Sequence[s
 
 def _default_hybrid_structured(*args, **kw) -> tuple[dict, dict]:
     return _default_structured(*args, hybrid=True, **kw)
+
+
+def _default_complete(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
+                      dataset: str | None = None) -> tuple[dict, dict]:
+    cfg, weights = default_config(dataset)
+    run, note = _search_run(catalog, texts, qids, cfg, complete=True)
+    return run, {"weights": weights, **note}
 
 
 def _dense_guard(encoder: str | None):
@@ -317,6 +338,7 @@ def _peer(name: str) -> Callable[..., tuple[dict, dict]]:
 
 _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default": _default,
+    "default-complete": _default_complete,
     "default-hybrid": _default_hybrid,
     "default-structured": _default_structured,
     "default-hybrid-structured": _default_hybrid_structured,
@@ -327,6 +349,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "peer-toolpicker": _peer("toolpicker"),
     "peer-dehydrator": _peer("dehydrator"),
     "peer-langchain": _peer("langchain"),
+    "peer-graphtoolcall": _peer("graphtoolcall"),
 }
 
 #: Every cold-start method, in table order.
@@ -334,7 +357,7 @@ COLD_METHODS: tuple[str, ...] = tuple(_RUNNERS)
 #: Methods whose queries are the structured (LLM-rewritten) ones: ``run_cold(structured=...)``.
 STRUCTURED_METHODS: tuple[str, ...] = ("default-structured", "default-hybrid-structured")
 #: What ``toolsift eval DATASET`` adds to a table when no ``--method`` is given.
-BASELINE_METHODS: tuple[str, ...] = ("default", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
+BASELINE_METHODS: tuple[str, ...] = ("default", "default-complete", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
 
 
 def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
@@ -377,7 +400,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         texts = [t if s is None else s for t, s in zip(texts, structured)]
         llm = "the queries (rewritten by the data set's authors)"
     t0 = time.perf_counter()
-    kw = {"dataset": dataset} if method in ("default", "default-hybrid", *STRUCTURED_METHODS) else {}
+    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid", *STRUCTURED_METHODS) else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": llm, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

@@ -69,10 +69,12 @@ def main() -> None:
     for base, st in (("default", "default-structured"), ("default-hybrid", "default-hybrid-structured")):
         if (base, False) in res:
             for fb in (False, True):
-                lines.append(f"| `{st}` ÷ `{base}` (N@10) | {'feedback' if fb else 'no feedback'} | " + " | ".join(
+                what = ("both without feedback" if not fb else
+                        f"`{st}` with feedback ÷ `{base}` without (a cold method: no feedback variant)")
+                lines.append(f"| `{st}` ÷ `{base}` (N@10) | {what} | " + " | ".join(
                     f"{res[st, fb][s][0] / res[base, False][s][0]:.3f}" for s in SETS) + " |")
     if args.hybrid:
-        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | no feedback | " + " | ".join(
+        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | both without feedback | " + " | ".join(
             f"{res['default-hybrid-structured', False][s][0] / res['default', False][s][0]:.3f}" for s in SETS) + " |")
     lines.append(f"\nTotal time {time.perf_counter() - t0:.0f}s.\n")
     text = "\n".join(lines)

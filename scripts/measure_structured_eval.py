@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import DATA, SHORT  # noqa: E402
+from coldstart_lib import DATA, SHORT
 
-from toolsift.evaluate import MftrDataset, evaluate  # noqa: E402
-from toolsift.evaluate.embcache import eval_encoder_cache  # noqa: E402
-from toolsift.evaluate.methods import run_method  # noqa: E402
+from toolsift.evaluate import MftrDataset, evaluate
+from toolsift.evaluate.embcache import eval_encoder_cache
+from toolsift.evaluate.methods import run_method
 
 SETS = ("mftr-apibank", "mftr-apigen", "mftr-gorilla-huggingface", "mftr-toolink")
 

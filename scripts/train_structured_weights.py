@@ -53,16 +53,21 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import DATA, SHORT  # noqa: E402
+from coldstart_lib import DATA, SHORT
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.config import IndexConfig  # noqa: E402
-from toolsift.evaluate.cold import scores_run  # noqa: E402
-from toolsift.evaluate.datasets import MftrDataset  # noqa: E402
-from toolsift.evaluate.metrics import evaluate  # noqa: E402
-from toolsift.kernels.params import COLDSTART_INIT, PAPER_PARAMS, ScoringParams, shipped_weights  # noqa: E402
-from toolsift.schema import Query  # noqa: E402
-from toolsift.train import PairSet, TrainConfig, concat_pairs, make_pairs, train  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.config import IndexConfig
+from toolsift.evaluate.cold import scores_run
+from toolsift.evaluate.datasets import MftrDataset
+from toolsift.evaluate.metrics import evaluate
+from toolsift.kernels.params import (
+    COLDSTART_INIT,
+    PAPER_PARAMS,
+    ScoringParams,
+    shipped_weights,
+)
+from toolsift.schema import Query
+from toolsift.train import PairSet, TrainConfig, concat_pairs, make_pairs, train
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "toolsift" / "data" / "weights"
 SETS = ("mftr-apibank", "mftr-apigen", "mftr-gorilla-huggingface", "mftr-toolink")
@@ -71,7 +76,7 @@ N_NEGATIVES = 32
 MINE_DEPTH = 100
 #: Candidate setups: (param_max_share, learn the penalty).
 SETUPS = tuple((lam, pen) for lam in (0.0, 0.5, 1.0) for pen in (False, True))
-TRAIN = dict(epochs=500, l2=1e-4, l2_penalty=1e-3, nonnegative=True)
+TRAIN = {"epochs": 500, "l2": 1e-4, "l2_penalty": 1e-3, "nonnegative": True}
 #: The untrained model that mines negatives: the cold-start formula without the penalty.
 MINER = replace(COLDSTART_INIT, w_req=0.0, w_opt=0.0)
 
@@ -306,9 +311,9 @@ def markdown(kind: str, report: dict, machine: str, command: str) -> str:
         f"{', '.join(f'{w:.3f}' for w in report[s]['params']['weights'])}; {report[s]['params']['tau']:.2f}, "
         f"{report[s]['params']['w_req']:.3f}, {report[s]['params']['w_opt']:.3f}" for s in SETS) + " |")
     d = report["default"]
-    lines += ["", f"Shipped `{'hybrid-' if kind == 'hybrid' else ''}structured-default.json`: setup lambda "
+    lines += ["", (f"Shipped `{'hybrid-' if kind == 'hybrid' else ''}structured-default.json`: setup lambda "
               f"{d['setup']['param_max_share']}, penalty {'on' if d['setup']['penalty'] else 'off'}; "
-              f"params `{json.dumps(d['params'])}`", ""]
+              f"params `{json.dumps(d['params'])}`"), ""]
     return "\n".join(lines)
 
 

@@ -100,9 +100,7 @@ def test_fields_and_penalty_equal_the_numpy_twin(apibank, pairs):
         rows = np.flatnonzero(qi == j)
         tools = np.unique(ti[rows]).astype(np.int64)
         query = json.loads(texts[j]) if texts[j].startswith("{") else texts[j]
-        from toolsift.search import as_query
-
-        from toolsift.search import is_raw
+        from toolsift.search import as_query, is_raw
 
         q = as_query(query, "q")
         plan = plan_queries(st, cfg, [q])

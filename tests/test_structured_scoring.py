@@ -13,8 +13,13 @@ import pytest
 from toolsift import ToolIndex, load_catalog
 from toolsift.config import IndexConfig
 from toolsift.errors import ConfigError
-from toolsift.kernels.params import (DEFAULT_PARAMS, STRUCTURED_PARAMS, ScoringParams, shipped_params,
-                                     structured_twin)
+from toolsift.kernels.params import (
+    DEFAULT_PARAMS,
+    STRUCTURED_PARAMS,
+    ScoringParams,
+    shipped_params,
+    structured_twin,
+)
 from toolsift.presets import dense_available, preset_config
 from toolsift.train import TrainConfig, make_pairs, train
 

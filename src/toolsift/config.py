@@ -20,7 +20,13 @@ from pydantic import ConfigDict, Field, InstanceOf, TypeAdapter, ValidationError
 
 from .analyze import Analyzer
 from .errors import ConfigError
-from .kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams, structured_twin
+from .kernels.params import (
+    COLDSTART_INIT,
+    DEFAULT_PARAMS,
+    PAPER_PARAMS,
+    ScoringParams,
+    structured_twin,
+)
 from .schema import FIELDS
 
 __all__ = ["validation_message", "UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]

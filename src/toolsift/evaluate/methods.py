@@ -269,7 +269,8 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         ValueError: Unknown method.
         MethodUnavailable: The dataset lacks what the method needs.
     """
-    from .cold import COLD_METHODS, STRUCTURED_METHODS, run_cold  # imported here: cold imports this module
+    # Imported here: cold imports this module.
+    from .cold import COLD_METHODS, STRUCTURED_METHODS, run_cold
 
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.

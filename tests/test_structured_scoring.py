@@ -260,3 +260,16 @@ def test_eval_structured_on_apibank_beats_the_raw_default_with_lodo_weights():
     assert {n["fold"] for n in out.notes} == set(range(len(ds.folds)))
     assert all(n["structured_weights"] == "structured-lodo-mftr-apibank" for n in out.notes)
     assert set(out.run) == {q.id for q in ds.queries}
+
+
+def test_with_params_own_weights_score_every_query_unless_kept(index):
+    mine = ScoringParams(weights=(0.4, 0.3, 0.2, 0.1))
+    own = index.with_params(mine)
+    assert own.config.params_for(True) == own.config.params_for(False) == mine
+    kept = index.with_params(mine, structured="keep")
+    assert kept.config.params_for(False) == mine
+    assert kept.config.params_for(True) == index.config.structured_scoring
+    # Unchanged params keep an unresolved setting unresolved (the manifest stays the same).
+    assert index.with_params(index.config.params, structured="keep").config == index.config
+    with pytest.raises(ConfigError, match="keep"):
+        index.with_params(mine, structured="sometimes")  # type: ignore[arg-type]

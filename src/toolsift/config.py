@@ -295,9 +295,23 @@ class IndexConfig:
         """Whether any field needs the sentence encoder."""
         return any(r != "bm25" for _, r in self.retrievers)
 
-    def with_params(self, params: ScoringParams, *, structured: ScoringParams | None = None) -> IndexConfig:
-        """A copy with other scoring parameters (e.g. learned ones); ``structured`` sets
-        :attr:`structured_params` (``None``: resolved from ``params``, see there)."""
+    def with_params(self, params: ScoringParams, *,
+                    structured: ScoringParams | None | Literal["keep"] = None) -> IndexConfig:
+        """A copy with other scoring parameters (e.g. learned ones).
+
+        Args:
+            params: The new :attr:`params`.
+            structured: ``None`` (default): resolved from ``params`` (see
+                :attr:`structured_params`: parameters of your own then score every
+                query); ``"keep"``: structured queries score as before (their resolved
+                :attr:`structured_scoring` is pinned when ``params`` change; what usage
+                learning does, whose weights are learned on raw intents); or the
+                parameters for structured queries.
+        """
+        if isinstance(structured, str):
+            if structured != "keep":
+                raise ConfigError(f"with_params: structured must be 'keep', None or ScoringParams, got {structured!r}")
+            structured = self.structured_params if params == self.params else self.structured_scoring
         return replace(self, params=params, structured_params=structured)
 
     @property

@@ -97,7 +97,7 @@ def crossfit_scores(base, intents: Sequence[TrainingIntent], examples: Mapping[s
                 stripped = replace(stripped, examples=tuple(dict.fromkeys(stripped.examples + tuple(extra))))
             if stripped is not tool:
                 changed.append(stripped)
-        view = base.with_params(base.config.params)
+        view = base.with_params(base.config.params, structured="keep")
         if changed:
             view.replace_tools(changed)
         fs = view.field_scores([intents[r].text for r in rows], query_ids=[ids[r] for r in rows])

@@ -88,6 +88,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="HTTP: serve from N processes sharing the socket and a memory-mapped index "
+                         "(stateless MCP; default 1, in this process)")
     sv.add_argument("--usage", metavar="DB", help="record find_tools and tool calls in this usage log (SQLite) "
                     "and relearn from it on SIGHUP (docs/usage-learning.md)")
     sv.add_argument("--relearn-every", type=float, metavar="SECONDS", help="with --usage: also relearn this often")
@@ -296,6 +299,12 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         usage = GatewayLearning(args.usage, every_s=args.relearn_every)
     elif args.relearn_every is not None:
         raise ToolsiftError("serve: --relearn-every needs --usage")
+    if args.workers < 1:
+        raise ToolsiftError(f"serve: --workers must be at least 1, got {args.workers}")
+    if args.workers > 1 and args.transport != "http":
+        raise ToolsiftError("serve: --workers needs --transport http (stdio has one client)")
+    if args.workers > 1 and usage is not None:
+        raise ToolsiftError("serve: --usage works with one process only; drop --workers or --usage")
     # stdout may be the MCP stdio channel: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -307,8 +316,14 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                 print(f"toolsift: gateway ready at {url} (GET {url.removesuffix('/mcp')}/health for status; "
                       "Ctrl-C stops)", file=out, flush=True)
 
-            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage,
-                       on_ready=ready)
+            if args.workers > 1:
+                from .gateway.workers import serve_workers
+
+                serve_workers(config, workers=args.workers, host=args.host, port=args.port,
+                              local_tools=local_tools, on_ready=ready, log_level=args.log_level)
+            else:
+                serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage,
+                           on_ready=ready)
         else:
             from .gateway.server import serve_stdio
 

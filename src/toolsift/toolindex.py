@@ -20,9 +20,11 @@ from .config import IndexConfig
 from .errors import ConfigError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
+from .index.ivf import fields_with_ivf
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
+from .index.query_table import QueryTable, SpanVectors, build_query_table, embed_spans, refits, update_spans
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
 from .index.tooltable import edit_catalog
@@ -54,7 +56,8 @@ class ToolIndex:
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
-                 dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> None:
+                 dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                 query_table: QueryTable | None = None, spans: SpanVectors | None = None) -> None:
         self._config = config
         missing = [f for f in FIELDS if config.retriever(f) != "bm25" and f not in (dense or {})]
         if missing:
@@ -63,6 +66,9 @@ class ToolIndex:
         self._state = IndexState(catalog, vocab, fields, tokens, dense)
         # The tool graph travels with the state it was built for (swapped with it).
         self._state.graph = graph
+        # The static query table refitted on this catalogue's documents (docs/dense.md).
+        self._state.query_table = query_table
+        self._state.spans = spans
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
@@ -103,18 +109,24 @@ class ToolIndex:
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
+            spans = embed_spans(catalog, get_encoder(config)) if dense and refits(config) else None
+            qt = build_query_table(catalog, config, dense, spans) if dense else None
+        if dense:
+            dense = fields_with_ivf(dense, config)
         tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
-        return cls._from_tokens(catalog, config, tokens, dense, tool_graph)
+        return cls._from_tokens(catalog, config, tokens, dense, tool_graph, (qt, spans))
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
-                     dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> ToolIndex:
+                     dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                     query: tuple[QueryTable | None, SpanVectors | None] = (None, None)) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph,
+                   query_table=query[0], spans=query[1])
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -185,10 +197,21 @@ class ToolIndex:
                 fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.extend(fresh)
             new_tok.prune_dead_terms()
-            dense = None
+            dense = qt = spans = None
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 dense = update_dense(st, catalog, self._config, fresh_ids)
+                # IVF lists follow the rows: kept tools keep theirs, fresh rows are assigned.
+                old_pos = {tid: i for i, tid in enumerate(ids)}
+                source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
+                dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
+                if refits(self._config):
+                    enc = get_encoder(self._config)
+                    old = st.spans
+                    spans = (update_spans(old, st.catalog.ids, catalog, fresh_ids, enc) if old is not None
+                             else embed_spans(catalog, enc))
+                    # Refitted from the stored vectors, as a build does: same table either way.
+                    qt = build_query_table(catalog, self._config, dense, spans)
             # With every tool's signature at hand (built here), re-derive the edges from
             # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
             # both equal a fresh build, and an update never decodes the whole catalogue.
@@ -197,7 +220,7 @@ class ToolIndex:
                 graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
             else:
                 graph = None
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph)
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph, (qt, spans))
             self._state = built._state
 
     # ---------------------------------------------------------------- queries
@@ -238,8 +261,7 @@ class ToolIndex:
         """
         st = self._state
         return ToolIndex(st.catalog, self._config.with_params(params, structured=structured), st.vocab, st.fields,
-                         tokens=st.tokens,
-                         dense=st.dense, graph=st.graph)
+                         tokens=st.tokens, dense=st.dense, graph=st.graph, query_table=st.query_table, spans=st.spans)
 
     def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
         """Edges of the tool graph at ``tool_id``: what it depends on, or what depends on it.
@@ -420,7 +442,14 @@ class ToolIndex:
             IndexCorruptError: A file is truncated, damaged or inconsistent.
         """
         got = load_index(path, mmap=mmap, verify=verify)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense, graph=got.graph)
+        qt, spans = got.query_table, got.spans
+        if qt is None and got.dense and refits(got.config):
+            # Saved before query tables existed (its config then says transformer queries,
+            # so this only runs for an index whose files were removed by hand): refit.
+            spans = embed_spans(got.catalog, get_encoder(got.config))
+            qt = build_query_table(got.catalog, got.config, got.dense, spans)
+        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense, graph=got.graph,
+                   query_table=qt, spans=spans)
 
 
 def _graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:

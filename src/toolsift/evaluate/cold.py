@@ -13,8 +13,10 @@ input an agent's LLM would send). They are the same on every fold, so they are r
                    (``ToolIndex.complete``: producers of missing inputs, CRUD steps the
                    query asks for, near-duplicates out; ``docs/graph.md``); the
                    default ranking continues below it
-``default-hybrid`` as ``default`` with hybrid (BM25 + dense) description, response and
-                   examples fields (needs the ``dense`` extra; the bundled int8 MiniLM)
+``default-hybrid`` the ``hybrid`` preset: hybrid (BM25 + dense) description, response and
+                   examples fields, MiniLM document vectors, static query encoder (needs
+                   the ``dense`` extra)
+``default-hybrid-transformer``  the same with queries embedded by MiniLM itself
 ``default-structured``
                    as ``default``, but each query is the MFTR authors' LLM rewrite
                    (tool needs + extracted arguments, the original text dropped): what
@@ -242,7 +244,10 @@ def _default_structured(catalog: Catalog, texts: Sequence[Any], qids: Sequence[s
         _dense_guard(encoder)
     base, weights = structured_config(dataset, hybrid=hybrid)
     raw_weights = default_config(dataset, hybrid=hybrid)[1]
-    run, note = _search_run(catalog, texts, qids, replace(base, encoder=encoder) if hybrid else base)
+    if hybrid:
+        # As default-hybrid: a custom document encoder has no fitted static table.
+        base = replace(base, encoder=encoder, query_encoder=base.query_encoder if encoder is None else "transformer")
+    run, note = _search_run(catalog, texts, qids, base)
     return run, {"weights": raw_weights, "structured_weights": weights, **note}
 
 
@@ -269,12 +274,18 @@ def _dense_guard(encoder: str | None):
 
 
 def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
-                    dataset: str | None = None) -> tuple[dict, dict]:
+                    dataset: str | None = None, query_encoder: str = "static") -> tuple[dict, dict]:
     _dense_guard(encoder)
     base, weights = default_config(dataset, hybrid=True)
-    cfg = replace(base, encoder=encoder)
+    # A custom document encoder has no fitted static table: its queries use the model.
+    cfg = replace(base, encoder=encoder, query_encoder=query_encoder if encoder is None else "transformer")
     run, note = _search_run(catalog, texts, qids, cfg)
     return run, {"weights": weights, **note}
+
+
+def _default_hybrid_transformer(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *,
+                                encoder: str | None = None, dataset: str | None = None) -> tuple[dict, dict]:
+    return _default_hybrid(catalog, texts, qids, encoder=encoder, dataset=dataset, query_encoder="transformer")
 
 
 def _docs(catalog: Catalog) -> list[str]:
@@ -340,6 +351,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default": _default,
     "default-complete": _default_complete,
     "default-hybrid": _default_hybrid,
+    "default-hybrid-transformer": _default_hybrid_transformer,
     "default-structured": _default_structured,
     "default-hybrid-structured": _default_hybrid_structured,
     "bm25s-fulldoc": _bm25s,
@@ -400,7 +412,8 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         texts = [t if s is None else s for t, s in zip(texts, structured)]
         llm = "the queries (rewritten by the data set's authors)"
     t0 = time.perf_counter()
-    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid", *STRUCTURED_METHODS) else {}
+    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid",
+                                            "default-hybrid-transformer", *STRUCTURED_METHODS) else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": llm, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

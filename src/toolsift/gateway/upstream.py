@@ -60,6 +60,10 @@ class Upstreams:
         local_tools: Extra tools with no upstream (e.g. a local catalogue); they are
             indexed but calling them fails with ``upstream_error``.
         index_config: Index settings for every (re)build.
+        max_result_bytes: An upstream result larger than this (plus 64 KiB for
+            the envelope) is refused with ``result_too_large`` while it is read.
+        max_result_items: An upstream result with more JSON values than this is
+            refused the same way, before it is validated.
 
     Example:
         >>> async with Upstreams(config.upstreams) as ups:         # doctest: +SKIP
@@ -68,7 +72,8 @@ class Upstreams:
     """
 
     def __init__(self, specs: Sequence[UpstreamSpec], *, local_tools: Sequence[Tool] = (),
-                 index_config: Any = None) -> None:
+                 index_config: Any = None, max_result_bytes: int = 4 * 1024 * 1024,
+                 max_result_items: int = 100_000) -> None:
         self._ups = {s.name: Upstream(s, self) for s in specs}
         self._local = list(local_tools)
         self._index_config = index_config
@@ -79,6 +84,10 @@ class Upstreams:
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self.version = 0  # bumped on every index swap
+        # Limits the stdio transport enforces while reading a result; a line also holds
+        # the JSON-RPC envelope, so it may be a little longer than the result itself.
+        self.max_message_bytes = max_result_bytes + 64 * 1024
+        self.max_result_items = max_result_items
 
     # -------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Self:

@@ -116,12 +116,23 @@ class ServeConfig(ConfigModel):
         auth_token: Bearer token required on HTTP requests; ``None`` means no auth.
             ``"auth_token_env": "VAR"`` in the file reads it from an environment variable.
         max_request_bytes: Largest HTTP request body accepted (413 above).
+        max_connections: Open HTTP connections served at once; one more is answered
+            503 and closed.
+        header_timeout_s: Seconds a connection may take to send a request's line and
+            headers (counted from its opening, or from the previous response); it is
+            closed after that.
+        body_timeout_s: Seconds a request may take to send its body (408 after that).
+        keep_alive_s: Seconds an idle keep-alive connection stays open.
     """
 
     upstreams: tuple[UpstreamSpec, ...] = ()
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     auth_token: NonEmptyStr | None = None
     max_request_bytes: Annotated[int, Field(strict=True, ge=1024)] = 1_048_576
+    max_connections: Annotated[int, Field(strict=True, ge=1)] = 1000
+    header_timeout_s: PositiveSeconds = 10.0
+    body_timeout_s: PositiveSeconds = 30.0
+    keep_alive_s: PositiveSeconds = 5.0
 
     @field_validator("upstreams")
     @classmethod

@@ -2,10 +2,14 @@
 
 Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
-``vocab.arrow``, one
-``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, ``graph.arrow`` and ``graph_tools.arrow`` (the tool graph's edges and per-tool families,
-:mod:`toolsift.index.graph`; an index saved without it builds the graph on first use), with a
+``vocab.arrow``, one ``field.NAME.arrow`` per field (the C++ postings as single-row
+large lists, written zero-copy from the engine's buffers), ``dense.NAME.arrow`` per
+dense field, ``ivf.NAME.arrow`` per dense field with an IVF index
+(:mod:`toolsift.index.ivf`), ``graph.arrow`` and ``graph_tools.arrow`` (the tool
+graph's edges and per-tool families, :mod:`toolsift.index.graph`; an index saved
+without it builds the graph on first use), ``query_table.arrow`` and
+``query_spans.arrow`` (a hybrid index's refitted static query rows and the span vectors
+they were fitted on, :mod:`toolsift.index.query_table`), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
@@ -31,7 +35,9 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
+from .ivf import IvfIndex
 from .graph import ToolGraph
+from .query_table import QueryTable, SpanVectors
 from .state import IndexState
 from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
@@ -48,6 +54,8 @@ class LoadedIndex(NamedTuple):
     fields: dict[str, FieldIndex]
     dense: dict[str, DenseField]
     graph: ToolGraph | None = None
+    query_table: QueryTable | None = None
+    spans: SpanVectors | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
@@ -71,6 +79,13 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
     for name, dn in st.dense.items():
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
+        if dn.ivf is not None:
+            tables[f"ivf.{name}.arrow"] = dn.ivf.to_arrow()
+    qt = getattr(st, "query_table", None)
+    if qt is not None:
+        tables["query_table.arrow"] = qt.to_arrow()
+    if getattr(st, "spans", None) is not None:
+        tables["query_spans.arrow"] = st.spans.to_arrow()
     if st.graph is not None:
         tables["graph.arrow"] = st.graph.to_arrow()
         tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
@@ -201,6 +216,14 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
+        iname = f"ivf.{name}.arrow"
+        if iname in manifest.get("files", {}):  # optional: without it the field is scanned
+            try:
+                ivf = IvfIndex.from_arrow(open_table(ddir, iname, mmap=mmap, save_id=sid),
+                                          n_rows=matrix.n_rows, dim=matrix.dim)
+            except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
+                raise IndexCorruptError(f"{ddir}/{iname}: {exc}") from None
+            dense[name] = dense[name].with_ivf(ivf)
     graph = None
     if "graph.arrow" in manifest.get("files", {}):
         where = f"{ddir}/graph.arrow"
@@ -209,4 +232,14 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
                                      where=where)
         if len(graph) != manifest.get("graph", {}).get("n_edges", len(graph)):
             raise IndexCorruptError(f"{where}: {len(graph)} edges, manifest says {manifest['graph']['n_edges']}")
-    return LoadedIndex(catalog, config, vocab, fields, dense, graph)
+    qt = None
+    if "query_table.arrow" in manifest.get("files", {}):
+        qt = QueryTable.from_arrow(open_table(ddir, "query_table.arrow", mmap=False, save_id=sid),
+                                   where=f"{ddir}/query_table.arrow")
+    spans = None
+    if "query_spans.arrow" in manifest.get("files", {}):
+        spans = SpanVectors.from_arrow(open_table(ddir, "query_spans.arrow", mmap=mmap, save_id=sid), n_tools,
+                                       where=f"{ddir}/query_spans.arrow")
+    if (qt is None) != (spans is None) and config.uses_dense:
+        raise IndexCorruptError(f"{path}: query_table.arrow and query_spans.arrow must be saved together")
+    return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt, spans)

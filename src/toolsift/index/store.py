@@ -12,6 +12,7 @@ Layout of an index directory::
         vocab.arrow          term (id = row number)
         field.<name>.arrow   one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
         dense.<name>.arrow   int8 codes + float32 scale per row
+        ivf.<name>.arrow     IVF of a large dense field: centroids, list_ptr, list_ids, info
     .lock                    held (``flock``) by the process saving
 
 A save writes a new versioned subfolder next to the current one, then atomically

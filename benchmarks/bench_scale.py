@@ -11,8 +11,9 @@ index as saved and loaded again (memory-mapped), one query at a time, with
 ``n_threads=1``.
 
 The ``hybrid`` worker builds the ``hybrid`` preset's fields (``TOOLSIFT_BENCH_DENSE``
-names others, comma-separated) with a static document encoder (a hashing stand-in until
-``toolsift.encoders.static`` lands: ``USE_STATIC_ENCODER``); fields of
+names others, comma-separated) with the static encoder for documents too
+(``IndexConfig(encoder="static")``: no transformer can embed a million tools in minutes
+on two cores; ``USE_STATIC_ENCODER = False`` runs the hashing stand-in instead); fields of
 ``ivf_min_docs`` documents or more get an IVF index (``TOOLSIFT_BENCH_IVF_MIN_DOCS``
 overrides the threshold), and the worker reports its recall@100 against an exact scan.
 
@@ -121,9 +122,9 @@ def worker_toolsift(n: int) -> dict:
     return out
 
 
-#: The document (and query) encoder of the hybrid worker: the hashing stand-in until the
-#: static encoder is on this branch; then set to True (IndexConfig(encoder="static")).
-USE_STATIC_ENCODER = False
+#: The document (and query) encoder of the hybrid worker: the static token table
+#: (IndexConfig(encoder="static")); False runs the hashing stand-in.
+USE_STATIC_ENCODER = True
 #: Dense fields of the hybrid worker: the ``hybrid`` preset's (``TOOLSIFT_BENCH_DENSE``
 #: overrides, comma-separated).
 DENSE_FIELDS = tuple(f for f in os.environ.get("TOOLSIFT_BENCH_DENSE", "description,response,examples").split(",") if f)

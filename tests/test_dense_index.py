@@ -155,8 +155,8 @@ def test_static_query_scores_are_cosines_of_the_refitted_table(demo):
 
 
 def test_query_table_saved_and_refitted_on_updates(demo, tmp_path):
-    """The refitted rows and span vectors are saved with the index; an update refits
-    them to exactly what a fresh build of the same catalogue has."""
+    """The refitted rows are saved with the index; an update refits them to exactly what
+    a fresh build of the same catalogue has."""
     from toolsift.presets import preset_config
 
     cfg = preset_config("hybrid")
@@ -171,7 +171,6 @@ def test_query_table_saved_and_refitted_on_updates(demo, tmp_path):
     index.save(tmp_path / "idx")
     loaded = ToolIndex.load(tmp_path / "idx")
     np.testing.assert_array_equal(loaded._state.query_table.codes, a.codes)
-    assert loaded._state.spans.texts == index._state.spans.texts
     qs = ["email the team the report", "cancel my order 42"]
     assert [[(h.id, h.score) for h in r] for r in loaded.search_batch(qs, k=5)] == \
         [[(h.id, h.score) for h in r] for r in fresh.search_batch(qs, k=5)]

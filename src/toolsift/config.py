@@ -8,15 +8,12 @@ hybrid retrievers slot in later without changing the shape of the config.
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import threading
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, InstanceOf, TypeAdapter, ValidationError
+from pydantic import ConfigDict, InstanceOf
 
 from .analyze import Analyzer
 from .errors import ConfigError
@@ -43,67 +40,10 @@ SCALES = ("bounded", "linear", "raw")
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
-# ----------------------------------------------------------------- validation
-# Types and limits of configuration fields are declared on the fields (Annotated with
-# pydantic constraints) and checked by pydantic, the one schema library of the package;
-# rules across fields stay in __post_init__.
-
-def _where(prefix: str, loc: tuple[Any, ...]) -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif "function-" in str(part) or "[" in str(part):  # validator names pydantic puts in loc
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "config"
-
-
-def validation_message(exc: ValidationError, prefix: str) -> str:
-    """pydantic's errors as one line, each problem naming its key under ``prefix``
-    (``gateway.routing[0].pattern``, ``config.candidates``)."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        where = _where(prefix, tuple(err.get("loc", ())))
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            lines.append(f"{where}: unknown key")
-            continue
-        got = err.get("input")
-        # Our own checks ("value_error") already say what is wrong with the value.
-        shown = "" if err.get("type") in ("missing", "value_error") or isinstance(got, (Mapping, list)) \
-            else f", got {got!r}"[:120]
-        lines.append(f"{where}: {msg}{shown}")
-    return "; ".join(lines)
-
-
-_CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_checking", default=False)
-
-
-@functools.cache
-def _adapter(cls: type) -> TypeAdapter:
-    return TypeAdapter(cls)
-
-
-def _check_fields(obj: Any, where: str) -> None:
-    """Validate a config dataclass's fields against their annotated types and limits.
-
-    Raises:
-        ConfigError: Naming each bad field as ``where.field``.
-    """
-    if _CHECKING.get():  # the copy pydantic builds while validating: already being checked
-        return
-    token = _CHECKING.set(True)
-    try:
-        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
-    except ValidationError as exc:
-        raise ConfigError(validation_message(exc, where)) from None
-    finally:
-        _CHECKING.reset(token)
-
-
-Strict = functools.partial(Field, strict=True)
+# Validation: one mechanism for every config class (toolsift.checking): types and limits
+# declared on the fields, checked by pydantic; rules across fields in __post_init__.
+from .checking import _CHECKING, Strict, validation_message  # noqa: E402  (re-exported)
+from .checking import check_fields as _check_fields  # noqa: E402
 
 
 class UntrainedPenaltyWarning(UserWarning):

@@ -22,12 +22,14 @@ A proxied call returns the upstream's own result (content, structured content, i
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import pydantic_core
 
 from .. import __version__
@@ -38,6 +40,7 @@ from . import _mcp
 from ._mcp import Server, types
 from .errors import GatewayError
 from .upstream import ServeConfig, Upstreams
+from ..usage.recorder import client_scope
 
 __all__ = ["CONFIRM_META_KEY", "WORKER_META_KEY", "Runtime", "build_mcp_server", "error_result", "open_runtime", "serve_stdio"]
 
@@ -87,13 +90,18 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
-                       index_config: Any = None, usage: Any = None, index: Any = None) -> AsyncIterator[Runtime]:
+                       index_config: Any = None, usage: Any = None, index: Any = None,
+                       save_index: str | os.PathLike | None = None) -> AsyncIterator[Runtime]:
     """Connect the upstreams, build the index and the gateway; close everything on exit.
 
     Args:
         config: The serve config (upstreams, gateway settings).
         local_tools: Tools from a local catalogue, served without an executor.
-        index_config: :class:`~toolsift.config.IndexConfig` for the index.
+        index_config: :class:`~toolsift.config.IndexConfig` for the index (``None``: that
+            of ``index`` when given, else ``preset_config(config.preset)``, the default
+            preset unless the config names one).
+        save_index: Save the combined index here after every (re)build (default
+            ``config.save_index``); the ``INDEX`` of ``toolsift learn``.
         usage: A :class:`toolsift.usage.GatewayLearning`: record usage and relearn.
         index: An already built (or memory-mapped) index of ``local_tools``, used as is
             when there are no upstreams; with upstreams its tools join theirs.
@@ -101,12 +109,19 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
     Raises:
         ToolsiftError: Nothing to serve (no upstream answered, no local tools).
     """
+    if index_config is None and index is not None:
+        index_config = index.config  # upstream rebuilds keep the given index's configuration
+    if index_config is None:
+        from ..presets import preset_config
+
+        index_config = preset_config(config.preset)
+    save_index = save_index if save_index is not None else config.save_index
     if index is not None and not local_tools:
         local_tools = list(index.catalog)
     if config.upstreams:
         async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config,
                              max_result_bytes=config.gateway.max_result_bytes,
-                             max_result_items=config.gateway.max_result_items) as ups:
+                             max_result_items=config.gateway.max_result_items, save_index=save_index) as ups:
             gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute,
                               recorder=usage.recorder if usage is not None else None)
             ups.attach(gateway)
@@ -120,6 +135,10 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
     if index is None:
         index = ToolIndex.build(list(local_tools), config=index_config)
+    if save_index is not None:
+        from .upstream import save_gateway_index
+
+        await anyio.to_thread.run_sync(save_gateway_index, index, save_index)
     gateway = Gateway(index, config=config.gateway, recorder=usage.recorder if usage is not None else None)
     async with _learning(usage, gateway):
         yield Runtime(gateway)
@@ -183,6 +202,15 @@ def _session_key(request: Any) -> str | None:
     return f"http:{sid}" if sid else None
 
 
+def _client_key(request: Any) -> str | None:
+    """The client identity recorded in the usage log: over HTTP the peer address (an
+    attacker can open sessions at will, but not addresses; forwarded-for headers are
+    not trusted); ``None`` over stdio (one client per process: the recorder's default)."""
+    client = getattr(request, "client", None) if request is not None else None
+    host = getattr(client, "host", None)
+    return f"http:{host}" if host else None
+
+
 def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") -> Server:
     """The MCP server in front of the gateway ``runtime()`` returns.
 
@@ -191,6 +219,10 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
     """
 
     async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
+        with client_scope(_client_key(request)):
+            return await _call_tool(name, args, meta, request)
+
+    async def _call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
         gateway = runtime().gateway
         try:
             if name == "find_tools":

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -123,6 +123,13 @@ class ServeConfig(ConfigModel):
             closed after that.
         body_timeout_s: Seconds a request may take to send its body (408 after that).
         keep_alive_s: Seconds an idle keep-alive connection stays open.
+        preset: Index configuration of the combined index (:mod:`toolsift.presets`:
+            ``"bm25"`` or ``"hybrid"``); ``None`` is the library's default preset, so the
+            gateway ranks like ``ToolIndex.build`` and ``toolsift index``.
+            ``toolsift serve --preset`` overrides it.
+        save_index: Directory the combined index is saved to (atomically) after every
+            (re)build: the ``INDEX`` that ``toolsift learn INDEX --usage DB OUT`` starts
+            from. ``toolsift serve --save-index`` overrides it.
     """
 
     upstreams: tuple[UpstreamSpec, ...] = ()
@@ -133,6 +140,8 @@ class ServeConfig(ConfigModel):
     header_timeout_s: PositiveSeconds = 10.0
     body_timeout_s: PositiveSeconds = 30.0
     keep_alive_s: PositiveSeconds = 5.0
+    preset: Literal["bm25", "hybrid"] | None = None
+    save_index: NonEmptyStr | None = None
 
     @field_validator("upstreams")
     @classmethod
@@ -160,6 +169,9 @@ class ServeConfig(ConfigModel):
             if not token:
                 raise ConfigError(f"auth_token_env: environment variable {env_var!r} is not set")
             data["auth_token"] = token
+        save = data.get("save_index")
+        if base_dir is not None and isinstance(save, str) and save.strip():
+            data["save_index"] = str(base_dir / save)  # relative to the config file, as cwd is
         ups = data.get("upstreams")
         if isinstance(ups, list):
             data["upstreams"] = [_with_cwd(u, base_dir) for u in ups]
@@ -175,6 +187,10 @@ class ServeConfig(ConfigModel):
             raise ConfigError(f"cannot read serve config {path}: {exc.strerror or exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: JSON nested too deeply to read") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
         try:
             return cls.from_dict(data, base_dir=path.resolve().parent)
         except ConfigError as exc:

@@ -110,7 +110,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         port: Port to listen on (0 picks a free one).
         local_tools: Tools of a local catalogue: indexed once, saved, and memory-mapped
             by every worker.
-        index_config: Index settings.
+        index_config: Index settings (``None``: ``preset_config(config.preset)``).
         on_ready: Called once with the MCP endpoint URL when every worker serves.
         log_level: Workers' log level on stderr.
 
@@ -122,6 +122,15 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         raise ToolsiftError(f"--workers must be at least 1, got {workers}")
     if not config.upstreams and not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
+    if config.save_index is not None and config.upstreams:
+        # Every worker builds its own combined index from the upstreams it connects to.
+        raise ToolsiftError("serve: save_index / --save-index with upstreams needs one process (drop --workers)")
+    save_index = config.save_index
+    config = config.model_copy(update={"save_index": None})  # saved once, here, not by every worker
+    if index_config is None:
+        from ..presets import preset_config
+
+        index_config = preset_config(config.preset)
     # From here on, SIGTERM unwinds through the cleanup below (its default action would
     # end this process at once and leave the workers running).
     previous = signal.signal(signal.SIGTERM, _raise_stop)
@@ -134,7 +143,12 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
             from ..toolindex import ToolIndex
 
             index_dir = os.path.join(tmp, "index")
-            ToolIndex.build(list(local_tools), config=index_config).save(index_dir)
+            built = ToolIndex.build(list(local_tools), config=index_config)
+            built.save(index_dir)
+            if save_index is not None:
+                from .upstream import save_gateway_index
+
+                save_gateway_index(built, save_index)
         socks = _listen(host, port, workers)
         payload = pickle.dumps({"config": config, "index_config": index_config, "index_dir": index_dir,
                                 "host": host, "log_level": log_level})

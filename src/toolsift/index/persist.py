@@ -7,9 +7,8 @@ large lists, written zero-copy from the engine's buffers), ``dense.NAME.arrow`` 
 dense field, ``ivf.NAME.arrow`` per dense field with an IVF index
 (:mod:`toolsift.index.ivf`), ``graph.arrow`` and ``graph_tools.arrow`` (the tool
 graph's edges and per-tool families, :mod:`toolsift.index.graph`; an index saved
-without it builds the graph on first use), ``query_table.arrow`` and
-``query_spans.arrow`` (a hybrid index's refitted static query rows and the span vectors
-they were fitted on, :mod:`toolsift.index.query_table`), with a
+without it builds the graph on first use), ``query_table.arrow`` (a hybrid index's
+static query rows refitted on its documents, :mod:`toolsift.index.query_table`), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
@@ -37,9 +36,9 @@ from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
 from .ivf import IvfIndex
 from .graph import ToolGraph
-from .query_table import QueryTable, SpanVectors
+from .query_table import QueryTable
 from .state import IndexState
-from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .store import BatchStream, leased_manifest, manifest_token, open_table, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
@@ -55,7 +54,6 @@ class LoadedIndex(NamedTuple):
     dense: dict[str, DenseField]
     graph: ToolGraph | None = None
     query_table: QueryTable | None = None
-    spans: SpanVectors | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
@@ -84,8 +82,6 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
     qt = getattr(st, "query_table", None)
     if qt is not None:
         tables["query_table.arrow"] = qt.to_arrow()
-    if getattr(st, "spans", None) is not None:
-        tables["query_spans.arrow"] = st.spans.to_arrow()
     if st.graph is not None:
         tables["graph.arrow"] = st.graph.to_arrow()
         tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
@@ -166,7 +162,14 @@ def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, 
 
 
 def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
-    manifest, ddir = read_manifest(path, verify=verify)
+    # The lease keeps a concurrent save from deleting this generation while its files
+    # are opened (see toolsift.index.store.leased_manifest).
+    with leased_manifest(path, verify=verify) as (manifest, ddir):
+        return _load_generation(path, manifest, ddir, mmap=mmap, verify=verify)
+
+
+def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mmap: bool,
+                     verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])
@@ -236,10 +239,4 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
     if "query_table.arrow" in manifest.get("files", {}):
         qt = QueryTable.from_arrow(open_table(ddir, "query_table.arrow", mmap=False, save_id=sid),
                                    where=f"{ddir}/query_table.arrow")
-    spans = None
-    if "query_spans.arrow" in manifest.get("files", {}):
-        spans = SpanVectors.from_arrow(open_table(ddir, "query_spans.arrow", mmap=mmap, save_id=sid), n_tools,
-                                       where=f"{ddir}/query_spans.arrow")
-    if (qt is None) != (spans is None) and config.uses_dense:
-        raise IndexCorruptError(f"{path}: query_table.arrow and query_spans.arrow must be saved together")
-    return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt, spans)
+    return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt)

@@ -8,12 +8,10 @@ prior (:func:`toolsift.encoders.static_fit.fit_vectors`), and the index's querie
 embedded with the shipped table overridden by those rows. Only tool texts are used — what
 every index has — never a query.
 
-Field documents are long (a tool card is a name, a description and every parameter),
-queries short. So the build also embeds a few query-length *spans* of each tool — its name
-in words and, when its description has several sentences, each sentence — and fits on
-them too (measured in docs/dense.md: the spans are what closes most of the gap to the
-transformer on short queries). Their vectors are stored with the index (``SpanVectors``),
-so an update embeds only new tools' spans.
+Fitting on query-length *spans* of each tool as well (its name in words, each
+sentence of its description) was measured and not kept: it brought the static vectors
+closer to the transformer's on a flat dense ranking but lowered hybrid N@10 on two of five
+sets (docs/dense.md, "Query encoder").
 
 The fit reads the stored int8 vectors (dequantized), not the encoder's float output, so an
 index updated in place and one rebuilt from the same catalogue refit from the same
@@ -24,16 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import re
-
 import numpy as np
 
 from ..encoders.static import StaticEncoder, StaticTable
-from .dense import Int8Matrix
-from .dense_field import DenseField, encode_texts
+from .dense_field import DenseField
 
-__all__ = ["QueryTable", "SpanVectors", "tool_spans", "embed_spans", "update_spans", "fit_query_table",
-           "build_query_table", "query_encoder_for", "LAMBDA", "MAX_TEXTS"]
+__all__ = ["QueryTable", "fit_query_table", "build_query_table", "query_encoder_for", "refits", "LAMBDA",
+           "MAX_TEXTS"]
 
 #: Ridge strength toward the shipped rows (docs/dense.md, "Query encoder").
 LAMBDA = 0.05
@@ -134,112 +129,15 @@ def _field_vectors(dn: DenseField, texts: Sequence[str]) -> tuple[list[str], np.
     return [texts[i] for i in keep], vecs
 
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_MIN_SPAN = 12
-
-
-def tool_spans(tool) -> list[str]:
-    """Query-length texts of one tool: its name in words, and each sentence of its
-    description when there are several (distinct, non-blank)."""
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace(".", " ").strip()
-    out = [name] if name else []
-    parts = [p.strip() for p in _SENTENCE.split(tool.description or "") if len(p.strip()) >= _MIN_SPAN]
-    if len(parts) > 1:
-        out += parts
-    return list(dict.fromkeys(out))
-
-
-class SpanVectors:
-    """Document-encoder vectors of every tool's spans: ``matrix`` rows grouped by tool,
-    tool ``t`` owning rows ``ptr[t]:ptr[t+1]``, and the span texts in row order."""
-
-    def __init__(self, matrix: Int8Matrix, ptr: np.ndarray, texts: list[str]) -> None:
-        self.matrix, self.ptr, self.texts = matrix, np.ascontiguousarray(ptr, dtype=np.int64), list(texts)
-        if self.ptr.ndim != 1 or self.ptr[0] != 0 or self.ptr[-1] != matrix.n_rows or len(texts) != matrix.n_rows \
-                or np.any(np.diff(self.ptr) < 0):
-            raise ValueError("span vectors: inconsistent layout")
-
-    def to_arrow(self):
-        """``codes``, ``scale`` (as :class:`Int8Matrix`), ``text`` and ``tool`` (int64)."""
-        import pyarrow as pa
-
-        t = self.matrix.to_arrow()
-        tool = np.repeat(np.arange(self.ptr.size - 1, dtype=np.int64), np.diff(self.ptr))
-        return t.append_column("text", pa.array(self.texts, pa.string())).append_column(
-            "tool", pa.array(tool, pa.int64()))
-
-    @classmethod
-    def from_arrow(cls, table, n_tools: int, *, where: str) -> SpanVectors:
-        """Inverse of :meth:`to_arrow`.
-
-        Raises:
-            IndexCorruptError: Bad columns or layout.
-        """
-        from ..errors import IndexCorruptError
-
-        try:
-            matrix = Int8Matrix.from_arrow(table.select(["codes", "scale"]))
-            tool = np.asarray(table.column("tool").to_numpy(), np.int64)
-            texts = table.column("text").to_pylist()
-            if tool.size and (tool.min() < 0 or tool.max() >= n_tools or np.any(np.diff(tool) < 0)):
-                raise ValueError("tool column out of range or unsorted")
-            ptr = np.searchsorted(tool, np.arange(n_tools + 1)).astype(np.int64)
-            return cls(matrix, ptr, texts)
-        except (KeyError, ValueError, TypeError) as exc:
-            raise IndexCorruptError(f"{where}: {exc}") from None
-
-
-def embed_spans(catalog, encoder) -> SpanVectors:
-    """Embed every tool's :func:`tool_spans` with the document encoder."""
-    per_tool = [tool_spans(t) for t in catalog]
-    texts = [s for spans in per_tool for s in spans]
-    ptr = np.zeros(len(per_tool) + 1, np.int64)
-    np.cumsum([len(x) for x in per_tool], out=ptr[1:])
-    vecs = encode_texts(encoder, texts) if texts else np.zeros((0, encoder.dim), np.float32)
-    return SpanVectors(Int8Matrix.quantize(vecs), ptr, texts)
-
-
-def update_spans(old: SpanVectors, old_ids: Sequence[str], catalog, fresh_ids: set[str], encoder) -> SpanVectors:
-    """Span vectors for ``catalog``: unchanged tools' rows reused, new or replaced tools'
-    spans embedded."""
-    pos = {tid: i for i, tid in enumerate(old_ids)}
-    ids = list(catalog.ids)  # ids only: unchanged tools of a stored catalogue stay encoded
-    fresh = [catalog[i] for i, tid in enumerate(ids) if tid in fresh_ids or tid not in pos]
-    new = embed_spans(fresh, encoder) if fresh else None
-    fresh_pos = {t.id: i for i, t in enumerate(fresh)}
-    codes, scales, texts, counts = [], [], [], []
-    for tid in ids:
-        if tid in fresh_pos:
-            src, j = new, fresh_pos[tid]
-        else:
-            src, j = old, pos[tid]
-        a, b = int(src.ptr[j]), int(src.ptr[j + 1])
-        codes.append(src.matrix.codes[a:b])
-        scales.append(src.matrix.scales[a:b])
-        texts += src.texts[a:b]
-        counts.append(b - a)
-    dim = old.matrix.codes.shape[1]
-    ptr = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    matrix = Int8Matrix(np.concatenate(codes) if codes else np.zeros((0, dim), np.int8),
-                        np.concatenate(scales) if scales else np.zeros(0, np.float32))
-    return SpanVectors(matrix, ptr, texts)
-
-
 def fit_query_table(base: StaticEncoder, dense: dict[str, DenseField], texts: dict[str, Sequence[str]],
-                    *, spans: SpanVectors | None = None, lam: float = LAMBDA) -> QueryTable:
+                    *, lam: float = LAMBDA) -> QueryTable:
     """Refit ``base``'s rows on the dense fields' documents (``texts[field]`` in row
-    order) and the tools' spans, from their stored vectors; duplicates count once."""
+    order), from their stored vectors; duplicates count once."""
     from ..encoders.static_fit import fit_vectors, mean_matrix
 
     seen: dict[str, int] = {}
     rows: list[np.ndarray] = []
-    sources = [_field_vectors(dense[name], texts[name]) for name in sorted(dense)]
-    if spans is not None and spans.matrix.n_rows:
-        m = spans.matrix
-        keep = np.flatnonzero(m.scales > 0)
-        sources.append(([spans.texts[i] for i in keep], m.codes[keep].astype(np.float32) * m.scales[keep, None]))
-    for ts, vecs in sources:
+    for ts, vecs in (_field_vectors(dense[name], texts[name]) for name in sorted(dense)):
         for t, v in zip(ts, vecs):
             if t not in seen:
                 seen[t] = len(rows)
@@ -267,8 +165,7 @@ def refits(config) -> bool:
     return config.uses_dense and config.query_encoder == "static" and config.encoder != "static"
 
 
-def build_query_table(catalog, config, dense: dict[str, DenseField],
-                      spans: SpanVectors | None) -> QueryTable | None:
+def build_query_table(catalog, config, dense: dict[str, DenseField] | None) -> QueryTable | None:
     """The query table of an index (``None`` unless :func:`refits`)."""
     from .embed import get_query_encoder
     from .fields import field_documents
@@ -278,7 +175,7 @@ def build_query_table(catalog, config, dense: dict[str, DenseField],
     fd = field_documents(catalog, name_in_description=config.name_in_description,
                          split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
                          tool_card=config.tool_card)
-    return fit_query_table(get_query_encoder(config), dense, {f: fd[f].texts for f in dense}, spans=spans)
+    return fit_query_table(get_query_encoder(config), dense, {f: fd[f].texts for f in dense})
 
 
 def query_encoder_for(st, config):

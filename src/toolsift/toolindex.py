@@ -324,11 +324,16 @@ class ToolIndex:
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
-    def with_params(self, params: ScoringParams) -> ToolIndex:
-        """A view of this index that scores with other parameters (shares all arrays)."""
+    def with_params(self, params: ScoringParams, *, structured: ScoringParams | None | str = None) -> ToolIndex:
+        """A view of this index that scores with other parameters (shares all arrays).
+
+        ``params`` score raw-text queries; ``structured`` as in
+        :meth:`IndexConfig.with_params` (default: ``params`` score every query, unless
+        they are shipped weights with a structured twin).
+        """
         st = self._state
-        return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense, graph=st.graph, query_table=st.query_table,
+        return ToolIndex(st.catalog, self._config.with_params(params, structured=structured), st.vocab, st.fields,
+                         tokens=st.tokens, dense=st.dense, graph=st.graph, query_table=st.query_table,
                          encoder_info=self._encoder_info, doc_encoder=self._doc_encoder,
                          embed_cache=self._embed_cache)
 

@@ -99,9 +99,7 @@ def test_payments_yaml() -> None:
 
 
 def test_circular_refs_terminate() -> None:
-    start = time.perf_counter()
     tools = {t.id: t for t in load_openapi(FIXTURES / "circular.json")}
-    assert time.perf_counter() - start < 2
     emp = tools["getEmployee"]
     assert "manager (Employee): Direct manager" in emp.response
     upd = tools["updateEmployee"]

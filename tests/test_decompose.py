@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -148,26 +147,23 @@ def test_empty_raises():
         decompose(None)  # type: ignore[arg-type]
 
 
-def test_no_pathological_slowness():
-    # Typically ~0.2 ms per query; the bound is loose on purpose (a shared CI machine),
-    # it only catches catastrophic regex backtracking, which costs seconds.
-    text = "Can you book a table for 4 at 7pm tomorrow in Berlin and then send the confirmation to a@b.de?"
-    decompose(text)
-    t0 = time.perf_counter()
-    for _ in range(200):
-        decompose(text)
-    assert (time.perf_counter() - t0) / 200 < 0.05
-
-
 @pytest.mark.parametrize("text", [
     "a" * 1_000_000, "a@" * 500_000, "1. x\n" * 200_000, " and " * 200_000, "\"" * 1_000_000,
     "Aa1-" * 250_000, ". A" * 300_000, "1" * 1_000_000, "in A " * 200_000, "$1," * 300_000,
 ])
-def test_huge_inputs_bounded(text):
-    t0 = time.perf_counter()
+def test_huge_inputs_bounded(text, monkeypatch):
+    # Bounded work without a clock: the splitting and argument passes never see more
+    # than MAX_TEXT_CHARS characters, whatever the input's size. (Per-query speed is
+    # measured in benchmarks/, never asserted here.)
+    from toolsift.decompose import rules
+
+    seen: list[int] = []
+    real_steps, real_args = rules._steps, rules.extract_arguments
+    monkeypatch.setattr(rules, "_steps", lambda t, n: seen.append(len(t)) or real_steps(t, n))
+    monkeypatch.setattr(rules, "extract_arguments", lambda t: seen.append(len(t)) or real_args(t))
     q = decompose(text)
-    assert time.perf_counter() - t0 < 5
     assert isinstance(q, Query) and len(q.text) <= MAX_TEXT_CHARS
+    assert seen and max(seen) <= MAX_TEXT_CHARS
 
 
 _ALPHABET = st.sampled_from(list("ab AZ09.,;:!?'\"-#@$%/\n\t()*•“”é中🙂") + [

@@ -15,6 +15,8 @@ from toolsift.evaluate.peers import PeerUnavailable
 
 from .conftest import dataset
 
+pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
+
 _BM25_METHODS = ("default", "bm25s-fulldoc", "peer-ratel", "peer-toolpicker", "peer-dehydrator")
 
 

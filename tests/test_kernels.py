@@ -33,9 +33,9 @@ from toolsift.kernels import (
 )
 
 from ._nojit import assert_module_passes_without_jit
+from .conftest import DATA
 
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MFTR_PARAMS_FILE = DATA / "mftr-apibank" / "weight" / "apibank" / "bm25__0" / "fold_0_learned_params.json"
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -725,8 +725,26 @@ def test_set_threads() -> None:
         set_threads(before)
 
 
-def test_warmup_runs() -> None:
+def test_warmup_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # warmup() runs both kernel variants (plain and breakdown) on a real batch, and what
+    # they return is a valid scoring of it.
+    import toolsift.kernels as kernels
+
+    calls: list[tuple[bool, object]] = []
+    real = kernels.score_candidates
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append((bool(kwargs.get("breakdown", False)), out))
+        return out
+
+    monkeypatch.setattr(kernels, "score_candidates", spy)
     warmup()
+    assert sorted(b for b, _ in calls) == [False, True]
+    for breakdown, out in calls:
+        scores = out[0] if isinstance(out, tuple) else out
+        scores = np.asarray(scores)
+        assert scores.shape[0] == 2 and np.all(np.isfinite(scores))  # two candidates
 
 
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")

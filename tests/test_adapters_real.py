@@ -410,7 +410,7 @@ def _free_port() -> int:
 
 def test_live_mcp_http(tmp_path: Path) -> None:
     port = _free_port()
-    log = open(tmp_path / "server.log", "w")
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it until the end
     proc = subprocess.Popen([sys.executable, str(WEATHER), "--http", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:

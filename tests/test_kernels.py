@@ -476,7 +476,7 @@ def test_concurrent_calls_from_threads_agree() -> None:
         try:
             for _ in range(3):
                 results.append(score_candidates(*batch))
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
@@ -741,7 +741,7 @@ def test_warmup_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "score_candidates", spy)
     warmup()
     assert sorted(b for b, _ in calls) == [False, True]
-    for breakdown, out in calls:
+    for _breakdown, out in calls:
         scores = out[0] if isinstance(out, tuple) else out
         scores = np.asarray(scores)
         assert scores.shape[0] == 2 and np.all(np.isfinite(scores))  # two candidates

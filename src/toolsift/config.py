@@ -90,7 +90,8 @@ def _check_fields(obj: Any, where: str) -> None:
         return
     token = _CHECKING.set(True)
     try:
-        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
+        cls: type = type(obj)
+        _adapter(cls).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, where)) from None
     finally:
@@ -119,9 +120,11 @@ def _caller_stacklevel() -> int:
     # the search path that reached us (search, search_batch, score_pairs, ...).
     import os
     import sys
+    from types import FrameType
 
     pkg = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
         frame, level = frame.f_back, level + 1
     return level
@@ -265,7 +268,7 @@ class IndexConfig:
         identifier splitting, parameter field 0 for queries without arguments, those
         queries still penalised, and the paper's formula (mean over parameters, fixed
         weights). Used to reproduce the paper's numbers."""
-        base = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
+        base: dict[str, Any] = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
                     parameter_format="json", no_argument_params="zero", penalize_without_arguments=True,
                     analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS)
         base.update(overrides)

@@ -37,7 +37,7 @@ __all__ = ["IndexScorer", "score_dataset", "score_file_ray"]
 def _ray():
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise ToolsiftError("the Ray engine needs Ray Data: pip install 'toolsift[ray]'") from None
     return ray

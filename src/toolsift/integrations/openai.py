@@ -238,6 +238,7 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     # sends only the new search results, chained to the reply they answer.
     chained = kwargs.get("previous_response_id") is not None
     pending: list[Any] = []
+    response: Any = None  # the previous round's reply (set before any round that chains)
     for round_ in range(search.max_searches + 1):
         tools = ([search_def] if round_ < search.max_searches else [])
         tools += [_responses_tool(to_openai(t)) for t in search.tools_for(found)] + extra_tools

@@ -29,6 +29,18 @@ def dataset(name: str) -> Path:
     return path
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With TOOLSIFT_TEST_INSTALLED=1 (CI's wheel run) the tests must exercise the
+    installed package, not the source tree."""
+    if os.environ.get("TOOLSIFT_TEST_INSTALLED") == "1":
+        import toolsift
+
+        src = Path(__file__).resolve().parents[1] / "src"
+        where = Path(toolsift.__file__).resolve()
+        if src in where.parents:
+            raise pytest.UsageError(f"TOOLSIFT_TEST_INSTALLED=1 but toolsift was imported from the source tree: {where}")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("needs_data") is not None and not DATA.is_dir():
         pytest.skip(_MISSING)

@@ -213,7 +213,8 @@ class IndexConfig:
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
         threads: The one thread setting, for every pool: the C++ engine, the Numba
-            kernels and onnxruntime (intra-op) (0 = all cores). Work too small to pay
+            kernels and onnxruntime (intra-op) (0 = all cores this process may use:
+            its CPU affinity capped by its cgroup quota). Work too small to pay
             for threads (a single query's candidates) runs serially whatever the
             setting, so a search stays fast on a busy machine; raise it for large
             batches, builds and evaluation.

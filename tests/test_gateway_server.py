@@ -257,7 +257,7 @@ async def check_meta_only(s: ClientSession) -> None:
     listed = await s.list_tools()
     assert {t.name for t in listed.tools} == META
     find_schema = _mcp.dump(next(t for t in listed.tools if t.name == "find_tools"))["inputSchema"]
-    assert {"query", "limit", "format", "token_budget"} <= set(find_schema["properties"])
+    assert {"query", "limit", "format", "token_budget", "complete"} <= set(find_schema["properties"])
 
 
 async def check_formats(s: ClientSession) -> None:
@@ -290,6 +290,10 @@ async def check_formats(s: ClientSession) -> None:
     # Same session, same format: the schema is not sent twice.
     again = await find(s, queries["mcp"], limit=1, format="mcp")
     assert again[0] == {"name": "weather__get_forecast", "etag": again[0]["etag"], "unchanged": True}
+    # complete= over the wire: a tool set, at most limit; a non-boolean is a bad request.
+    completed = await find(s, "weather forecast for Porto this week", limit=3, format="openai", complete=True)
+    assert 1 <= len(completed) <= 3
+    await error(s, "find_tools", {"query": "rain", "complete": "yes"}, "bad_request")
 
 
 async def check_namespacing(s: ClientSession) -> None:

@@ -207,3 +207,31 @@ def test_read_trec_run_errors(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(RunFormatError, match=message):
         read_trec_run(path)
+
+
+def test_completeness_all_relevant_in_top_k():
+    qrels = {"all": {"a": 1, "b": 1}, "half": {"a": 1, "c": 1}, "none": {"z": 1}, "graded": {"a": 2, "b": 1}}
+    run = {q: {"a": 3.0, "x": 2.0, "b": 1.0, "c": 0.5} for q in qrels}
+    got = evaluate(qrels, run, ["completeness@2", "completeness@3", "completeness@4", "recall@3"]).per_query
+    assert [got["all"][m] for m in ("completeness@2", "completeness@3", "completeness@4")] == [0.0, 1.0, 1.0]
+    assert [got["half"][m] for m in ("completeness@2", "completeness@3", "completeness@4")] == [0.0, 0.0, 1.0]
+    assert got["half"]["recall@3"] == 0.5
+    assert got["none"]["completeness@4"] == 0.0
+    assert got["graded"]["completeness@3"] == 1.0
+    # a query the run misses counts 0, like every metric
+    assert evaluate({"q": {"a": 1}}, {"other": {"a": 1.0}}, ["completeness@10"]).mean["completeness@10"] == 0.0
+
+
+def test_completeness_twin_over_random_runs():
+    rng = random.Random(7)
+    qrels, run = {}, {}
+    for i in range(60):
+        docs = [f"d{j}" for j in range(12)]
+        rel = rng.sample(docs, rng.randint(1, 4))
+        qrels[f"q{i}"] = {d: 1 for d in rel}
+        run[f"q{i}"] = {d: rng.random() for d in docs}
+    got = evaluate(qrels, run, ["completeness@5"]).per_query
+    for q, scores in run.items():
+        # trec_eval's order: score descending, ties by id descending (no ties here)
+        top = sorted(scores, key=lambda d: -scores[d])[:5]
+        assert got[q]["completeness@5"] == float(set(qrels[q]) <= set(top))

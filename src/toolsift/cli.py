@@ -70,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     se.add_argument("--format", default="openai",
                     help="schema format --token-budget counts: openai (default), openai-responses, anthropic "
                          "or mcp; with --json the schemas are printed in it")
+    se.add_argument("--complete", action="store_true",
+                    help="return a tool set for a multi-step request: add the tools that produce the found "
+                         "ones' missing inputs and the CRUD steps the query asks for (docs/graph.md)")
     se.add_argument("--no-mmap", action="store_true", help="read the index into memory instead of mapping it")
 
     from .evaluate.cli import add_commands as add_eval_commands
@@ -197,7 +200,8 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     index = ToolIndex.load(args.index, mmap=not args.no_mmap)
     query = _parse_structured(args.query) if args.structured else args.query
     t0 = time.perf_counter()
-    hits = index.search(query, k=args.k, explain=True, token_budget=args.token_budget, format=args.format)
+    hits = index.search(query, k=args.k, explain=True, token_budget=args.token_budget, format=args.format,
+                        complete=args.complete)
     ms = (time.perf_counter() - t0) * 1e3
     if args.json:
         doc: dict[str, Any] = {"query": query, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}

@@ -22,6 +22,7 @@ from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
+from .index.graph import Dependency, ToolGraph
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
 from .index.tooltable import edit_catalog
@@ -31,8 +32,9 @@ from .progress import progress_bar
 from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
 from .search import Hit, QueryLike, as_query, check_k
+from .search.complete import complete_hits, fetch_depth
 
-__all__ = ["Hit", "ToolIndex", "QueryLike", "get_encoder"]
+__all__ = ["Dependency", "Hit", "ToolIndex", "QueryLike", "get_encoder"]
 
 # Queries per engine call in search_batch: big enough to amortise, small enough that the
 # packed candidates of one step stay small.
@@ -52,13 +54,15 @@ class ToolIndex:
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
-                 dense: dict[str, DenseField] | None = None) -> None:
+                 dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> None:
         self._config = config
         missing = [f for f in FIELDS if config.retriever(f) != "bm25" and f not in (dense or {})]
         if missing:
             raise IndexFormatError(f"no dense embeddings for field(s) {', '.join(missing)} "
                                    "although the config asks for dense or hybrid retrieval")
         self._state = IndexState(catalog, vocab, fields, tokens, dense)
+        # The tool graph travels with the state it was built for (swapped with it).
+        self._state.graph = graph
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
@@ -66,7 +70,7 @@ class ToolIndex:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
-              config: IndexConfig | None = None, progress: bool = False) -> ToolIndex:
+              config: IndexConfig | None = None, progress: bool = False, graph: bool = True) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
@@ -76,6 +80,9 @@ class ToolIndex:
                 :func:`toolsift.presets.default_preset`.
             config: A full index configuration instead of a preset.
             progress: Show a progress bar per field.
+            graph: Build the tool graph now (:mod:`toolsift.index.graph`, under 0.1 ms
+                a tool); ``False`` defers it to the first :meth:`dependencies`,
+                ``search(..., complete=True)`` or :meth:`save`.
 
         Raises:
             SchemaError: Duplicate ids or invalid tools in ``catalog``.
@@ -96,17 +103,18 @@ class ToolIndex:
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
-        return cls._from_tokens(catalog, config, tokens, dense)
+        tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
+        return cls._from_tokens(catalog, config, tokens, dense, tool_graph)
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
-                     dense: dict[str, DenseField] | None = None) -> ToolIndex:
+                     dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph)
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -181,7 +189,15 @@ class ToolIndex:
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 dense = update_dense(st, catalog, self._config, fresh_ids)
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense)
+            # With every tool's signature at hand (built here), re-derive the edges from
+            # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
+            # both equal a fresh build, and an update never decodes the whole catalogue.
+            graph = st.graph
+            if graph is not None and graph.has_signatures:
+                graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
+            else:
+                graph = None
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph)
             self._state = built._state
 
     # ---------------------------------------------------------------- queries
@@ -217,10 +233,41 @@ class ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
         st = self._state
         return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense)
+                         dense=st.dense, graph=st.graph)
+
+    def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
+        """Edges of the tool graph at ``tool_id``: what it depends on, or what depends on it.
+
+        Args:
+            tool_id: An indexed tool.
+            direction: ``"in"``: the producers of its required parameters (edges
+                whose consumer it is); ``"out"``: the tools its result feeds; ``"both"``.
+
+        Returns:
+            :class:`Dependency` records (producer, consumer, parameter, reason, score),
+            per consumer parameter best first. See :mod:`toolsift.index.graph` for the
+            rules that make an edge.
+
+        Raises:
+            KeyError: ``tool_id`` is not indexed.
+            ValueError: Unknown ``direction``.
+        """
+        if direction not in ("in", "out", "both"):
+            raise ValueError(f"direction must be 'in', 'out' or 'both', got {direction!r}")
+        st = self._state
+        try:
+            pos = st.catalog.position(tool_id)
+        except KeyError:
+            raise KeyError(f"unknown tool id {tool_id!r}") from None
+        g = _graph_of(st, self._config)
+        rows = list(g.into(pos)) if direction in ("in", "both") else []
+        if direction in ("out", "both"):
+            seen = set(rows)
+            rows += [int(r) for r in g.out_of(pos) if int(r) not in seen]
+        return [g.dependency(r, st.catalog) for r in rows]
 
     def search(self, query: QueryLike, *, k: int = 5, explain: bool = False, token_budget: int | None = None,
-               format: str = "openai") -> list[Hit]:
+               format: str = "openai", complete: bool = False) -> list[Hit]:
         """Rank tools for one query.
 
         Args:
@@ -235,27 +282,57 @@ class ToolIndex:
                 and lower-ranked ones may still fit. See :mod:`toolsift.search.budget`.
             format: Schema format the budget counts: ``"openai"``,
                 ``"openai-responses"``, ``"anthropic"`` or ``"mcp"``.
+            complete: Return a tool *set* for a multi-step request: drop hits that add no
+                capability over a higher one, add the best producer of each required
+                parameter of a hit that the query does not supply and no tool in the set
+                provides (its ``why`` says so: ``"provides user_id for send_message"``)
+                and the CRUD step on a hit's resource that the query names; added tools
+                are ones the query matched. Still at most ``k`` tools and within
+                ``token_budget``. See
+                :mod:`toolsift.search.complete` and ``docs/graph.md``.
 
         Raises:
             QueryError: The query is empty, too long or malformed, or ``token_budget``
                 is not an integer >= 1.
             FormatError: Unknown ``format``.
         """
-        from .search.budget import check_format, search_within_budget
+        from .search.budget import check_format, fit_budget, search_within_budget
 
         check_k(k)
         check_format(format)  # a typo fails even without a budget, rather than being ignored
         q = as_query(query, "query")
-        if token_budget is None:
-            return _search.run(self._state, self._config, [q], k=k, explain=explain)[0]
-
         st, cfg = self._state, self._config
+        if complete:
+            hits = self._complete(st, q, _search.run(st, cfg, [q], k=fetch_depth(k, len(st.catalog)),
+                                                     explain=explain)[0], k)
+            return hits if token_budget is None else fit_budget(hits, token_budget=token_budget, k=k, format=format)
+        if token_budget is None:
+            return _search.run(st, cfg, [q], k=k, explain=explain)[0]
         return search_within_budget(lambda n: _search.run(st, cfg, [q], k=n, explain=explain)[0],
                                     n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
 
+    def complete(self, query: QueryLike, hits: Sequence[Hit], *, k: int) -> list[Hit]:
+        """Complete a ranking of this index into a tool set of at most ``k`` (what
+        ``search(..., complete=True)`` does after ranking): drop hits that add no
+        capability, add the producers of missing inputs and the CRUD steps the query
+        asks for, all taken from ``hits``. Give it about ``2 k`` hits, best first.
+
+        Raises:
+            QueryError: Bad query or ``k``.
+            KeyError: A hit's tool is not in this index.
+        """
+        check_k(k)
+        return self._complete(self._state, as_query(query, "query"), list(hits), k)
+
+    def _complete(self, st: IndexState, q: Query, hits: list[Hit], k: int) -> list[Hit]:
+        cfg = self._config
+        return complete_hits(hits, query=q, k=k, graph=_graph_of(st, cfg), catalog=st.catalog,
+                             analyzer=cfg.analyzer)
+
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
-                     progress: bool = False) -> list[list[Hit]]:
-        """Rank tools for many queries; the same results as :meth:`search` one by one.
+                     progress: bool = False, complete: bool = False) -> list[list[Hit]]:
+        """Rank tools for many queries; the same results as :meth:`search` one by one
+        (``complete`` as there).
 
         Raises:
             QueryError: Naming the position of the first bad query.
@@ -267,8 +344,12 @@ class ToolIndex:
         st = self._state
         out: list[list[Hit]] = []
         chunks = range(0, len(parsed), _CHUNK)
+        n = fetch_depth(k, len(st.catalog)) if complete else k
         for start in progress_bar(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks)):
-            out.extend(_search.run(st, self._config, parsed[start:start + _CHUNK], k=k, explain=explain))
+            got = _search.run(st, self._config, parsed[start:start + _CHUNK], k=n, explain=explain)
+            if complete:
+                got = [self._complete(st, q, h, k) for q, h in zip(parsed[start:start + _CHUNK], got)]
+            out.extend(got)
         return out
 
     def score_pairs(self, query: QueryLike, tool_ids: Sequence[str]) -> np.ndarray:
@@ -313,6 +394,7 @@ class ToolIndex:
         Returns:
             The absolute path written.
         """
+        _graph_of(self._state, self._config)  # saved with the index
         return save_index(path, self._state, self._config)
 
     @classmethod
@@ -332,4 +414,11 @@ class ToolIndex:
             IndexCorruptError: A file is truncated, damaged or inconsistent.
         """
         got = load_index(path, mmap=mmap, verify=verify)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense)
+        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense, graph=got.graph)
+
+
+def _graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:
+    """The state's tool graph, built on first use for an index saved without one."""
+    if st.graph is None:
+        st.graph = ToolGraph.build(st.catalog, config.analyzer)
+    return st.graph

@@ -19,7 +19,7 @@ __all__ = ["StepResult", "TaskResult", "search_task"]
 
 
 class _Searchable(Protocol):
-    def search_batch(self, queries: Sequence[Any], *, k: int = 5) -> list[list[Any]]: ...
+    def search_batch(self, queries: Sequence[Any], *, k: int = 5, complete: bool = False) -> list[list[Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _check_steps(steps: Sequence[str]) -> list[str]:
 
 
 def search_task(index: _Searchable, task: str, *, steps: Sequence[str] | None = None,
-                k: int = 5) -> TaskResult:
+                k: int = 5, complete: bool = False) -> TaskResult:
     """Retrieve tools for every sub-task of ``task`` and merge the rankings.
 
     Args:
@@ -89,6 +89,9 @@ def search_task(index: _Searchable, task: str, *, steps: Sequence[str] | None = 
             :func:`~toolsift.decompose.decompose`, and each step is searched as a
             structured query with the argument roles its clause mentions.
         k: Hits per step.
+        complete: Complete each step's hits into a tool set
+            (``ToolIndex.search_batch(complete=True)``): the producers of a found
+            tool's missing inputs join the step (their ``why`` says so).
 
     Returns:
         A :class:`TaskResult`.
@@ -105,7 +108,7 @@ def search_task(index: _Searchable, task: str, *, steps: Sequence[str] | None = 
     else:
         clauses = _check_steps(steps)
         queries = list(clauses)
-    ranked = index.search_batch(queries, k=k)
+    ranked = index.search_batch(queries, k=k, complete=True) if complete else index.search_batch(queries, k=k)
     step_results = [StepResult(step=c, hits=list(h)) for c, h in zip(clauses, ranked)]
     best: dict[str, tuple[float, int, int]] = {}
     hit_of: dict[str, Any] = {}

@@ -27,7 +27,7 @@ def add_commands(sub) -> dict:
     ev.add_argument("--method", default=None,
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
-                         "cold-start default,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
+                         "cold-start default,default-complete,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
                          "peer-dehydrator,peer-langchain; all but the last three join the default list)")
     ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
                     help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
@@ -81,7 +81,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         ds = MftrDataset.load(root)
         methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free", *BASELINE_METHODS]
         metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
-                   "recall@10", "recall@20", "mrr")
+                   "recall@10", "recall@20", "mrr", "completeness@10")
     known = (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
     bad = [m for m in methods if m not in known]
     if bad:

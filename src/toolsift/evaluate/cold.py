@@ -8,6 +8,10 @@ request. They are the same on every fold, so they are run once over all queries.
 =================  =====================================================================
 ``default``        ``ToolIndex.build(catalog)`` with ``IndexConfig()`` and
                    ``search_batch(texts, k=100)``: exactly the README's first two lines
+``default-complete`` as ``default``, with the top 10 completed into a tool set
+                   (``ToolIndex.complete``: producers of missing inputs, CRUD steps the
+                   query asks for, near-duplicates out; ``docs/graph.md``); the
+                   default ranking continues below it
 ``default-hybrid`` as ``default`` with hybrid (BM25 + dense) description, response and
                    examples fields (needs the ``dense`` extra; the bundled int8 MiniLM)
 ``bm25s-fulldoc``  the bm25s package over one flat text per tool (see :func:`flat_text`);
@@ -148,8 +152,12 @@ def _depth(catalog: Catalog) -> int:
     return min(_DEPTH, len(catalog))
 
 
-def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], config: IndexConfig
-                ) -> tuple[dict, dict]:
+#: The list size ``default-complete`` completes (the cut of completeness@10).
+COMPLETE_K = 10
+
+
+def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], config: IndexConfig, *,
+                complete: bool = False) -> tuple[dict, dict]:
     from ..toolindex import ToolIndex
 
     # All cores for the build (encoding) and the batch: threads change speed, not results.
@@ -157,8 +165,14 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
     hits = index.search_batch(list(texts), k=_depth(catalog))
     # search breaks ties by catalogue position; re-rank ties by the shared neutral rule.
     keys = dict(zip((t.id for t in catalog), tie_keys([t.id for t in catalog])))
-    ranked = [[h.id for h in sorted(hs, key=lambda h: (-h.score, keys[h.id]))] for hs in hits]
-    return ranked_run(ranked, qids), {"config": config.to_dict()}
+    ordered = [sorted(hs, key=lambda h: (-h.score, keys[h.id])) for hs in hits]
+    if complete:
+        # The completed set on top, then the rest of the same ranking.
+        k = min(COMPLETE_K, len(catalog))
+        done = [index.complete(t, hs[:2 * k], k=k) for t, hs in zip(texts, ordered)]
+        ordered = [top + [h for h in hs if h.id not in {x.id for x in top}] for top, hs in zip(done, ordered)]
+    ranked = [[h.id for h in hs] for hs in ordered]
+    return ranked_run(ranked, qids), {"config": config.to_dict(), **({"complete_k": COMPLETE_K} if complete else {})}
 
 
 def default_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexConfig, str]:
@@ -193,6 +207,13 @@ def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, enc
     # IndexConfig() (with LODO weights on a shared set): what a new user gets.
     cfg, weights = default_config(dataset)
     run, note = _search_run(catalog, texts, qids, cfg)
+    return run, {"weights": weights, **note}
+
+
+def _default_complete(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
+                      dataset: str | None = None) -> tuple[dict, dict]:
+    cfg, weights = default_config(dataset)
+    run, note = _search_run(catalog, texts, qids, cfg, complete=True)
     return run, {"weights": weights, **note}
 
 
@@ -277,6 +298,7 @@ def _peer(name: str) -> Callable[..., tuple[dict, dict]]:
 
 _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default": _default,
+    "default-complete": _default_complete,
     "default-hybrid": _default_hybrid,
     "bm25s-fulldoc": _bm25s,
     "bm25s-fulldoc-nostem": _bm25s_nostem,
@@ -285,12 +307,13 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "peer-toolpicker": _peer("toolpicker"),
     "peer-dehydrator": _peer("dehydrator"),
     "peer-langchain": _peer("langchain"),
+    "peer-graphtoolcall": _peer("graphtoolcall"),
 }
 
 #: Every cold-start method, in table order.
 COLD_METHODS: tuple[str, ...] = tuple(_RUNNERS)
 #: What ``toolsift eval DATASET`` adds to a table when no ``--method`` is given.
-BASELINE_METHODS: tuple[str, ...] = ("default", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
+BASELINE_METHODS: tuple[str, ...] = ("default", "default-complete", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
 
 
 def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
@@ -320,7 +343,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
     qids = [q for q, _ in queries]
     texts = [t for _, t in queries]
     t0 = time.perf_counter()
-    kw = {"dataset": dataset} if method in ("default", "default-hybrid") else {}
+    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid") else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": False, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

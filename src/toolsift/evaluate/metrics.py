@@ -17,7 +17,12 @@ here. Two behaviours of ``trec_eval`` matter when reading the numbers:
 binary labels of the benchmarks here that is the usual nDCG.
 
 Metric names are ``"<family>@<k>"`` or a bare family: ``ndcg@k``, ``recall@k``,
-``precision@k``, ``map@k``, ``success@k``, and ``ndcg``, ``map``, ``mrr``, ``rprec``.
+``precision@k``, ``map@k``, ``success@k``, ``completeness@k``, and ``ndcg``, ``map``,
+``mrr``, ``rprec``.
+
+``completeness@k`` (the ToolLens / COLT measure for multi-tool tasks) is 1 for a query
+whose relevant tools are *all* in the top ``k``, else 0: trec_eval's ``recall@k`` equal to
+1, read from the same evaluation (no formula of ours beyond that test).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ _CUT_FAMILIES = {
     "p": "P",
     "map": "map_cut",
     "success": "success",
+    "completeness": "recall",  # 1 when recall@k is 1 (see the module docstring)
 }
 _WHOLE = {"mrr": "recip_rank", "ndcg": "ndcg", "map": "map", "rprec": "Rprec"}
 _NAME = re.compile(r"^([a-z]+)(?:@(\d+))?$")
@@ -109,6 +115,13 @@ def _trec_measure(metric: str) -> tuple[str, str]:
             f"{sorted(_CUT_FAMILIES)} with '@k'"
         )
     return trec, trec
+
+
+def _value(metric: str, value: float) -> float:
+    if metric.startswith("completeness@"):
+        # recall is a ratio of small integers: all found is exactly 1.0 in trec_eval's output
+        return 1.0 if value >= 1.0 - 1e-9 else 0.0
+    return value
 
 
 def _clean_run(run: Run) -> dict[str, dict[str, float]]:
@@ -162,7 +175,7 @@ def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str] = METRICS) -> EvalRe
     for qid in judged:
         values = raw.get(qid)
         per_query[qid] = {
-            name: float(values[key]) if values is not None else 0.0
+            name: _value(name, float(values[key])) if values is not None else 0.0
             for name, (_, key) in measures.items()
         }
     n = len(per_query)

@@ -18,10 +18,15 @@ interfaces (``unshare -n``).
                 over whitespace tokens, its default preprocessing) on one ``Document``
                 per tool whose ``page_content`` is the tool's description, as LangGraph's
                 many-tools guide indexes tools (there with a vector store), ``invoke``
+``graphtoolcall`` graph-tool-call's ``ToolGraph``: ``add_tools(schemas)`` (dependency
+                detection on, its default), ``retrieve(query, top_k=k)`` (its default
+                ``mode="basic"``, no embedding, no LLM). Slow: ~2.5 s per query on
+                UltraTool's 1,323 tools and ~7 s on APIGen's 3,605, so ``toolsift
+                eval`` runs it only when asked (``--method peer-graphtoolcall``); see
+                docs/graph.md for where it ran
 ==============  ========================================================================
 
-Not wrapped: graph-tool-call (its offline keyword mode took ~7 s per query on APIGen's
-3,605 tools, hours per data set); LangChain's embedding retrievers (a vector store over
+Not wrapped: LangChain's embedding retrievers (a vector store over
 MiniLM is what ``dense-fulldoc`` measures, without LangChain in between).
 """
 
@@ -39,7 +44,8 @@ __all__ = ["PEERS", "PeerUnavailable", "peer_versions"]
 
 _PACKAGES = {"ratel": ("ratel_ai", "ratel-ai"), "toolpicker": ("toolpicker", "toolpicker"),
              "dehydrator": ("dehydrator", "dehydrator"),
-             "langchain": ("langchain_community.retrievers", "langchain-community")}
+             "langchain": ("langchain_community.retrievers", "langchain-community"),
+             "graphtoolcall": ("graph_tool_call", "graph-tool-call")}
 
 
 class PeerUnavailable(MethodUnavailable):
@@ -136,10 +142,30 @@ def _langchain(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: 
                     "whitespace tokens) over tool descriptions"}
 
 
+def _graphtoolcall(catalog: Catalog, schemas: Sequence[Mapping[str, Any]], queries: Sequence[str], *, k: int
+                   ) -> tuple[list[list[str]], dict]:
+    import warnings
+
+    gtc = _import("graphtoolcall")
+    names = _unique_names(schemas)
+    graph = gtc.ToolGraph()
+    graph.add_tools([{**s, "function": {**s["function"], "name": n}} for s, n in zip(schemas, names)])
+    to_id = dict(zip(names, (t.id for t in catalog)))
+    ranked = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "no embedding index": intended, it runs model-free here
+        for q in queries:
+            got = [to_id[t.name] for t in graph.retrieve(q, top_k=k) if t.name in to_id]
+            ranked.append(list(dict.fromkeys(got)))
+    return ranked, {"peer": "graph-tool-call", "method": "retrieve(mode='basic'), dependency detection on, "
+                    "no embedding"}
+
+
 #: ``{peer: wrapper(catalog, openai_schemas, queries, k=...) -> (ranked ids, note)}``.
 PEERS: dict[str, Callable[..., tuple[list[list[str]], dict]]] = {
     "ratel": _ratel,
     "toolpicker": _toolpicker,
     "dehydrator": _dehydrator,
     "langchain": _langchain,
+    "graphtoolcall": _graphtoolcall,
 }

@@ -18,7 +18,8 @@ from .output import MethodOutput
 __all__ = ["ULTRATOOL_METHODS", "ULTRATOOL_METRICS", "run_ultratool"]
 
 ULTRATOOL_METHODS = ("plain", "decomposed")
-ULTRATOOL_METRICS = ("recall@1", "recall@2", "recall@5", "recall@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10")
+ULTRATOOL_METRICS = ("recall@1", "recall@2", "recall@5", "recall@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10",
+                     "completeness@10")
 
 
 def _query(q, method: str) -> Query | str:

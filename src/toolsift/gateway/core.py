@@ -28,6 +28,7 @@ from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
 from ..query_schema import NO_MATCH_NOTE
 from ..search.budget import depth, fit_budget
+from ..search.complete import fetch_depth
 from ..tokens import TokenizerUnavailable
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
@@ -217,7 +218,8 @@ class Gateway:
     # ----------------------------------------------------------------- find_tools
     async def find_tools(self, query: str | Mapping[str, Any], *, limit: int | None = None,
                          format: str | None = None, tags: Sequence[str] = (),
-                         session: str | None = None, token_budget: int | None = None) -> dict[str, Any]:
+                         session: str | None = None, token_budget: int | None = None,
+                         complete: bool = False) -> dict[str, Any]:
         """The tools that best fit ``query``, with schemas in the host's format.
 
         Args:
@@ -235,6 +237,11 @@ class Gateway:
             token_budget: Return only the best tools whose schemas (in ``format``) fit
                 together in this many tokens (:mod:`toolsift.search.budget`); each entry
                 then carries its ``tokens``.
+            complete: Return a tool set for a multi-step task: add the tools that
+                produce a returned tool's missing inputs and the CRUD steps the query
+                asks for, drop near-duplicates (``ToolIndex.search(complete=True)``,
+                ``docs/graph.md``); added entries say why. Still at most ``limit`` and
+                within ``token_budget``.
 
         Returns:
             ``{"tools": [...], "format": ..., "backend": "bm25"}``, best first. A full
@@ -249,11 +256,15 @@ class Gateway:
         fmt = parse_format(format, self._config)
         k = parse_limit(limit, self._config)
         budget = parse_token_budget(token_budget)
+        if not isinstance(complete, bool):
+            raise GatewayError("bad_request", f"complete must be true or false, got {complete!r}")
         want = parse_tags(tags)
         check_session_id(session)
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         state = self._state
-        if budget is None:
+        if complete:
+            hits = await asyncio.to_thread(self._rank_complete, state, q, text, k, want, budget, fmt)
+        elif budget is None:
             hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
         else:
             hits = await asyncio.to_thread(self._rank_within, state, q, text, k, want, budget, fmt)
@@ -303,6 +314,20 @@ class Gateway:
         pool = self._rank(state, query, text, depth(limit, len(state.index.catalog)), tags)
         try:
             return fit_budget(pool, token_budget=budget, k=limit, format=fmt)
+        except TokenizerUnavailable as exc:
+            raise GatewayError("bad_request", f"token_budget is not available on this gateway: {exc}") from None
+
+    def _rank_complete(self, state: IndexState, query: str | Query, text: str, limit: int,
+                       tags: tuple[str, ...], budget: int | None, fmt: str) -> list[Hit]:
+        """:meth:`_rank` over twice ``limit`` (tags and routing applied), completed into a
+        tool set from that pool, then fitted to ``budget``."""
+        index = state.index
+        pool = self._rank(state, query, text, fetch_depth(limit, len(index.catalog)), tags)
+        hits = index.complete(query, pool, k=limit)
+        if budget is None:
+            return hits
+        try:
+            return fit_budget(hits, token_budget=budget, k=limit, format=fmt)
         except TokenizerUnavailable as exc:
             raise GatewayError("bad_request", f"token_budget is not available on this gateway: {exc}") from None
 

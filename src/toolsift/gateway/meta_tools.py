@@ -42,6 +42,10 @@ def meta_tool_definitions(config: GatewayConfig) -> list[Tool]:
                 "token_budget": {"type": "integer", "minimum": 1,
                                  "description": "Optional: return only the best tools whose schemas fit "
                                                 "together in this many tokens."},
+                "complete": {"type": "boolean", "default": False,
+                             "description": "Set true for a multi-step task: also return the tools that "
+                                            "provide the inputs the found tools need (e.g. the one that "
+                                            "looks up a user id before sending a message)."},
             },
             "required": ["query"],
         },

@@ -3,7 +3,7 @@
 ``tools/list`` returns only the meta-tools ``find_tools`` and ``use_tool``; the catalogue
 stays behind them. ``tools/call`` handles:
 
-* ``find_tools {query, limit?, tags?, format?, token_budget?}`` - the matching schemas
+* ``find_tools {query, limit?, tags?, format?, token_budget?, complete?}`` - the matching schemas
   (:meth:`Gateway.find_tools`; ``format`` overrides the configured host format);
 * ``use_tool {query, params, confirm?}`` - find the best tool and run it;
 * any tool name ``find_tools`` returned (e.g. ``weather__get_forecast``) - validated
@@ -45,7 +45,7 @@ log = logging.getLogger("toolsift.gateway.server")
 #: ``_meta`` key of a ``tools/call`` request confirming a high-risk direct call.
 CONFIRM_META_KEY = "toolsift/confirm"
 
-_FIND_KEYS = frozenset({"query", "limit", "tags", "format", "token_budget"})
+_FIND_KEYS = frozenset({"query", "limit", "tags", "format", "token_budget", "complete"})
 _USE_KEYS = frozenset({"query", "params", "confirm"})
 
 
@@ -181,7 +181,8 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                 found = await gateway.find_tools(args.get("query"), limit=args.get("limit"),
                                                  format=args.get("format"), tags=args.get("tags") or (),
                                                  session=_session_key(request),
-                                                 token_budget=args.get("token_budget"))
+                                                 token_budget=args.get("token_budget"),
+                                                 complete=args.get("complete", False))
                 return _text_result(found)
             if name == "use_tool":
                 _check_keys("use_tool", args, _USE_KEYS)

@@ -4,7 +4,8 @@ Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
 ``vocab.arrow``, one
 ``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, with a
+zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, ``graph.arrow`` and ``graph_tools.arrow`` (the tool graph's edges and per-tool families,
+:mod:`toolsift.index.graph`; an index saved without it builds the graph on first use), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
@@ -30,6 +31,7 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
+from .graph import ToolGraph
 from .state import IndexState
 from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
@@ -45,6 +47,7 @@ class LoadedIndex(NamedTuple):
     vocab: Vocabulary
     fields: dict[str, FieldIndex]
     dense: dict[str, DenseField]
+    graph: ToolGraph | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
@@ -68,6 +71,9 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
     for name, dn in st.dense.items():
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
+    if st.graph is not None:
+        tables["graph.arrow"] = st.graph.to_arrow()
+        tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
     manifest = {
         "toolsift_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -77,6 +83,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         "config": config.to_dict(),
         "fields": stats,
     }
+    if st.graph is not None:
+        manifest["graph"] = {"n_edges": len(st.graph)}
     return write_index_dir(path, tables, manifest)
 
 
@@ -193,4 +201,12 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
-    return LoadedIndex(catalog, config, vocab, fields, dense)
+    graph = None
+    if "graph.arrow" in manifest.get("files", {}):
+        where = f"{ddir}/graph.arrow"
+        graph = ToolGraph.from_arrow(open_table(ddir, "graph.arrow", mmap=False, save_id=sid),
+                                     open_table(ddir, "graph_tools.arrow", mmap=False, save_id=sid), n_tools,
+                                     where=where)
+        if len(graph) != manifest.get("graph", {}).get("n_edges", len(graph)):
+            raise IndexCorruptError(f"{where}: {len(graph)} edges, manifest says {manifest['graph']['n_edges']}")
+    return LoadedIndex(catalog, config, vocab, fields, dense, graph)

@@ -60,6 +60,8 @@ class IndexState:
         self._groups = np.repeat(np.arange(len(catalog), dtype=np.int64), counts)
         # Per-field retrievers by settings, filled by toolsift.search.retrievers().
         self.retrievers: dict[tuple, dict] = {}
+        # The tool graph (toolsift.index.graph.ToolGraph), set by ToolIndex.
+        self.graph = None
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""

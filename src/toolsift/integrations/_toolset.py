@@ -99,6 +99,8 @@ class ToolSearch:
             asked once more without the search tool, so the loop always ends.
         max_tools: Found tools sent at most (pinned tools do not count).
         search_tool_name: The name the model sees for the search tool.
+        complete: Each search returns a tool set: the found tools plus the ones that
+            produce their missing inputs (``ToolIndex.search(complete=True)``).
 
     Raises:
         SchemaError: Two catalogue tools share a name, a pinned name is not in the
@@ -108,8 +110,11 @@ class ToolSearch:
 
     def __init__(self, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
                  max_searches: int = 3, max_tools: int = 32,
-                 search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+                 search_tool_name: str = SEARCH_TOOL_NAME, complete: bool = False) -> None:
         self.k = _positive_int(k, "k")
+        if not isinstance(complete, bool):
+            raise ConfigError(f"complete: expected True or False, got {complete!r}")
+        self.complete = complete
         self.max_searches = _positive_int(max_searches, "max_searches", allow_zero=True)
         self.max_tools = _positive_int(max_tools, "max_tools")
         if not isinstance(search_tool_name, str) or not search_tool_name.strip():
@@ -173,7 +178,7 @@ class ToolSearch:
         if not isinstance(query, str) or not query.strip():
             return json.dumps({"error": "missing 'query': send {\"query\": \"what you need to do\"}"}), []
         try:
-            hits = self.index.search(query, k=self.k)
+            hits = self.index.search(query, k=self.k, complete=self.complete)
         except QueryError as exc:
             return json.dumps({"error": str(exc)}), []
         found = [h.tool for h in hits if h.matched]
@@ -270,7 +275,8 @@ class WrappedClient:
     """
 
     def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
-                 max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME) -> None:
+                 max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME,
+                 complete: bool = False) -> None:
         sync_type, async_type = self._client_types()
         if not isinstance(client, (sync_type, async_type)):
             raise ToolsiftError(f"client: expected an {sync_type.__module__.split('.')[0]}.{sync_type.__name__} "
@@ -278,7 +284,7 @@ class WrappedClient:
         self._client = client
         self._async = isinstance(client, async_type)
         self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name)
+                                 max_tools=max_tools, search_tool_name=search_tool_name, complete=complete)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:

@@ -56,6 +56,8 @@ class ToolsiftRetriever(BaseRetriever):
         index: The :class:`~toolsift.ToolIndex` searched.
         k: Documents returned at most.
         only_matched: Drop tools no field matched (``search`` fills its tail with them).
+        complete: Return a tool set: add the tools that produce the found ones' missing
+            inputs (``ToolIndex.search(complete=True)``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -63,6 +65,7 @@ class ToolsiftRetriever(BaseRetriever):
     index: Any
     k: int = Field(default=5, ge=1)
     only_matched: bool = True
+    complete: bool = False
 
     @classmethod
     def from_tools(cls, tools: ToolsSource, **kwargs: Any) -> ToolsiftRetriever:
@@ -71,5 +74,5 @@ class ToolsiftRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self.index.search(query, k=self.k)
+        hits = self.index.search(query, k=self.k, complete=self.complete)
         return [hit_to_document(h) for h in hits if h.matched or not self.only_matched]

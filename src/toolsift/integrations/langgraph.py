@@ -32,7 +32,7 @@ __all__ = ["make_retrieve_tools"]
 
 
 def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str, Any] | None = None,
-                        only_matched: bool = True
+                        only_matched: bool = True, complete: bool = False
                         ) -> tuple[Callable[[str], list[str]], Callable[[str], Awaitable[list[str]]]]:
     """The ``retrieve_tools`` function and coroutine for ``langgraph_bigtool.create_agent``.
 
@@ -42,6 +42,8 @@ def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str
         registry: The agent's ``tool_registry``; when given, every indexed tool id must
             be one of its keys, so the agent can never be handed an id it cannot bind.
         only_matched: Drop tools no field matched.
+        complete: Return tool sets (``ToolIndex.search(complete=True)``): the producers
+            of the found tools' missing inputs come along.
 
     Returns:
         ``(retrieve_tools, aretrieve_tools)``, both ``(query: str) -> list[str]``.
@@ -60,7 +62,7 @@ def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str
 
     def retrieve_tools(query: str) -> list[str]:
         """Find the tools that can do a task. Describe the action you need in plain words."""
-        return [h.id for h in index.search(query, k=k) if h.matched or not only_matched]
+        return [h.id for h in index.search(query, k=k, complete=complete) if h.matched or not only_matched]
 
     async def aretrieve_tools(query: str) -> list[str]:
         """Find the tools that can do a task. Describe the action you need in plain words."""

@@ -42,23 +42,26 @@ class ToolsiftNodeRetriever(BaseRetriever):
         tools: An index, or anything to build one from (any catalogue toolsift reads).
         k: Nodes returned at most.
         only_matched: Drop tools no field matched.
+        complete: Return tool sets (``ToolIndex.search(complete=True)``).
         **kwargs: Passed to LlamaIndex's ``BaseRetriever`` (``callback_manager`` ...).
 
     Raises:
         SchemaError: ``k`` < 1.
     """
 
-    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, **kwargs: Any) -> None:
+    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, complete: bool = False,
+                 **kwargs: Any) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise SchemaError("k", f"expected an integer >= 1, got {k!r}")
         self.index = as_index(tools)
         self.k = k
         self.only_matched = only_matched
+        self.complete = complete
         super().__init__(**kwargs)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         out = []
-        for hit in self.index.search(query_bundle.query_str, k=self.k):
+        for hit in self.index.search(query_bundle.query_str, k=self.k, complete=self.complete):
             if not (hit.matched or not self.only_matched):
                 continue
             tool = hit.tool
@@ -78,7 +81,8 @@ class ToolsiftNodeRetriever(BaseRetriever):
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
-def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True) -> ObjectRetriever:
+def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True,
+                   complete: bool = False) -> ObjectRetriever:
     """An ``ObjectRetriever`` returning LlamaIndex tool objects, ranked by toolsift.
 
     Args:
@@ -86,6 +90,7 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
             ``QueryEngineTool`` ...); names must be unique.
         k: Tools returned at most.
         only_matched: Drop tools no field matched.
+        complete: Return tool sets (``ToolIndex.search(complete=True)``).
 
     Raises:
         SchemaError: A tool has no metadata, or two tools share a name.
@@ -102,6 +107,6 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise SchemaError("tools", f"duplicate tool name(s) {', '.join(map(repr, dups))}")
-    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched)
+    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, complete=complete)
     mapping = SimpleToolNodeMapping.from_objects(list(tools))
     return ObjectRetriever(retriever=retriever, object_node_mapping=mapping)

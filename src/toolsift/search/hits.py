@@ -28,7 +28,9 @@ class Hit:
         penalty: Missing-parameter penalty subtracted from the score (``explain=True``).
         parameters: Per tool parameter, the best-matching argument and its similarity,
             ``{param: (argument or None, similarity)}`` (``explain=True``).
-        why: A one-line explanation (``explain=True``).
+        why: A one-line explanation (``explain=True``); for a tool that
+            ``search(..., complete=True)`` added, what it completes (``"provides
+            user_id for send_message"``), with or without ``explain``.
         matched: Whether some field matched the query. ``search`` always returns
             ``min(k, len(index))`` hits; tools that no field matched fill the tail and
             have ``matched=False`` (callers that want evidence only filter on it).
@@ -86,6 +88,8 @@ class Hit:
             out["parameters"] = {
                 p: {"argument": a, "similarity": s} for p, (a, s) in (self.parameters or {}).items()
             }
+            out["why"] = self.why
+        elif self.why is not None:
             out["why"] = self.why
         if self.tokens is not None:
             out["tokens"] = self.tokens

@@ -70,6 +70,7 @@ pq.write_table(pairs_table, "pairs.parquet")
 queries_table = pa.table({"query": ["send an email to Bob", "weather in Paris"]})
 """,
     "decompose.md": _DEMO_INDEX,
+    "graph.md": "from toolsift import ToolIndex\nfrom toolsift.adapters import load_openapi\n",
     "usage-learning.md": _DEMO_INDEX + """
 async def run_tool(tool, arguments):
     return {"ok": True}
@@ -81,6 +82,11 @@ class _Backend:
 
 my_backend = _Backend()
 """,
+}
+
+# Repository files a document names by relative path, copied into its directory.
+FILES = {
+    "graph.md": ["tests/fixtures/openapi/shop.json"],
 }
 
 # Objects a document starts that must be stopped afterwards (threads, signal handlers).
@@ -138,6 +144,9 @@ def test_doc_block_runs(doc, line, code, doc_state, tmp_path_factory, monkeypatc
     if state is None:
         work = tmp_path_factory.mktemp(doc.replace(".", "_"))
         shutil.copy(demo_catalog_path(), work / "tools.json")
+        for rel in FILES.get(doc, ()):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / rel, work / rel)
         state = doc_state[doc] = {"dir": work, "ns": {"__name__": "__doc__"}}
         monkeypatch.chdir(work)
         if doc in PREAMBLES:

@@ -749,6 +749,7 @@ def test_warmup_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         assert scores.shape[0] == 2 and np.all(np.isfinite(scores))  # two candidates
 
 
+@pytest.mark.slow  # the whole module again, in plain Python
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")
 def test_module_passes_with_disable_jit() -> None:
     assert_module_passes_without_jit(__file__, mftr.__file__)

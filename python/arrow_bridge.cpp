@@ -202,6 +202,12 @@ Column<T> import_column(const py::handle& obj, const char* what) {
   }
   const auto* data = static_cast<const T*>(info.ptr);
   const auto n = static_cast<std::size_t>(info.shape[0]);
+  if (!info.readonly) {
+    // A writable buffer can change under the index (another thread, later caller
+    // code) after it was validated: the index keeps its own copy. Read-only buffers
+    // (memory-mapped files, Arrow) stay zero-copy.
+    return Column<T>::owned(std::vector<T>(data, data + n));
+  }
   return Column<T>::borrowed(data, n, holder);
 }
 

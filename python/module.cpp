@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -95,6 +96,16 @@ py::array_t<T> to_array(std::vector<T>&& v) {
   return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
 }
 
+// A snapshot of a caller's array that no other thread can change while the GIL is
+// released: the array itself when nobody else can write it (the private array pybind11
+// made converting the argument: no other reference; or a read-only array owning its
+// data), else a copy. Taken before validation, so what was checked is what is read.
+template <class A>
+A stable(const A& a) {
+  if (a.ref_count() == 1 || (!a.writeable() && a.owndata())) return a;
+  return A::ensure(py::array(a).attr("copy")());
+}
+
 std::string method_name(Bm25Method m) { return m == Bm25Method::kAtire ? "atire" : "lucene"; }
 
 void require_1d(const py::array& a, const char* what) {
@@ -113,13 +124,17 @@ QueryBatch make_batch(const InvertedIndex& idx, const I32Array& terms, const I64
   return q;
 }
 
-std::shared_ptr<InvertedIndex> build(const I32Array& tokens, const I64Array& offsets, int32_t n_terms,
-                                     const std::optional<I32Array>& groups, int32_t n_groups, double k1, double b,
+std::shared_ptr<InvertedIndex> build(const I32Array& tokens_in, const I64Array& offsets_in, int32_t n_terms,
+                                     const std::optional<I32Array>& groups_in, int32_t n_groups, double k1, double b,
                                      const std::string& method) {
+  const I32Array tokens = stable(tokens_in);
+  const I64Array offsets = stable(offsets_in);
+  const std::optional<I32Array> groups = groups_in ? std::optional<I32Array>(stable(*groups_in)) : std::nullopt;
   require_1d(tokens, "tokens");
   require_1d(offsets, "offsets");
   if (offsets.shape(0) < 1) throw std::invalid_argument("offsets must have at least one element (n_docs + 1)");
   const auto n_docs = static_cast<std::size_t>(offsets.shape(0) - 1);
+  toolsift::check_doc_count(n_docs, "offsets");
   if (offsets.at(static_cast<py::ssize_t>(n_docs)) != tokens.shape(0)) {
     throw std::invalid_argument("offsets[-1] must equal len(tokens)");
   }
@@ -151,8 +166,10 @@ std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::o
   return std::make_shared<InvertedIndex>(InvertedIndex::from_columns(std::move(cols), grouped, n_groups, p));
 }
 
-py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
+py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms_in, const I64Array& offsets_in,
                                const std::string& scale, bool group, int threads) {
+  const I32Array terms = stable(terms_in);
+  const I64Array offsets = stable(offsets_in);
   const toolsift::Scale sc = parse_scale(scale);
   const QueryBatch q = make_batch(idx, terms, offsets);
   const std::size_t width = group ? idx.n_groups() : idx.n_docs();
@@ -165,8 +182,10 @@ py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms, 
   return out;
 }
 
-py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, int64_t k,
+py::tuple topk(const InvertedIndex& idx, const I32Array& terms_in, const I64Array& offsets_in, int64_t k,
                const std::string& scale, bool group, int threads, const std::string& prune) {
+  const I32Array terms = stable(terms_in);
+  const I64Array offsets = stable(offsets_in);
   const toolsift::Scale sc = parse_scale(scale);
   const Prune pr = parse_prune(prune);
   if (k < 0) throw std::invalid_argument("k must be >= 0");
@@ -205,9 +224,12 @@ TextQueries make_text_queries(const QueryBatch& q, const I64Array& text_query, i
   return tq;
 }
 
-py::tuple candidates(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets,
-                     const I64Array& text_query, int64_t n_queries, int64_t n, const std::string& scale, bool group,
+py::tuple candidates(const InvertedIndex& idx, const I32Array& terms_in, const I64Array& offsets_in,
+                     const I64Array& text_query_in, int64_t n_queries, int64_t n, const std::string& scale, bool group,
                      int threads, const std::string& prune) {
+  const I32Array terms = stable(terms_in);
+  const I64Array offsets = stable(offsets_in);
+  const I64Array text_query = stable(text_query_in);
   const toolsift::Scale sc = parse_scale(scale);
   const Prune pr = parse_prune(prune);
   if (n < 0) throw std::invalid_argument("n must be >= 0");
@@ -221,9 +243,14 @@ py::tuple candidates(const InvertedIndex& idx, const I32Array& terms, const I64A
   return py::make_tuple(to_array(std::move(ptr)), to_array(std::move(ids)));
 }
 
-py::tuple gather(const InvertedIndex& idx, const I32Array& terms, const I64Array& offsets, const I64Array& text_query,
-                 const I64Array& cand_ptr, const I64Array& cand_ids, const std::string& scale, bool group,
-                 int threads) {
+py::tuple gather(const InvertedIndex& idx, const I32Array& terms_in, const I64Array& offsets_in,
+                 const I64Array& text_query_in, const I64Array& cand_ptr_in, const I64Array& cand_ids_in,
+                 const std::string& scale, bool group, int threads) {
+  const I32Array terms = stable(terms_in);
+  const I64Array offsets = stable(offsets_in);
+  const I64Array text_query = stable(text_query_in);
+  const I64Array cand_ptr = stable(cand_ptr_in);
+  const I64Array cand_ids = stable(cand_ids_in);
   const toolsift::Scale sc = parse_scale(scale);
   const QueryBatch q = make_batch(idx, terms, offsets);
   require_1d(cand_ptr, "cand_ptr");
@@ -244,7 +271,10 @@ py::tuple gather(const InvertedIndex& idx, const I32Array& terms, const I64Array
   return py::make_tuple(to_array(std::move(off)), out);
 }
 
-py::tuple union_csr(const std::vector<I64Array>& ptrs, const std::vector<I64Array>& ids) {
+py::tuple union_csr(const std::vector<I64Array>& ptrs_in, const std::vector<I64Array>& ids_in) {
+  std::vector<I64Array> ptrs, ids;
+  for (const auto& a : ptrs_in) ptrs.push_back(stable(a));
+  for (const auto& a : ids_in) ids.push_back(stable(a));
   if (ptrs.size() != ids.size()) throw std::invalid_argument("union_csr: ptrs and ids differ in length");
   if (ptrs.empty()) throw std::invalid_argument("union_csr: needs at least one CSR");
   std::vector<CsrView> parts;
@@ -292,6 +322,11 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "toolsift engine core (C++): per-field inverted index and BM25 scoring.";
   toolsift::py_bridge::register_column_view(m);
   toolsift::py_bridge::register_interner(m);
+  m.def("_stable_address", [](const I32Array& a) {
+    // For tests: the address the kernels would read for ``a`` (its own when zero-copy).
+    const I32Array kept = stable(a);
+    return reinterpret_cast<std::uintptr_t>(kept.data());
+  }, py::arg("a"));
   m.def("union_csr", &union_csr, py::arg("ptrs"), py::arg("ids"),
         "Row-wise sorted union of several CSR id lists with the same rows: (ptr int64[], ids int64[]).");
 

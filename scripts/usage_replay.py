@@ -336,6 +336,10 @@ def main(argv=None) -> int:
     ap.add_argument("--agents", type=int, default=3, help="sessions asking each query (default 3)")
     ap.add_argument("--noise", type=float, default=0.15, help="share of agents also calling a wrong returned tool")
     ap.add_argument("--min-voters", type=int, default=None, help="override LearnConfig.min_voters")
+    ap.add_argument("--min-clients", type=int, default=1,
+                    help="LearnConfig.min_clients (default 1 here: the simulated agents share one process "
+                         "and, over HTTP, one loopback address, so they are not distinct client identities; "
+                         "the library default is 5)")
     ap.add_argument("--transport", choices=("http", "core"), default="http")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default="/tmp/toolsift-usage-replay")
@@ -356,7 +360,9 @@ def main(argv=None) -> int:
     from toolsift.toolindex import ToolIndex
     from toolsift.usage import LearnConfig
 
-    config = LearnConfig() if args.min_voters is None else LearnConfig(min_voters=args.min_voters)
+    config = LearnConfig(min_clients=args.min_clients)
+    if args.min_voters is not None:
+        config = LearnConfig(min_voters=args.min_voters, min_clients=args.min_clients)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     results = {}
@@ -372,7 +378,8 @@ def main(argv=None) -> int:
         print(f"{name}: replay {stats}", file=sys.stderr, flush=True)
         got = curve(ds, base, db, sessions, config=config)
         results[name] = {"weights": weights, "replay": stats, "agents": args.agents, "noise": args.noise,
-                         "transport": args.transport, "min_voters": config.min_voters, **got,
+                         "transport": args.transport, "min_voters": config.min_voters,
+                         "min_clients": config.min_clients, **got,
                          "offline_feedback": OFFLINE.get(name)}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")

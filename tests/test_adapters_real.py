@@ -221,7 +221,9 @@ def test_google_docstring() -> None:
                                 "The PDF is generated from the customer's billing profile.")
     assert flags(tool) == {"customer_id": True, "amount": True, "currency": False, "due_days": False}
     assert [p.type for p in tool.parameters] == ["str", "float", "str", "int | None"]
-    assert param(tool, "currency").example == "EUR"
+    # A Python default is not an example value: it is kept as the default, in source.
+    assert all(p.example is None for p in tool.parameters)
+    assert tool.source["defaults"] == {"currency": "EUR", "due_days": None}
     assert param(tool, "amount").description == "Total amount, in major units."
     assert tool.response == "Returns dict[str, Any]: The invoice id and its public URL."
     assert tool.source["signature"].startswith("(customer_id: str")

@@ -24,7 +24,9 @@ def demo():
 
 @pytest.fixture(scope="module")
 def dense_index(demo):
-    return ToolIndex.build(demo, config=IndexConfig(retrievers=DENSE))
+    # Queries through the transformer: these tests check the dense machinery against the
+    # document encoder's own cosines (the static query encoder has tests of its own below).
+    return ToolIndex.build(demo, config=IndexConfig(retrievers=DENSE, query_encoder="transformer"))
 
 
 def test_dense_field_scores_match_fp32_cosine(demo, dense_index):
@@ -125,3 +127,51 @@ def test_int8_top10_matches_fp32_on_real_corpora(name, ds):
     top_i = np.argsort(-int8, axis=1)[:, :k]
     overlap = np.mean([len(set(a) & set(b)) / k for a, b in zip(top_f, top_i)])
     assert overlap >= 0.99, overlap
+
+
+def test_static_query_scores_are_cosines_of_the_refitted_table(demo):
+    """Hybrid preset: the dense part of a field score is the int8 cosine between the
+    static query vector (the shipped table with this index's refitted rows) and the
+    document's MiniLM vector (a NumPy twin of the whole path)."""
+    from toolsift.index.query_table import query_encoder_for
+    from toolsift.presets import preset_config
+
+    cfg = preset_config("hybrid", hybrid_weight=0.0)
+    index = ToolIndex.build(demo, config=cfg)
+    st = index._state
+    assert st.query_table is not None and len(st.query_table) > 100
+    queries = ["send a message to a colleague", "what's the weather like", "refund my order"]
+    qv = query_encoder_for(st, cfg).encode(queries)
+    m = st.dense["description"].matrix
+    ref = qv @ (m.codes.astype(np.float32) * m.scales[:, None]).T
+    got = index.field_scores(queries).base[:, :, 0]
+    np.testing.assert_allclose(got, np.maximum(ref, 0), atol=0.02)
+    # The refit moved the query vectors toward the transformer's: closer than the shipped
+    # table alone.
+    from toolsift.encoders.static import StaticEncoder
+
+    teacher = encode_texts(get_encoder(cfg), queries)
+    shipped = StaticEncoder().encode(queries)
+    assert (qv * teacher).sum(axis=1).mean() > (shipped * teacher).sum(axis=1).mean()
+
+
+def test_query_table_saved_and_refitted_on_updates(demo, tmp_path):
+    """The refitted rows are saved with the index; an update refits them to exactly what
+    a fresh build of the same catalogue has."""
+    from toolsift.presets import preset_config
+
+    cfg = preset_config("hybrid")
+    tools = list(demo)
+    index = ToolIndex.build(tools[:40], config=cfg)
+    index.add_tools(tools[40:50])
+    index.remove_tools([tools[3].id])
+    fresh = ToolIndex.build(Catalog(list(index.catalog)), config=cfg)
+    a, b = index._state.query_table, fresh._state.query_table
+    np.testing.assert_array_equal(a.token_ids, b.token_ids)
+    np.testing.assert_array_equal(a.codes, b.codes)
+    index.save(tmp_path / "idx")
+    loaded = ToolIndex.load(tmp_path / "idx")
+    np.testing.assert_array_equal(loaded._state.query_table.codes, a.codes)
+    qs = ["email the team the report", "cancel my order 42"]
+    assert [[(h.id, h.score) for h in r] for r in loaded.search_batch(qs, k=5)] == \
+        [[(h.id, h.score) for h in r] for r in fresh.search_batch(qs, k=5)]

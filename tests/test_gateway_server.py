@@ -163,8 +163,14 @@ def serve_http(args: list[str], log: Path):
     base = f"http://127.0.0.1:{port}"
     try:
         proc.wait_http(base + "/health", timeout=60)
-        # One ready line, with the URL to connect to.
-        ready = [line for line in proc.tail().splitlines() if "gateway ready at" in line]
+        # One ready line, with the URL to connect to. (With --workers, /health answers
+        # as soon as the first worker listens; the line comes once all of them do.)
+        deadline = time.monotonic() + 60
+        while True:
+            ready = [line for line in proc.tail().splitlines() if "gateway ready at" in line]
+            if ready or time.monotonic() > deadline or proc.p.poll() is not None:
+                break
+            time.sleep(0.1)
         assert ready == [f"toolsift: gateway ready at {base}/mcp (GET {base}/health for status; Ctrl-C stops)"], \
             proc.tail()
         yield base

@@ -201,9 +201,14 @@ def test_arrays_round_trip_into_the_core_without_copy():
     core = _core.InvertedIndex.from_arrays(indptr, docs, tfs, lens)
     assert core.column("doc_ids").address == docs.buffers()[1].address
     npdocs = np.array([0, 1, 1], np.int32)
+    npdocs.flags.writeable = False  # read-only buffers are borrowed (zero-copy) ...
     core2 = _core.InvertedIndex.from_arrays(np.array([0, 2, 3]), npdocs, np.array([1, 2, 1], np.int32),
                                             np.array([1, 3], np.int32))
     assert core2.column("doc_ids").address == npdocs.ctypes.data
+    writable = np.array([0, 1, 1], np.int32)  # ... writable ones copied (issue 24: they could change under it)
+    core3 = _core.InvertedIndex.from_arrays(np.array([0, 2, 3]), writable, np.array([1, 2, 1], np.int32),
+                                            np.array([1, 3], np.int32))
+    assert core3.column("doc_ids").address != writable.ctypes.data
 
 
 # ---------------------------------------------------------------- persistence

@@ -239,9 +239,9 @@ def test_learn_adds_trusted_intents_only(gateway, index):
     query = "how polluted is the air outside"
     before = _rank(index, query, "get_air_quality")
     original = _tool(index, "get_air_quality").examples
-    for s in ("s1", "s2"):
+    for s in ("s1", "s2", "s3", "s4", "s5"):  # min_clients=5 (no client recorded: a session is one)
         _session(gw, s, query, ["get_air_quality"])
-    _session(gw, "s3", "is it going to rain", ["track_order"])  # one session only: not trusted
+    _session(gw, "s6", "is it going to rain", ["track_order"])  # one session only: not trusted
     rec.flush()
     result = learn(index, rec.log)
     assert result.added == {"get_air_quality": (query,)}
@@ -251,13 +251,13 @@ def test_learn_adds_trusted_intents_only(gateway, index):
     assert _rank(result.index, query, "get_air_quality") <= before
     again = learn(result.index, rec.log)  # idempotent on an already learned index
     assert again.added == {} and _tool(again.index, "get_air_quality").examples.count(query) == 1
-    one = learn(index, rec.log, config=LearnConfig(min_voters=1))
+    one = learn(index, rec.log, config=LearnConfig(min_voters=1, min_clients=1))
     assert set(one.added) == {"get_air_quality", "track_order"}
 
 
 def test_learn_cli_dry_run_out_and_rollback(gateway, index, tmp_path):
     gw, rec = gateway
-    for s in ("s1", "s2"):
+    for s in ("s1", "s2", "s3", "s4", "s5"):
         _session(gw, s, "air pollution levels in town", ["get_air_quality"])
     rec.flush()
     src = index.save(tmp_path / "base.idx")

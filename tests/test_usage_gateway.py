@@ -61,8 +61,8 @@ def test_relearn_swaps_without_dropping_requests(demo_index, tmp_path):
             return len(found["tools"])
         return await asyncio.gather(*(one(i) for i in range(n)))
 
-    asyncio.run(teach("a"))
-    asyncio.run(teach("b"))
+    for session in "abcde":  # five sessions: five identities (min_clients), none recorded
+        asyncio.run(teach(session))
     swaps = []
     stop = threading.Event()
 
@@ -180,7 +180,7 @@ def test_poisoning_one_session_1000_uses(apibank, tmp_path):
     assert after == before
     # Even trusting single sessions, the per-session caps make 1,000 uses worth at most
     # max_intents_per_tool (3) intents: the target moves exactly as far as 3 uses move it.
-    lax = LearnConfig(min_voters=1, train_weights=False)
+    lax = LearnConfig(min_voters=1, min_clients=1, train_weights=False)
     poisoned = learn(index, rec.log, config=lax)
     assert len(poisoned.added.get(target, ())) <= lax.rules.max_intents_per_tool
     rec3 = UsageRecorder(tmp_path / "three.db")
@@ -204,7 +204,7 @@ def test_learning_that_does_not_help_is_dropped(apibank, tmp_path):
     assert len(solved) >= 20
     with UsageLog(tmp_path / "u.db") as log:
         for q in solved:
-            for agent in range(2):
+            for agent in range(5):  # five agents: min_clients
                 log.add_use(run="r", session=f"{q.id}-{agent}", tool_id=q.labels[0], outcome="success",
                             via="record_use", query_text=q.text, intent=q.text)
         result = learn(index, log)
@@ -230,13 +230,13 @@ def test_failed_calls_never_count(apibank, tmp_path):
 
 
 def test_weights_retrained_only_when_they_help(apibank, tmp_path):
-    """Labelled training queries as usage (two sessions each): examples are added and the
+    """Labelled training queries as usage (five sessions each): examples are added and the
     weights are adopted only with a held-out gain, never worse than the current ones."""
     ds, index = apibank
     train = [q for q in ds.queries if q.id not in set(ds.test_ids(0))]
     with UsageLog(tmp_path / "u.db") as log:
         for q in train:
-            for agent in range(2):
+            for agent in range(5):  # five agents: min_clients
                 for t in q.labels:
                     log.add_use(run="r", session=f"{q.id}-{agent}", tool_id=t, outcome="success", via="record_use",
                                 query_text=q.text, intent=q.text)

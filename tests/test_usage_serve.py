@@ -65,6 +65,9 @@ def test_serve_records_usage_and_relearns_on_sighup(tmp_path):
         uses = list(log.uses())
     assert len(finds) == 3 and len({f.session for f in finds}) == 3
     assert all(f.session.startswith("http:") for f in finds)
+    # The client identity is filled in over HTTP (the peer address), so voter="client"
+    # and LearnConfig.min_clients act there too.
+    assert {f.client for f in finds} == {u.client for u in uses} == {"http:127.0.0.1"}
     assert finds[-1].index_version == "learned-000001" != finds[0].index_version
     assert sorted(u.outcome for u in uses) == ["invalid_params", "invalid_params", "success", "success"]
     ev = attribute((finds, uses))

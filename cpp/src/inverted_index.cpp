@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -14,15 +15,27 @@ namespace toolsift {
 using detail::fail;
 using detail::kMinQueriesPerThread;
 
+void check_doc_count(std::size_t n_docs, const char* what) {
+  constexpr auto kMax = static_cast<std::size_t>(std::numeric_limits<int32_t>::max());
+  if (n_docs > kMax) {
+    fail(std::string(what) + ": " + std::to_string(n_docs) + " documents; at most " + std::to_string(kMax) +
+         " fit int32 document ids");
+  }
+}
+
 InvertedIndex InvertedIndex::build(const int32_t* tokens, const int64_t* offsets, std::size_t n_docs,
                                    int32_t n_terms, const int32_t* doc_group, bool grouped,
                                    int32_t n_groups, const Bm25Params& params) {
   params.validate();
   if (n_terms < 0) fail("n_terms must be >= 0");
   if (offsets == nullptr) fail("offsets must not be null");
+  check_doc_count(n_docs, "offsets");
   if (offsets[0] != 0) fail("offsets[0] must be 0");
   for (std::size_t d = 0; d < n_docs; ++d) {
     if (offsets[d + 1] < offsets[d]) fail("offsets must be non-decreasing (at doc " + std::to_string(d) + ")");
+    if (offsets[d + 1] - offsets[d] > std::numeric_limits<int32_t>::max()) {
+      fail("document " + std::to_string(d) + " has more tokens than an int32 length holds");
+    }
   }
   const int64_t n_tokens = offsets[n_docs];
   std::vector<int64_t> df_count(static_cast<std::size_t>(n_terms) + 1, 0);
@@ -94,6 +107,7 @@ InvertedIndex InvertedIndex::from_columns(IndexColumns cols, bool grouped, int32
   }
   if (cols.tfs.size() != cols.doc_ids.size()) fail("tfs and doc_ids differ in length");
   const std::size_t n_docs = cols.doc_len.size();
+  check_doc_count(n_docs, "doc_len");
   for (std::size_t t = 0; t + 1 < ip.size(); ++t) {
     int64_t prev = -1;
     for (int64_t j = ip[t]; j < ip[t + 1]; ++j) {

@@ -13,11 +13,12 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from . import _core
+from .checking import Strict, check_fields
 from .errors import ConfigError
 
 __all__ = ["AnalysisStream", "ENGLISH_STOPWORDS", "NLTK_STOPWORDS", "STOPLISTS", "Analyzer", "Vocabulary", "TermBatch",
@@ -76,9 +77,9 @@ class Analyzer:
     """
 
     stopwords: str | tuple[str, ...] | None = "en"
-    stemmer: str | None = None
-    lowercase: bool = True
-    fold_accents: bool = False
+    stemmer: Annotated[str, Strict()] | None = None
+    lowercase: Annotated[bool, Strict()] = True
+    fold_accents: Annotated[bool, Strict()] = False
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
     _stem: Any = field(init=False, repr=False, compare=False)
     _split: Any = field(init=False, repr=False, compare=False)
@@ -96,8 +97,9 @@ class Analyzer:
         else:
             raise ConfigError(f"analyzer.stopwords: expected one of {sorted(STOPLISTS)}, None or a "
                               f"list, got {sw!r}")
-        if not isinstance(self.fold_accents, bool):
-            raise ConfigError(f"analyzer.fold_accents must be a bool, got {self.fold_accents!r}")
+        # The other fields' types, the one way every config is checked (toolsift.checking);
+        # stopwords, which also takes a list, is normalised above.
+        check_fields(self, "analyzer")
         object.__setattr__(self, "_stop", stop)
         stem = None
         if self.stemmer is not None:

@@ -1,8 +1,8 @@
 """The ``toolsift`` command line: ``index``, ``search``, ``demo``, ``eval``, ``train``, ``serve``.
 
-Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) are printed
-as one line naming the problem, with exit status 2; anything else is a bug and keeps its
-traceback.
+Errors toolsift raises on purpose (bad catalogue, bad query, corrupt index) and OS errors
+on the files it was told to use (a missing folder, no permission) are printed as one line
+naming the problem, with exit status 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -87,10 +87,21 @@ def _build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--catalog-format", default="auto", help="format of --catalog (default: detect)")
     sv.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     sv.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    sv.add_argument("--port", type=_port, default=8000, help="HTTP port, 0-65535 (default 8000; 0: any free port)")
+    sv.add_argument("--workers", type=int, default=1, metavar="N",
+                    help="HTTP: serve from N processes sharing the socket and a memory-mapped index "
+                         "(stateless MCP; default 1, in this process)")
     sv.add_argument("--usage", metavar="DB", help="record find_tools and tool calls in this usage log (SQLite) "
                     "and relearn from it on SIGHUP (docs/usage-learning.md)")
     sv.add_argument("--relearn-every", type=float, metavar="SECONDS", help="with --usage: also relearn this often")
+    from .presets import PRESETS
+
+    sv.add_argument("--preset", choices=PRESETS, default=None,
+                    help="index configuration of the combined index (default: the config's 'preset' key, "
+                         "else the library's default preset)")
+    sv.add_argument("--save-index", metavar="DIR",
+                    help="save the combined index to DIR after every (re)build: the INDEX of "
+                         "'toolsift learn DIR --usage DB OUT' (default: the config's 'save_index' key)")
     sv.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                     help="log level on stderr (default warning)")
 
@@ -138,27 +149,53 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _port(text: str) -> int:
+    """A TCP port for argparse: 0-65535 (the socket layer raises OverflowError past it)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return port
+
+
 def _add_config_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", choices=("bounded", "raw"), default="bounded",
-                   help="field score scale (default bounded: BM25 / query idf sum, in [0, 1))")
-    p.add_argument("--k1", type=float, default=1.5, help="BM25 k1 (default 1.5)")
-    p.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
-    p.add_argument("--stem", action="store_true", help="English Snowball stemming (needs PyStemmer)")
-    p.add_argument("--candidates", type=int, default=100, help="top-N per field scored with MFTR (default 100)")
-    p.add_argument("--threads", type=int, default=1, help="threads for batch scoring (0 = all cores)")
+    # The preset is the whole configuration (toolsift.presets, the same as
+    # ToolIndex.build(catalog)); every other option overrides one setting of it and
+    # defaults to None: "keep the preset's value".
+    from .presets import PRESETS
+
+    p.add_argument("--preset", choices=PRESETS, default=None,
+                   help="index configuration: bm25 or hybrid (default: the library's default, "
+                        "toolsift.presets.default_preset(); README, 'Presets')")
+    p.add_argument("--scale", choices=("bounded", "linear", "raw"), default=None,
+                   help="override the preset's field score scale")
+    p.add_argument("--k1", type=float, default=None, help="override the preset's BM25 k1")
+    p.add_argument("--b", type=float, default=None, help="override the preset's BM25 b")
+    p.add_argument("--stem", action=argparse.BooleanOptionalAction, default=None,
+                   help="override the preset's English Snowball stemming (on or off)")
+    p.add_argument("--candidates", type=int, default=None, help="override the preset's top-N per field")
+    p.add_argument("--threads", type=int, default=None,
+                   help="override the preset's thread setting, saved with the index (0 = all cores)")
 
 
 def _config(args: argparse.Namespace):
-    from .analyze import Analyzer
-    from .config import Bm25Config, IndexConfig
+    """The preset named by ``--preset`` with the single-setting flags applied on top."""
+    from dataclasses import replace
 
-    return IndexConfig(
-        bm25=Bm25Config(k1=args.k1, b=args.b),
-        analyzer=Analyzer(stemmer="english" if args.stem else None),
-        scale=args.scale,
-        candidates=args.candidates,
-        threads=args.threads,
-    )
+    from .presets import preset_config
+
+    cfg = preset_config(args.preset)
+    overrides: dict[str, Any] = {}
+    if args.k1 is not None or args.b is not None:
+        overrides["bm25"] = replace(cfg.bm25, **{k: v for k, v in (("k1", args.k1), ("b", args.b)) if v is not None})
+    if args.stem is not None:
+        overrides["analyzer"] = replace(cfg.analyzer, stemmer="english" if args.stem else None)
+    for key in ("scale", "candidates", "threads"):
+        if getattr(args, key) is not None:
+            overrides[key] = getattr(args, key)
+    return replace(cfg, **overrides) if overrides else cfg
 
 
 def _cmd_index(args: argparse.Namespace, out: TextIO) -> int:
@@ -191,6 +228,11 @@ def _parse_structured(text: str):
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ToolsiftError(f"--structured query is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ToolsiftError("--structured query JSON is nested too deeply to read") from None
+    except UnicodeDecodeError as exc:
+        raise ToolsiftError(f"--structured query file {text}: not UTF-8 text (invalid byte at offset "
+                            f"{exc.start})") from None
     return data
 
 
@@ -284,6 +326,10 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     if not args.config and not args.catalog:
         raise ToolsiftError("serve needs --config (upstream MCP servers) and/or --catalog (a local catalogue)")
     config = ServeConfig.load(args.config) if args.config else ServeConfig()
+    # Command-line values win over the file's; both were validated (choices, the model).
+    flags = {k: v for k, v in (("preset", args.preset), ("save_index", args.save_index)) if v is not None}
+    if flags:
+        config = config.model_copy(update=flags)
     local_tools = []
     if args.catalog:
         from .adapters import load_catalog
@@ -296,6 +342,12 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         usage = GatewayLearning(args.usage, every_s=args.relearn_every)
     elif args.relearn_every is not None:
         raise ToolsiftError("serve: --relearn-every needs --usage")
+    if args.workers < 1:
+        raise ToolsiftError(f"serve: --workers must be at least 1, got {args.workers}")
+    if args.workers > 1 and args.transport != "http":
+        raise ToolsiftError("serve: --workers needs --transport http (stdio has one client)")
+    if args.workers > 1 and usage is not None:
+        raise ToolsiftError("serve: --usage works with one process only; drop --workers or --usage")
     # stdout may be the MCP stdio channel: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -307,8 +359,14 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
                 print(f"toolsift: gateway ready at {url} (GET {url.removesuffix('/mcp')}/health for status; "
                       "Ctrl-C stops)", file=out, flush=True)
 
-            serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage,
-                       on_ready=ready)
+            if args.workers > 1:
+                from .gateway.workers import serve_workers
+
+                serve_workers(config, workers=args.workers, host=args.host, port=args.port,
+                              local_tools=local_tools, on_ready=ready, log_level=args.log_level)
+            else:
+                serve_http(config, host=args.host, port=args.port, local_tools=local_tools, usage=usage,
+                           on_ready=ready)
         else:
             from .gateway.server import serve_stdio
 
@@ -370,21 +428,60 @@ def _cmd_export_encoder(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _os_error_text(exc: OSError) -> str:
+    """``exc`` as one line naming the file(s) and the reason."""
+    lines = str(exc).strip().splitlines()
+    reason = exc.strerror or (lines[0] if lines else type(exc).__name__)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "learn" and args.out is None and len(extra) == 1 and not extra[0].startswith("-"):
+        # `learn INDEX --usage DB OUT`: argparse fills the optional OUT only from the
+        # positional run before the first option, so a trailing OUT is left over.
+        args.out, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     commands = {"index": _cmd_index, "search": _cmd_search, "demo": _cmd_demo,
                 "export-encoder": _cmd_export_encoder, "standardize": _cmd_standardize, "rewrite": _cmd_rewrite,
                 "serve": _cmd_serve, "learn": run_learn, **args._extra_commands}
     try:
         return commands[args.command](args, out)
     except ToolsiftError as exc:
+        from .progress import close_progress_bars
+
+        close_progress_bars()
         print(f"toolsift: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # A file the command was told to read or write cannot be (missing folder, no
+        # permission, a path under /proc, disk full): the user's to fix, not a bug.
+        print(f"toolsift: error: {_os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("toolsift: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `toolsift search ... --json | head`: the reader left early, which is not an
+        # error. stdout goes to /dev/null so the interpreter's last flush cannot raise
+        # again; the status is the shell's for a process ended by SIGPIPE (128 + 13).
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (tests): nothing to flush
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

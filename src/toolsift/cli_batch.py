@@ -52,7 +52,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="auto: a value starting with '{' is structured query JSON (default)")
     p.add_argument("--on-error", choices=("raise", "column"), default="raise",
                    help="raise: stop at the first bad row, naming it; column: write an error column")
-    p.add_argument("--threads", type=int, default=0, help="threads (default 0 = all cores)")
+    # One rule everywhere: threads are the index's setting (IndexConfig.threads, saved with
+    # it; `toolsift index --threads`) unless the call says otherwise.
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads (default: the index's config.threads, 1 unless built with --threads; "
+                        "0 = all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--compression", choices=("none", "lz4", "zstd", "snappy"), default=None,
                    help="output codec for Parquet (default lz4) or Arrow IPC (default none)")

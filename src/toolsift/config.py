@@ -8,15 +8,12 @@ hybrid retrievers slot in later without changing the shape of the config.
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import threading
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, InstanceOf, TypeAdapter, ValidationError
+from pydantic import ConfigDict, InstanceOf
 
 from .analyze import Analyzer
 from .errors import ConfigError
@@ -37,68 +34,10 @@ SCALES = ("bounded", "linear", "raw")
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
-# ----------------------------------------------------------------- validation
-# Types and limits of configuration fields are declared on the fields (Annotated with
-# pydantic constraints) and checked by pydantic, the one schema library of the package;
-# rules across fields stay in __post_init__.
-
-def _where(prefix: str, loc: tuple[Any, ...]) -> str:
-    out = prefix
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif "function-" in str(part) or "[" in str(part):  # validator names pydantic puts in loc
-            continue
-        else:
-            out += f".{part}" if out else str(part)
-    return out or "config"
-
-
-def validation_message(exc: ValidationError, prefix: str) -> str:
-    """pydantic's errors as one line, each problem naming its key under ``prefix``
-    (``gateway.routing[0].pattern``, ``config.candidates``)."""
-    lines = []
-    for err in exc.errors(include_url=False):
-        where = _where(prefix, tuple(err.get("loc", ())))
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            lines.append(f"{where}: unknown key")
-            continue
-        got = err.get("input")
-        # Our own checks ("value_error") already say what is wrong with the value.
-        shown = "" if err.get("type") in ("missing", "value_error") or isinstance(got, (Mapping, list)) \
-            else f", got {got!r}"[:120]
-        lines.append(f"{where}: {msg}{shown}")
-    return "; ".join(lines)
-
-
-_CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_checking", default=False)
-
-
-@functools.cache
-def _adapter(cls: type) -> TypeAdapter:
-    return TypeAdapter(cls)
-
-
-def _check_fields(obj: Any, where: str) -> None:
-    """Validate a config dataclass's fields against their annotated types and limits.
-
-    Raises:
-        ConfigError: Naming each bad field as ``where.field``.
-    """
-    if _CHECKING.get():  # the copy pydantic builds while validating: already being checked
-        return
-    token = _CHECKING.set(True)
-    try:
-        cls: type = type(obj)
-        _adapter(cls).validate_python({f.name: getattr(obj, f.name) for f in fields(obj)})
-    except ValidationError as exc:
-        raise ConfigError(validation_message(exc, where)) from None
-    finally:
-        _CHECKING.reset(token)
-
-
-Strict = functools.partial(Field, strict=True)
+# Validation: one mechanism for every config class (toolsift.checking): types and limits
+# declared on the fields, checked by pydantic; rules across fields in __post_init__.
+from .checking import _CHECKING, Strict, validation_message  # noqa: E402  (re-exported)
+from .checking import check_fields as _check_fields  # noqa: E402
 
 
 class UntrainedPenaltyWarning(UserWarning):
@@ -207,9 +146,24 @@ class IndexConfig:
         retrievers: Retriever per field: ``"bm25"``, ``"dense"`` (cosine of sentence
             embeddings) or ``"hybrid"`` (``hybrid_weight``·BM25 + (1 − ``hybrid_weight``)·
             cosine, on the bounded or linear scale).
-        encoder: Directory holding ``model.onnx`` + ``tokenizer.json`` for dense fields;
-            ``None`` uses the default all-MiniLM-L6-v2 from the installed model package.
+        encoder: The document encoder of dense fields: a directory holding ``model.onnx`` +
+            ``tokenizer.json``; ``None`` uses the default all-MiniLM-L6-v2 from the
+            installed model package; ``"static"`` the static token table (no transformer:
+            for catalogues too large to encode, at a loss of quality; docs/dense.md).
+        query_encoder: How queries of dense fields are embedded: ``"static"`` (default)
+            with the token table fitted into the document encoder's vector space (tens of
+            microseconds, no transformer pass; docs/dense.md), ``"transformer"`` with the
+            document encoder itself (milliseconds per query, slightly better vectors).
+        static_table: The static encoder's table (``.npz``); ``None`` is the shipped table
+            fitted for the default all-MiniLM-L6-v2. A custom ``encoder`` with a static
+            query encoder needs a table fitted for it (scripts/fit_static_encoder.py).
         hybrid_weight: Share of BM25 in a hybrid field, in [0, 1].
+        ivf_min_docs: A dense or hybrid field with at least this many documents gets an
+            IVF index at build time (:mod:`toolsift.index.ivf`): its candidates come
+            from the ``ivf_nprobe`` nearest lists instead of a scan of every document.
+            Smaller fields are scanned exactly. Candidates are rescored exactly either
+            way; see docs/dense.md, "Large catalogues", for the measured crossover.
+        ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
         threads: The one thread setting, for every pool: the C++ engine, the Numba
@@ -231,7 +185,11 @@ class IndexConfig:
     no_argument_params: Literal["intent", "zero"] = "intent"
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
+    query_encoder: Literal["static", "transformer"] = "static"
+    static_table: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
+    ivf_min_docs: Annotated[int, Strict(ge=1)] = 100_000
+    ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
@@ -261,6 +219,11 @@ class IndexConfig:
         missing = [f for f in FIELDS if f not in r]
         if missing:
             raise ConfigError(f"config.retrievers: no retriever for field(s) {', '.join(missing)}")
+        if (self.uses_dense and self.query_encoder == "static" and self.static_table is None
+                and self.encoder not in (None, "static")):
+            raise ConfigError("config.query_encoder: the shipped static table is fitted for the default "
+                              "encoder; with encoder=DIR set query_encoder='transformer' or give "
+                              "static_table= a table fitted for that model (scripts/fit_static_encoder.py)")
 
     @classmethod
     def reference(cls, **overrides: Any) -> IndexConfig:
@@ -303,7 +266,11 @@ class IndexConfig:
             "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
             "encoder": self.encoder,
+            "query_encoder": self.query_encoder,
+            "static_table": self.static_table,
             "hybrid_weight": self.hybrid_weight,
+            "ivf_min_docs": self.ivf_min_docs,
+            "ivf_nprobe": self.ivf_nprobe,
             "params": self.params.to_dict(),
             "threads": self.threads,
         }
@@ -311,16 +278,19 @@ class IndexConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> IndexConfig:
         """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values. A missing
-        ``tool_card`` means ``0`` (manifests written before the option existed)."""
+        ``tool_card`` means ``0`` and a missing ``query_encoder`` ``"transformer"``
+        (manifests written before the options existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder", "hybrid_weight", "params", "threads"}
+                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder",
+                 "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
-        # Indexes saved before the tool card existed were built without it.
-        kw: dict[str, Any] = {"tool_card": 0}
+        # Indexes saved before the tool card existed were built without it, and those saved
+        # before the static query encoder embedded queries with the transformer.
+        kw: dict[str, Any] = {"tool_card": 0, "query_encoder": "transformer"}
         if "bm25" in d:
             kw["bm25"] = Bm25Config(**d["bm25"])
         if "analyzer" in d:
@@ -331,7 +301,7 @@ class IndexConfig:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
-                    "encoder", "hybrid_weight"):
+                    "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

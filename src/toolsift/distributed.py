@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from .batch.columns import BatchInputError
 from .batch.files import FileResult
-from .batch.io import check_compression, file_format, open_writer, source_schema
+from .batch.io import check_batch_size, check_compression, file_format, open_writer, source_schema
+from .batch.outputs import check_output, temp_output
 from .errors import ToolsiftError
 
 __all__ = ["IndexScorer", "score_dataset", "score_file_ray"]
@@ -138,6 +139,8 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
     pairs, out = Path(pairs), Path(out)
     if not pairs.exists():
         raise BatchInputError(f"{pairs}: no such file or directory")
+    check_output(out, inputs=(pairs, index))  # never overwrite what is read
+    check_batch_size(batch_size)
     check_compression(compression, file_format(out))
     # Check columns and options on the driver before any cluster work.
     local = PairScorer(ToolIndex.load(index), **options)
@@ -156,7 +159,7 @@ def score_file_ray(index: str | os.PathLike, pairs: str | os.PathLike, out: str 
     ds = score_dataset(_read(ray, pairs, local.query_column, local.tool_column), index, workers=n,
                        batch_size=batch_size, threads=1 if threads in (None, 0) else threads,
                        cpus_per_worker=per_worker, **options)
-    tmp = out.with_name(f".{out.name}.part")
+    tmp = temp_output(out)
     writer = None
     rows = errors = 0
     try:

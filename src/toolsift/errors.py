@@ -15,6 +15,7 @@ __all__ = [
     "FormatError",
     "IndexFormatError",
     "IndexCorruptError",
+    "IndexNotFoundError",
 ]
 
 
@@ -56,3 +57,16 @@ class IndexFormatError(ToolsiftError):
 
 class IndexCorruptError(IndexFormatError):
     """An index file does not match the checksum or size recorded in its manifest."""
+
+
+class IndexNotFoundError(IndexFormatError, FileNotFoundError):
+    """No index directory at the given path (also a :class:`FileNotFoundError`, so
+    ``except FileNotFoundError`` catches it as it would for any missing file)."""
+
+    def __init__(self, message: str) -> None:
+        # OSError's own __init__ would read a one-argument call as (message) alone;
+        # keep str(exc) the message, like every other toolsift error.
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

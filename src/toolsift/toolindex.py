@@ -20,9 +20,11 @@ from .config import IndexConfig
 from .errors import ConfigError, IndexFormatError, QueryError, SchemaError, ToolsiftError
 from .index.dense_field import DenseField
 from .index.embed import embed_fields, get_encoder, update_dense
+from .index.ivf import fields_with_ivf
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
+from .index.query_table import QueryTable, build_query_table, refits
 from .index.persist import load_index, save_index
 from .index.state import DocumentTokens, IndexState
 from .index.tooltable import edit_catalog
@@ -39,6 +41,8 @@ __all__ = ["Dependency", "Hit", "ToolIndex", "QueryLike", "get_encoder"]
 # Queries per engine call in search_batch: big enough to amortise, small enough that the
 # packed candidates of one step stay small.
 _CHUNK = 256
+# The schema format a token budget counts when none is named (search, search_batch).
+_DEFAULT_FORMAT = "openai"
 
 
 class ToolIndex:
@@ -54,7 +58,8 @@ class ToolIndex:
 
     def __init__(self, catalog: Catalog, config: IndexConfig, vocab: Vocabulary,
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
-                 dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> None:
+                 dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                 query_table: QueryTable | None = None) -> None:
         self._config = config
         missing = [f for f in FIELDS if config.retriever(f) != "bm25" and f not in (dense or {})]
         if missing:
@@ -63,18 +68,23 @@ class ToolIndex:
         self._state = IndexState(catalog, vocab, fields, tokens, dense)
         # The tool graph travels with the state it was built for (swapped with it).
         self._state.graph = graph
+        # The static query table refitted on this catalogue's documents (docs/dense.md).
+        self._state.query_table = query_table
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, catalog: Catalog | Iterable[Tool], *, preset: str | None = None,
+    def build(cls, catalog: Catalog | Iterable[Tool | Mapping] | str | os.PathLike, *, preset: str | None = None,
               config: IndexConfig | None = None, progress: bool = False, graph: bool = True) -> ToolIndex:
         """Index ``catalog``.
 
         Args:
-            catalog: A :class:`Catalog` or an iterable of :class:`Tool`.
+            catalog: A :class:`Catalog`, an iterable of :class:`Tool`, or anything
+                :func:`toolsift.adapters.as_catalog` reads: raw tool dicts (OpenAI,
+                Anthropic, MCP ...), a catalogue path or payload, LangChain-style tool
+                objects; the same sources the integrations take.
             preset: A named configuration (:data:`toolsift.presets.PRESETS`: ``"bm25"``,
                 ``"hybrid"``); ``None`` with no ``config`` uses
                 :func:`toolsift.presets.default_preset`.
@@ -92,7 +102,9 @@ class ToolIndex:
         if preset is not None and config is not None:
             raise ConfigError("ToolIndex.build: pass preset= or config=, not both")
         if not isinstance(catalog, Catalog):
-            catalog = Catalog(catalog)
+            from .adapters import as_catalog
+
+            catalog = as_catalog(catalog)
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
         if config is None:
@@ -103,18 +115,23 @@ class ToolIndex:
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         with using_threads(config.threads):
             dense = embed_fields(catalog, config, progress=progress) if config.uses_dense else None
+            qt = build_query_table(catalog, config, dense)
+        if dense:
+            dense = fields_with_ivf(dense, config)
         tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
-        return cls._from_tokens(catalog, config, tokens, dense, tool_graph)
+        return cls._from_tokens(catalog, config, tokens, dense, tool_graph, qt)
 
     @classmethod
     def _from_tokens(cls, catalog: Catalog, config: IndexConfig, tokens: DocumentTokens,
-                     dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None) -> ToolIndex:
+                     dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
+                     query_table: QueryTable | None = None) -> ToolIndex:
         fields = {
             name: FieldIndex.from_batch(*tokens.field_batch(name), n_tools=len(catalog),
                                         n_terms=len(tokens.vocab), bm25=config.bm25)
             for name in FIELDS
         }
-        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph)
+        return cls(catalog, config, tokens.vocab, fields, tokens=tokens, dense=dense, graph=graph,
+                   query_table=query_table)
 
     # ---------------------------------------------------------------- updates
     def add_tools(self, tools: Iterable[Tool]) -> None:
@@ -185,10 +202,16 @@ class ToolIndex:
                 fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
                 new_tok = new_tok.extend(fresh)
             new_tok.prune_dead_terms()
-            dense = None
+            dense = qt = None
             if self._config.uses_dense:
                 fresh_ids = {t.id for t in add} | set(replaced)
                 dense = update_dense(st, catalog, self._config, fresh_ids)
+                # IVF lists follow the rows: kept tools keep theirs, fresh rows are assigned.
+                old_pos = {tid: i for i, tid in enumerate(ids)}
+                source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
+                dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
+                # Refitted from the stored vectors, as a build does: same table either way.
+                qt = build_query_table(catalog, self._config, dense)
             # With every tool's signature at hand (built here), re-derive the edges from
             # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
             # both equal a fresh build, and an update never decodes the whole catalogue.
@@ -197,7 +220,7 @@ class ToolIndex:
                 graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
             else:
                 graph = None
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph)
+            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph, qt)
             self._state = built._state
 
     # ---------------------------------------------------------------- queries
@@ -226,6 +249,20 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self._state.catalog)
 
+    def __contains__(self, tool_id: object) -> bool:
+        """``"send_email" in index``: whether a tool with that id is indexed."""
+        return isinstance(tool_id, str) and tool_id in self._state.catalog
+
+    def __getitem__(self, tool_id: str) -> Tool:
+        """``index["send_email"]``: the indexed tool with that id.
+
+        Raises:
+            KeyError: No tool with that id (the message names it).
+        """
+        if not isinstance(tool_id, str):
+            raise KeyError(f"tool ids are strings, got {type(tool_id).__name__} (positions: index.catalog[i])")
+        return self._state.catalog.get(tool_id)
+
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
@@ -233,7 +270,7 @@ class ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays)."""
         st = self._state
         return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense, graph=st.graph)
+                         dense=st.dense, graph=st.graph, query_table=st.query_table)
 
     def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
         """Edges of the tool graph at ``tool_id``: what it depends on, or what depends on it.
@@ -296,12 +333,23 @@ class ToolIndex:
                 is not an integer >= 1.
             FormatError: Unknown ``format``.
         """
+        check_k(k)
+        st, cfg = self._state, self._config
+        if token_budget is None and format == _DEFAULT_FORMAT and not complete:
+            # The common call: no budget, nothing to count. The schema writers (the whole
+            # adapters package) load only when a budget or another format is asked for,
+            # so the first query of a process does not pay for importing them.
+            return _search.run(st, cfg, [as_query(query, "query")], k=k, explain=explain)[0]
+        return self._search_one(st, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
+                                format=format, complete=complete)
+
+    def _search_one(self, st: IndexState, q: Query, *, k: int, explain: bool, token_budget: int | None,
+                    format: str, complete: bool) -> list[Hit]:
+        """``search`` past the common case: a budget, another format, or a tool set."""
         from .search.budget import check_format, fit_budget, search_within_budget
 
-        check_k(k)
         check_format(format)  # a typo fails even without a budget, rather than being ignored
-        q = as_query(query, "query")
-        st, cfg = self._state, self._config
+        cfg = self._config
         if complete:
             hits = self._complete(st, q, _search.run(st, cfg, [q], k=fetch_depth(k, len(st.catalog)),
                                                      explain=explain)[0], k)
@@ -330,18 +378,32 @@ class ToolIndex:
                              analyzer=cfg.analyzer)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
-                     progress: bool = False, complete: bool = False) -> list[list[Hit]]:
+                     progress: bool = False, token_budget: int | None = None, format: str = "openai",
+                     complete: bool = False) -> list[list[Hit]]:
         """Rank tools for many queries; the same results as :meth:`search` one by one
-        (``complete`` as there).
+        (with the same ``k``, ``explain``, ``token_budget``, ``format`` and ``complete``).
 
         Raises:
-            QueryError: Naming the position of the first bad query.
+            QueryError: Naming the position of the first bad query, or a bad ``k`` /
+                ``token_budget``.
+            FormatError: Unknown ``format``.
         """
         if isinstance(queries, (str, Query, Mapping)):
             raise QueryError("queries", "expected a list of queries; use search() for one query")
         check_k(k)
+        if token_budget is not None or format != _DEFAULT_FORMAT:
+            from .search.budget import check_budget, check_format
+
+            check_format(format)
+            if token_budget is not None:
+                check_budget(token_budget)
         parsed = [as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
         st = self._state
+        if token_budget is not None:
+            # The budget walk asks for more hits until the schemas fill it: per query.
+            return [self._search_one(st, q, k=k, explain=explain, token_budget=token_budget, format=format,
+                                     complete=complete)
+                    for q in progress_bar(parsed, progress and len(parsed) > _CHUNK, "search")]
         out: list[list[Hit]] = []
         chunks = range(0, len(parsed), _CHUNK)
         n = fetch_depth(k, len(st.catalog)) if complete else k
@@ -414,7 +476,13 @@ class ToolIndex:
             IndexCorruptError: A file is truncated, damaged or inconsistent.
         """
         got = load_index(path, mmap=mmap, verify=verify)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense, graph=got.graph)
+        qt = got.query_table
+        if qt is None and got.dense and refits(got.config):
+            # An index saved before query tables existed says transformer queries in its
+            # config, so this runs only for a hand-edited config: refit from the vectors.
+            qt = build_query_table(got.catalog, got.config, got.dense)
+        return cls(got.catalog, got.config, got.vocab, got.fields, dense=got.dense, graph=got.graph,
+                   query_table=qt)
 
 
 def _graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:

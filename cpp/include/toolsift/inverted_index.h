@@ -60,6 +60,10 @@ struct IndexColumns {
   Column<int32_t> doc_group;  // n_docs, or empty: group == doc
 };
 
+// Throws std::invalid_argument unless n_docs fits the int32 document ids the postings
+// hold (checked before any cast: a larger count would wrap to negative ids).
+void check_doc_count(std::size_t n_docs, const char* what);
+
 class InvertedIndex {
  public:
   // Builds postings from analysed documents: document d has tokens[offsets[d] : offsets[d+1]].

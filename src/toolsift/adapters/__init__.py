@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ from .python import from_callable, from_module
 from .writers import WRITE_FORMATS, to_format
 
 __all__ = [
+    "as_catalog",
     "from_openapi",
     "load_openapi",
     "read_openapi",
@@ -245,6 +246,32 @@ def load_catalog(
         if label:
             raise type(exc)(label, str(exc)) from None
         raise
+
+
+def as_catalog(tools: Any) -> Catalog:
+    """Any tool source toolsift accepts, as a :class:`Catalog`: a catalogue, a list of
+    :class:`Tool`, a path or parsed payload :func:`load_catalog` reads (OpenAI,
+    Anthropic, MCP, OpenAPI ... tool dicts, in any mix of one format), or tool objects
+    with ``.name``, ``.description`` and ``.args_schema`` (LangChain, LlamaIndex).
+
+    Raises:
+        SchemaError, CatalogFormatError: ``tools`` cannot be read.
+    """
+    if isinstance(tools, Catalog):
+        return tools
+    if isinstance(tools, (str, os.PathLike, Mapping)):
+        return load_catalog(tools)
+    if isinstance(tools, Iterable):
+        items = list(tools)
+        if all(isinstance(t, Tool) for t in items):
+            return Catalog(items)
+        # Tool objects rather than JSON (LangChain BaseTool, LlamaIndex FunctionTool
+        # metadata ...) are read by the LangChain reader, which takes any object with
+        # .name, .description and .args_schema.
+        objects = not any(isinstance(t, (Mapping, Tool)) for t in items)
+        return load_catalog(items, format="langchain") if objects else load_catalog(items)
+    raise SchemaError("tools", f"expected a Catalog, a list of tools or a catalogue path/payload, "
+                               f"got {type(tools).__name__}")
 
 
 def demo_catalog_path() -> Path:

@@ -1,6 +1,7 @@
 """Python callables and modules to toolsift tools.
 
-The signature gives the parameters (a default makes a parameter optional; ``*args`` and
+The signature gives the parameters (a default makes a parameter optional, and its value is
+kept in ``source["defaults"]``, never as an example; ``*args`` and
 ``**kwargs`` are not named roles and are left out), type hints give rendered type names
 (``list[str]``, ``int | None``), and the docstring, parsed by ``docstring-parser``
 (Google, NumPy, reST or Epydoc style, detected automatically), gives the description,
@@ -78,7 +79,7 @@ def _parse_doc(doc: str) -> Any:
         return None
 
 
-def _example(default: Any) -> Any:
+def _json_default(default: Any) -> Any:
     return default if isinstance(default, _SCALARS) else None
 
 
@@ -115,6 +116,10 @@ def from_callable(fn: Callable[..., Any], *, name: str | None = None) -> Tool:
     doc = _parse_doc(raw_doc) if raw_doc.strip() else None
     param_docs: dict[str, Any] = {p.arg_name: p for p in doc.params} if doc else {}
     params: list[Parameter] = []
+    # A default is what the function does when the argument is left out, not an example
+    # of a value a caller passes (``currency="EUR"`` says nothing about other calls):
+    # JSON-scalar defaults are kept in ``source["defaults"]``, never as ``example``.
+    defaults: dict[str, Any] = {}
     with located(where):
         for p in sig.parameters.values():
             if p.kind in _SKIPPED_KINDS:
@@ -125,12 +130,13 @@ def from_callable(fn: Callable[..., Any], *, name: str | None = None) -> Tool:
             if ptype == "any" and pdoc is not None and pdoc.type_name:
                 ptype = pdoc.type_name
             has_default = p.default is not inspect.Parameter.empty
+            if has_default and isinstance(p.default, _SCALARS):
+                defaults[p.name] = _json_default(p.default)
             params.append(Parameter(
                 name=p.name,
                 type=ptype,
                 description=(pdoc.description or "").strip() if pdoc else "",
                 required=not has_default and not (pdoc is not None and pdoc.is_optional is True),
-                example=_example(p.default) if has_default else None,
             ))
         tool_name = name or getattr(fn, "__name__", None) or type(fn).__name__
         return Tool(
@@ -142,6 +148,7 @@ def from_callable(fn: Callable[..., Any], *, name: str | None = None) -> Tool:
             source={
                 "python": f"{getattr(fn, '__module__', '')}.{label}".lstrip("."),
                 "signature": str(sig),
+                "defaults": defaults,
             },
         )
 

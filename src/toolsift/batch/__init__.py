@@ -19,9 +19,35 @@ is dropped. :func:`rank_batches` is the top-k variant over a table of queries.
 
 from __future__ import annotations
 
-from .api import rank_batches, rank_table, score_batches, score_table
-from .columns import ERROR_COLUMN, RANK_COLUMNS, SCORE_COLUMNS, BatchInputError, BatchRowError
-from .scorer import ON_ERROR, PairScorer
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Names resolve on first use (PEP 562): the command line imports toolsift.batch.cli to
+# register ``score`` and ``rank``, and the scorer pulls in pyarrow and the compiled kernels.
+_EXPORTS = {
+    "rank_batches": "api", "rank_table": "api", "score_batches": "api", "score_table": "api",
+    "ERROR_COLUMN": "columns", "RANK_COLUMNS": "columns", "SCORE_COLUMNS": "columns",
+    "BatchInputError": "columns", "BatchRowError": "columns",
+    "ON_ERROR": "scorer", "PairScorer": "scorer",
+}
 
 __all__ = ["BatchInputError", "BatchRowError", "ERROR_COLUMN", "ON_ERROR", "PairScorer", "RANK_COLUMNS",
            "SCORE_COLUMNS", "rank_batches", "rank_table", "score_batches", "score_table"]
+
+if TYPE_CHECKING:
+    from .api import rank_batches, rank_table, score_batches, score_table
+    from .columns import ERROR_COLUMN, RANK_COLUMNS, SCORE_COLUMNS, BatchInputError, BatchRowError
+    from .scorer import ON_ERROR, PairScorer
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -17,7 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from .api import BATCH_SIZE, load_index
+from .columns import BatchInputError
 from .io import check_compression, file_format, open_source, open_writer, source_rows, source_schema
+from .outputs import check_output, temp_output
 from .pipeline import run_stages
 from .rank import Ranker
 from .scorer import PairScorer
@@ -47,14 +49,25 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
                   total: int | None = None, unit: str = "pair", compression: str | None = None) -> FileResult:
     """``work`` every batch and write the results to ``out`` (format by extension,
     ``compression`` as :func:`~toolsift.batch.io.open_writer`)."""
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.part")
-    writer = open_writer(tmp, schema, fmt=file_format(out), compression=compression)
+    out = check_output(out)
+    fmt = file_format(out)
+    tmp = temp_output(out)
+    try:
+        writer = open_writer(tmp, schema, fmt=fmt, compression=compression)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if _is_io(exc):
+            raise _write_error(out, exc) from None
+        raise
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="toolsift", leave=False)
+        from ..progress import SHOW_AFTER_S
+
+        # Shown only once the run has lasted SHOW_AFTER_S, like every other bar: a file
+        # rejected in its first batch prints its error, not a 0% bar before it.
+        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="toolsift", leave=False, delay=SHOW_AFTER_S)
     counts = {"in": 0, "out": 0, "err": 0}
 
     def step(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -68,16 +81,28 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
         counts["out"] += res.num_rows
         if "error" in res.schema.names:
             counts["err"] += res.num_rows - res.column("error").null_count
-        writer.write_batch(res)
+        try:
+            writer.write_batch(res)
+        except BaseException as exc:
+            if _is_io(exc):
+                raise _write_error(out, exc) from None
+            raise
 
     t0 = time.perf_counter()
     try:
         run_stages(batches, step, sink)
-        writer.close()
-        os.replace(tmp, out)
+        try:
+            writer.close()
+            os.replace(tmp, out)
+        except BaseException as exc:
+            if _is_io(exc):
+                raise _write_error(out, exc) from None
+            raise
     except BaseException:
         try:
             writer.close()
+        except BaseException:  # noqa: BLE001 - the first error is the one to report
+            pass
         finally:
             tmp.unlink(missing_ok=True)
         raise
@@ -87,11 +112,22 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
     return FileResult(counts["in"], counts["out"], counts["err"], time.perf_counter() - t0)
 
 
+def _is_io(exc: BaseException) -> bool:
+    return isinstance(exc, (OSError, pa.ArrowException)) and not isinstance(exc, BatchInputError)
+
+
+def _write_error(out: Path, exc: BaseException) -> BatchInputError:
+    """An output that cannot be written (disk full, no permission, ...) as one typed line."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+    return BatchInputError(f"{out}: cannot write the output: {reason}")
+
+
 def score_file(index, pairs: str | os.PathLike, out: str | os.PathLike, *, progress: bool = False,
                batch_size: int = BATCH_SIZE, compression: str | None = None, **options) -> FileResult:
     """Score the pairs file ``pairs`` into ``out`` (options as
     :func:`~toolsift.batch.score_batches`; ``compression``: ``none``, ``lz4``, ``zstd``
     or ``snappy``, default lz4 for Parquet, see :func:`~toolsift.batch.io.check_compression`)."""
+    check_output(out, inputs=(pairs, index))  # never overwrite what is read
     check_compression(compression, file_format(out))  # a bad codec fails before any work
     scorer = PairScorer(load_index(index), **options)
     dictionary = (scorer.query_column, scorer.tool_column)
@@ -105,6 +141,7 @@ def rank_file(index, queries: str | os.PathLike, out: str | os.PathLike, *, k: i
               batch_size: int = 1024, compression: str | None = None, **options) -> FileResult:
     """Rank every query of the file ``queries`` into ``out`` (options as
     :func:`~toolsift.batch.rank_batches`, ``compression`` as :func:`score_file`)."""
+    check_output(out, inputs=(queries, index))
     check_compression(compression, file_format(out))
     ranker = Ranker(load_index(index), k=k, **options)
     schema = ranker.output_schema(source_schema(queries))

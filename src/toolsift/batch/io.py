@@ -19,14 +19,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 from pathlib import Path
 
 import pyarrow as pa
 
 from .columns import BatchInputError
 
-__all__ = ["BatchSource", "COMPRESSIONS", "FORMATS", "PARQUET_COMPRESSION", "check_compression", "file_format", "open_source",
-           "open_writer", "source_rows", "source_schema"]
+__all__ = ["BatchSource", "COMPRESSIONS", "FORMATS", "PARQUET_COMPRESSION", "check_batch_size", "check_compression",
+           "file_format", "open_source", "open_writer", "source_rows", "source_schema"]
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc",
            ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
@@ -61,6 +62,28 @@ def file_format(path: str | os.PathLike) -> str:
     return fmt
 
 
+def check_batch_size(batch_size: object) -> int:
+    """``batch_size`` if it is a positive integer.
+
+    Raises:
+        BatchInputError: Anything else (``0`` would never finish a batch).
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise BatchInputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+def _unreadable(path: Path, fmt: str, exc: BaseException) -> BatchInputError:
+    """A file pyarrow cannot read (empty, truncated, corrupt, not that format) as one line."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc).strip().splitlines() or ["?"])[0]
+    return BatchInputError(f"{path}: cannot read as {fmt}: {reason}")
+
+
+#: What pyarrow raises for a file it cannot read (its ArrowInvalid is also a ValueError,
+#: its IO errors OSErrors); our own BatchInputError is let through.
+_READ_ERRORS = (pa.ArrowException, OSError)
+
+
 def source_rows(source: BatchSource) -> int | None:
     """Number of rows of ``source`` when known without reading it (else ``None``)."""
     if isinstance(source, (pa.Table, pa.RecordBatch)):
@@ -68,7 +91,10 @@ def source_rows(source: BatchSource) -> int | None:
     if isinstance(source, (str, os.PathLike)) and file_format(source) == "parquet":
         import pyarrow.dataset as ds
 
-        return ds.dataset(source, format="parquet").count_rows()
+        try:
+            return ds.dataset(source, format="parquet").count_rows()
+        except _READ_ERRORS as exc:
+            raise _unreadable(Path(source), "parquet", exc) from None
     return None
 
 
@@ -78,6 +104,7 @@ def open_source(source: BatchSource, *, batch_size: int, dictionary: Sequence[st
     Raises:
         BatchInputError: A missing or unreadable file, or an unsupported source type.
     """
+    check_batch_size(batch_size)
     if isinstance(source, pa.Table):
         return iter(source.to_batches(max_chunksize=batch_size))
     if isinstance(source, pa.RecordBatch):
@@ -109,6 +136,30 @@ def _read_file(path: Path, batch_size: int, dictionary: Sequence[str]) -> Iterat
     if not path.exists():
         raise BatchInputError(f"{path}: no such file or directory")
     fmt = file_format(path)
+    try:
+        for batch in _read_format(path, fmt, batch_size, dictionary):
+            # Full validation checks UTF-8 (pyarrow's JSON reader passes invalid bytes
+            # through, to fail later in to_pylist); Arrow does it at memory speed.
+            batch.validate(full=True)
+            yield batch
+    except _READ_ERRORS as exc:
+        if isinstance(exc, BatchInputError):
+            raise
+        raise _unreadable(path, fmt, exc) from None
+
+
+def _string_columns(schema: pa.Schema, names: Sequence[str]) -> list[str]:
+    """The columns of ``names`` that hold plain strings: only those may be read
+    dictionary-encoded (pyarrow fails on a list column with a bare ``KeyError``)."""
+    out = []
+    for n in names:
+        i = schema.get_field_index(n)
+        if i >= 0 and (pa.types.is_string(schema.field(i).type) or pa.types.is_large_string(schema.field(i).type)):
+            out.append(n)
+    return out
+
+
+def _read_format(path: Path, fmt: str, batch_size: int, dictionary: Sequence[str]) -> Iterator[pa.RecordBatch]:
     if fmt == "parquet":
         if path.is_dir():
             import pyarrow.dataset as ds
@@ -121,7 +172,7 @@ def _read_file(path: Path, batch_size: int, dictionary: Sequence[str]) -> Iterat
         # No pre-buffering: pyarrow keeps every pre-buffered column chunk until the file
         # is closed, so peak memory grew with the file (+128 MB for 30M pairs, ~4 MB per
         # million rows); without it, it stays at a few row groups.
-        pf = pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in pq.read_schema(path).names],
+        pf = pq.ParquetFile(path, read_dictionary=_string_columns(pq.read_schema(path), dictionary),
                             pre_buffer=False)
         yield from pf.iter_batches(batch_size=batch_size)
     elif fmt == "ipc":
@@ -159,21 +210,39 @@ class _JsonlWriter:
         self._f.close()
 
 
-class _CsvWriter:
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
-        import pyarrow.csv as csv
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with dictionary-encoded columns declared as their value type."""
+    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema],
+                     metadata=schema.metadata)
 
-        plain = [pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type) for f in schema]
-        self._w = csv.CSVWriter(path, pa.schema(plain))
+
+def _decoded(batch: pa.RecordBatch) -> pa.RecordBatch:
+    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
+        schema=plain_schema(batch.schema))
+
+
+class _DecodingWriter:
+    """Writes dictionary columns as their values: string columns (``tool_id`` ...) come
+    back as strings whatever the reader did to read them fast (CSV has no dictionary
+    type; Arrow IPC would keep the encoding in the file's schema)."""
+
+    def __init__(self, writer: Any) -> None:
+        self._w = writer
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
-        # CSV has no dictionary type: write the values.
-        self._w.write_batch(pa.RecordBatch.from_arrays(
-            [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
-            names=batch.schema.names))
+        self._w.write_batch(_decoded(batch))
 
     def close(self) -> None:
         self._w.close()
+
+
+def _csv_writer(path: Path, schema: pa.Schema) -> _DecodingWriter:
+    import pyarrow.csv as csv
+
+    return _DecodingWriter(csv.CSVWriter(path, plain_schema(schema)))
 
 
 def check_compression(compression: str | None, fmt: str) -> str | None:
@@ -215,15 +284,18 @@ def open_writer(path: str | os.PathLike, schema: pa.Schema, *, fmt: str | None =
         # Dictionary pages only for dictionary columns, and no column statistics: trying
         # dictionaries on the score columns (pyarrow's default) tripled the write time,
         # and min/max statistics cost as much again as the rest of the write.
+        # The Arrow schema is not stored in the file: columns read dictionary-encoded for
+        # speed (query, tool_id) are dictionary pages in Parquet anyway, and a reader then
+        # gets them back as plain strings, as they were in the input.
         dict_cols = [f.name for f in schema if pa.types.is_dictionary(f.type)]
         return pq.ParquetWriter(path, schema, use_dictionary=dict_cols or False, compression=codec or "none",
-                                write_statistics=False)
+                                write_statistics=False, store_schema=False)
     if fmt == "ipc":
         import pyarrow.ipc as ipc
 
-        return ipc.new_file(path, schema, options=ipc.IpcWriteOptions(compression=codec))
+        return _DecodingWriter(ipc.new_file(path, plain_schema(schema), options=ipc.IpcWriteOptions(compression=codec)))
     if fmt == "csv":
-        return _CsvWriter(path, schema)
+        return _csv_writer(path, schema)
     return _JsonlWriter(path)
 
 
@@ -234,12 +306,21 @@ def source_schema(path: str | os.PathLike, *, dictionary: Sequence[str] = ()) ->
     if not path.exists():
         raise BatchInputError(f"{path}: no such file or directory")
     fmt = file_format(path)
+    try:
+        return _format_schema(path, fmt, dictionary)
+    except _READ_ERRORS as exc:
+        if isinstance(exc, BatchInputError):
+            raise
+        raise _unreadable(path, fmt, exc) from None
+
+
+def _format_schema(path: Path, fmt: str, dictionary: Sequence[str]) -> pa.Schema:
     if fmt == "parquet":
         if path.is_file():
             import pyarrow.parquet as pq
 
-            names = pq.read_schema(path).names
-            return pq.ParquetFile(path, read_dictionary=[c for c in dictionary if c in names]).schema_arrow
+            names = _string_columns(pq.read_schema(path), dictionary)
+            return pq.ParquetFile(path, read_dictionary=names).schema_arrow
         import pyarrow.dataset as ds
 
         return ds.dataset(path, format="parquet").schema

@@ -66,6 +66,8 @@ def parse_query(value: str, query_format: str) -> Query:
         data = json.loads(value)
     except json.JSONDecodeError as exc:
         raise QueryError("query", f"malformed structured query JSON: {exc.msg} at character {exc.pos}") from None
+    except RecursionError:
+        raise QueryError("query", "structured query JSON is nested too deeply to read") from None
     if not isinstance(data, dict):
         raise QueryError("query", f"structured query JSON must be an object, got {type(data).__name__}")
     return as_query(data, "query")

@@ -122,8 +122,16 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
             print(f"cold start ({', '.join(cold)}): raw tools, raw query, no labels, no LLM, no feedback, "
                   "no training; --no-feedback and --retriever do not change them", file=out)
     if args.plot:
-        plot_recall(curves, args.plot, title=f"{ds.name} ({args.retriever})")
+        fixed = set(COLD_METHODS) | (set(curves) if ultra else set())
+        plot_recall(labelled_curves(curves, args.retriever, fixed=fixed), args.plot, title=ds.name)
     return 0
+
+
+def labelled_curves(curves: dict, retriever: str, *, fixed: set[str]) -> dict:
+    """Plot labels: ``--retriever`` belongs to the methods it changes (``mftr (hybrid)``),
+    not to the plot's title; cold-start baselines and UltraTool methods (``fixed``)
+    ignore it and keep their bare names."""
+    return {(m if m in fixed else f"{m} ({retriever})"): ys for m, ys in curves.items()}
 
 
 def _looks_like_dataset(path: Path) -> bool:

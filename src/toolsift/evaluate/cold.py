@@ -12,8 +12,10 @@ request. They are the same on every fold, so they are run once over all queries.
                    (``ToolIndex.complete``: producers of missing inputs, CRUD steps the
                    query asks for, near-duplicates out; ``docs/graph.md``); the
                    default ranking continues below it
-``default-hybrid`` as ``default`` with hybrid (BM25 + dense) description, response and
-                   examples fields (needs the ``dense`` extra; the bundled int8 MiniLM)
+``default-hybrid`` the ``hybrid`` preset: hybrid (BM25 + dense) description, response and
+                   examples fields, MiniLM document vectors, static query encoder (needs
+                   the ``dense`` extra)
+``default-hybrid-transformer``  the same with queries embedded by MiniLM itself
 ``bm25s-fulldoc``  the bm25s package over one flat text per tool (see :func:`flat_text`);
                    bm25s defaults (Lucene BM25, k1 1.5, b .75, token pattern ``\\w\\w+``)
                    with its English stop words and the PyStemmer English stemmer, as the
@@ -229,12 +231,18 @@ def _dense_guard(encoder: str | None):
 
 
 def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
-                    dataset: str | None = None) -> tuple[dict, dict]:
+                    dataset: str | None = None, query_encoder: str = "static") -> tuple[dict, dict]:
     _dense_guard(encoder)
     base, weights = default_config(dataset, hybrid=True)
-    cfg = replace(base, encoder=encoder)
+    # A custom document encoder has no fitted static table: its queries use the model.
+    cfg = replace(base, encoder=encoder, query_encoder=query_encoder if encoder is None else "transformer")
     run, note = _search_run(catalog, texts, qids, cfg)
     return run, {"weights": weights, **note}
+
+
+def _default_hybrid_transformer(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *,
+                                encoder: str | None = None, dataset: str | None = None) -> tuple[dict, dict]:
+    return _default_hybrid(catalog, texts, qids, encoder=encoder, dataset=dataset, query_encoder="transformer")
 
 
 def _docs(catalog: Catalog) -> list[str]:
@@ -300,6 +308,7 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default": _default,
     "default-complete": _default_complete,
     "default-hybrid": _default_hybrid,
+    "default-hybrid-transformer": _default_hybrid_transformer,
     "bm25s-fulldoc": _bm25s,
     "bm25s-fulldoc-nostem": _bm25s_nostem,
     "dense-fulldoc": _dense,
@@ -343,7 +352,8 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
     qids = [q for q, _ in queries]
     texts = [t for _, t in queries]
     t0 = time.perf_counter()
-    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid") else {}
+    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid",
+                                            "default-hybrid-transformer") else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": False, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

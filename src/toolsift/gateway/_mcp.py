@@ -13,7 +13,7 @@ needs lives here, so the rest of the package reads one API:
 * servers are built by :func:`make_server` with plain async callbacks;
 * clients use :func:`http_client` / :func:`http_transport` and :func:`error_code`
   (the client half lives one layer down, in :mod:`toolsift.mcp_client`, shared with the
-  adapters; it is re-exported here).
+  adapters; it is re-exported here, and :func:`http_client` adds result caps to it).
 
 Users keep whichever major their own servers need (``FastMCP`` lives in
 ``mcp.server.fastmcp`` only in 1.x; 2.x renamed it ``mcp.server.mcpserver.MCPServer``).
@@ -27,9 +27,13 @@ from typing import Any
 
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.shared import _httpx_utils
+from mcp.shared.message import SessionMessage
 
-from ..mcp_client import dump, http_client, http_transport, list_tools_page
+# The client half shared with the adapters lives one layer down; re-exported here.
+from ..mcp_client import _httpx, dump, http_transport, list_tools_page
 
 try:  # mcp >= 2
     from mcp.shared.exceptions import MCPError as McpError
@@ -38,13 +42,15 @@ except ImportError:  # mcp 1.x
 
 __all__ = [
     "MCP_MAJOR", "MCP_VERSION", "ClientSession", "McpError", "NotificationOptions", "StdioServerParameters",
-    "dump", "error_code", "error_message", "http_client", "http_transport", "is_tool_list_changed",
+    "default_environment", "dump", "error_code", "error_data", "error_message", "message_line", "parse_message",
+    "session_message", "http_client", "http_transport", "is_tool_list_changed",
     "list_tools_page", "make_server", "stdio_client", "streamable_http_app", "text_result", "tool_result", "types",
 ]
 
 #: The installed SDK's version and major version.
 MCP_VERSION: str = importlib.metadata.version("mcp")
 MCP_MAJOR: int = int(MCP_VERSION.split(".")[0])
+
 
 #: ``tools/call`` handler: ``(name, arguments, meta, http_request) -> CallToolResult``;
 #: ``meta`` is the request's ``_meta`` as JSON, ``http_request`` the Starlette request
@@ -61,10 +67,53 @@ def tool_result(data: Mapping[str, Any]) -> Any:
     return types.CallToolResult.model_validate(dict(data))
 
 
-def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False) -> Any:
-    """A ``CallToolResult`` carrying ``payload`` as structured content and ``text``."""
-    return tool_result({"content": [{"type": "text", "text": text}], "structuredContent": payload,
-                        "isError": is_error})
+def text_result(payload: dict[str, Any], text: str, *, is_error: bool = False,
+                meta: dict[str, Any] | None = None) -> Any:
+    """A ``CallToolResult`` carrying ``payload`` as structured content and ``text``
+    (and ``meta`` as its ``_meta``)."""
+    data: dict[str, Any] = {"content": [{"type": "text", "text": text}], "structuredContent": payload,
+                            "isError": is_error}
+    if meta:
+        data["_meta"] = meta
+    return tool_result(data)
+
+
+def parse_message(line: bytes | str) -> Any:
+    """A ``SessionMessage`` from one JSON-RPC message's JSON text.
+
+    Raises:
+        ValueError: Not a valid JSON-RPC message.
+    """
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    if adapter is not None:  # mcp >= 2
+        message = adapter.validate_json(line, by_name=False)
+    else:
+        message = types.JSONRPCMessage.model_validate_json(line)
+    return SessionMessage(message)
+
+
+def session_message(data: Mapping[str, Any]) -> Any:
+    """A ``SessionMessage`` from a JSON-RPC message's JSON form."""
+    adapter = getattr(types, "jsonrpc_message_adapter", None)
+    if adapter is not None:
+        return SessionMessage(adapter.validate_python(dict(data), by_name=False))
+    return SessionMessage(types.JSONRPCMessage.model_validate(dict(data)))
+
+
+def message_line(message: Any) -> bytes:
+    """A ``SessionMessage`` as one line of the stdio transport."""
+    return (message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+
+
+def default_environment() -> dict[str, str]:
+    """The SDK's safe subset of the environment, handed to stdio servers."""
+    return get_default_environment()
+
+
+def error_data(exc: BaseException) -> Any:
+    """The ``data`` of an SDK error (``McpError``/``MCPError``)."""
+    error = getattr(exc, "error", None)
+    return getattr(error, "data", None)
 
 
 def error_code(exc: BaseException) -> int | None:
@@ -82,6 +131,38 @@ def error_message(exc: BaseException) -> str:
 def is_tool_list_changed(message: Any) -> bool:
     """Whether a message from a server is ``notifications/tools/list_changed``."""
     return isinstance(getattr(message, "root", message), types.ToolListChangedNotification)
+
+
+def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0,
+                read_timeout_s: float | None = None, max_result_bytes: int | None = None,
+                max_result_items: int | None = None) -> Any:
+    """An HTTP client for :func:`http_transport`, from the SDK's own HTTP library.
+
+    Args:
+        headers: Sent with every request.
+        timeout_s: Connect, write and pool timeout.
+        read_timeout_s: Read timeout; ``None`` (default) never times out reads, since a
+            server may hold a stream open.
+        max_result_bytes: Cap ``tools/call`` answers while reading them
+            (:class:`~toolsift.gateway.http_caps.CappedTransport`); needs
+            ``max_result_items`` too.
+        max_result_items: Most JSON values in one result.
+    """
+    timeout = _httpx.Timeout(timeout_s, read=read_timeout_s)
+    if max_result_bytes is None or max_result_items is None:
+        return _httpx_utils.create_mcp_http_client(headers=dict(headers or {}) or None, timeout=timeout)
+    from .http_caps import CappedTransport
+
+    transport = CappedTransport(_httpx.AsyncHTTPTransport(), _httpx, max_bytes=max_result_bytes,
+                                max_items=max_result_items)
+    # The SDK's own factory, plus the transport: 1.x follows redirects, 2.x follows
+    # them itself within the endpoint's origin.
+    kwargs: dict[str, Any] = {"timeout": timeout, "transport": transport}
+    if headers:
+        kwargs["headers"] = dict(headers)
+    if MCP_MAJOR < 2:
+        kwargs["follow_redirects"] = True
+    return _httpx.AsyncClient(**kwargs)
 
 
 def _meta_dict(meta: Any) -> dict[str, Any]:
@@ -144,9 +225,9 @@ def make_server(name: str, *, version: str, title: str, instructions: str,
 
 
 def streamable_http_app(server: Server, *, security_settings: Any = None,
-                        max_request_body_size: int | None = None) -> tuple[Any, Any]:
+                        max_request_body_size: int | None = None, stateless: bool = False) -> tuple[Any, Any]:
     """The session manager and ASGI endpoint serving ``server`` over streamable HTTP
-    (stateful sessions, plain JSON responses).
+    (stateful sessions unless ``stateless``, plain JSON responses).
 
     Returns:
         ``(manager, app)``; run ``manager.run()`` in the application's lifespan.
@@ -155,7 +236,8 @@ def streamable_http_app(server: Server, *, security_settings: Any = None,
 
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    kwargs: dict[str, Any] = {"app": server, "json_response": True, "security_settings": security_settings}
+    kwargs: dict[str, Any] = {"app": server, "json_response": True, "security_settings": security_settings,
+                              "stateless": stateless}
     # Older 1.x releases have no body limit of their own; the gateway's BodyLimit
     # middleware enforces the same limit in front of them.
     if max_request_body_size is not None and \

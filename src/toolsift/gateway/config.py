@@ -156,7 +156,11 @@ class GatewayConfig(ConfigModel):
         validation_timeout: Seconds argument validation may take (it runs in a worker
             thread) before the call is refused with ``invalid_params``.
         max_result_bytes: Largest tool result (as UTF-8 JSON) passed back to the model;
-            larger ones become a ``result_too_large`` error.
+            larger ones become a ``result_too_large`` error. An upstream's result
+            is also refused while it is read, once it passes this size.
+        max_result_items: Most JSON values (array elements, object members) in an
+            upstream's result; more is refused with ``result_too_large`` before the
+            result is validated.
     """
 
     _where: ClassVar[str] = "gateway"
@@ -170,6 +174,7 @@ class GatewayConfig(ConfigModel):
     call_timeout: PositiveSeconds | None = None
     validation_timeout: PositiveSeconds = 2.0
     max_result_bytes: PositiveInt = 4 * 1024 * 1024
+    max_result_items: PositiveInt = 100_000
 
     @field_validator("default_limit")
     @classmethod
@@ -191,6 +196,7 @@ class GatewayConfig(ConfigModel):
             "call_timeout": self.call_timeout,
             "validation_timeout": self.validation_timeout,
             "max_result_bytes": self.max_result_bytes,
+            "max_result_items": self.max_result_items,
         }
 
     @classmethod

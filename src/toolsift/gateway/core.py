@@ -20,6 +20,7 @@ import asyncio
 import difflib
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +77,8 @@ BACKENDS: tuple[str, ...] = ("bm25",)
 
 # Hits use_tool looks through for a tool that accepts the given arguments.
 _USE_TOOL_FETCH = 20
+# A search quicker than this runs on the event loop instead of a worker thread.
+_INLINE_RANK_S = 0.002
 _SUGGESTIONS = 3
 # Filters and routing look past the first `limit` hits so they do not starve results.
 _MIN_FETCH = 50
@@ -120,6 +123,7 @@ class Gateway:
         self._recorder = recorder
         self._state = self._make_state(index)
         self._sessions = SessionCache(MAX_SESSIONS)
+        self._last_rank_s = float("inf")  # unknown: the first search goes to a thread
 
     # ---------------------------------------------------------------- properties
     @property
@@ -263,11 +267,11 @@ class Gateway:
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         state = self._state
         if complete:
-            hits = await asyncio.to_thread(self._rank_complete, state, q, text, k, want, budget, fmt)
+            hits = await self._off_loop(self._rank_complete, state, q, text, k, want, budget, fmt)
         elif budget is None:
-            hits = await asyncio.to_thread(self._rank, state, q, text, k, want)
+            hits = await self._off_loop(self._rank, state, q, text, k, want)
         else:
-            hits = await asyncio.to_thread(self._rank_within, state, q, text, k, want, budget, fmt)
+            hits = await self._off_loop(self._rank_within, state, q, text, k, want, budget, fmt)
         tools: list[dict[str, Any]] = []
         if session is None:
             tools = [self._entry(state, h, fmt) for h in hits]
@@ -291,22 +295,48 @@ class Gateway:
 
     def _entry(self, state: IndexState, hit: Hit, fmt: str) -> dict[str, Any]:
         tool = hit.tool
-        risk = self.risk(tool)
+        key = (fmt, tool.id)
+        static = state.entries.get(key)
+        if static is None:
+            # Cached per index state (a swapped index starts afresh). The schema object is
+            # shared by every result that carries the tool: read-only for callers.
+            risk = self.risk(tool)
+            static = {"schema": to_format(tool, fmt), "etag": state.etag(tool), "risk": risk,
+                      "requires_confirmation": risk == "high", "when_not_to_use": when_not_to_use(tool)}
+            state.entries[key] = static
         entry: dict[str, Any] = {
-            "schema": to_format(tool, fmt),
+            "schema": static["schema"],
             "name": tool.name,
             "score": round(float(hit.score), 4),
             "why": hit.why or "",
-            "etag": state.etag(tool),
-            "risk": risk,
-            "requires_confirmation": risk == "high",
+            "etag": static["etag"],
+            "risk": static["risk"],
+            "requires_confirmation": static["requires_confirmation"],
         }
-        note = when_not_to_use(tool)
-        if note:
-            entry["when_not_to_use"] = note
+        if static["when_not_to_use"]:
+            entry["when_not_to_use"] = static["when_not_to_use"]
         if hit.tokens is not None:
             entry["tokens"] = hit.tokens
         return entry
+
+    async def _off_loop(self, rank: Callable[..., Any], *args: Any) -> Any:
+        """Run a search in a worker thread, or inline when the last one was quick.
+
+        A thread hand-off costs a context switch and GIL ping-pong between the loop and
+        the worker (measured: more server CPU than a small BM25 search itself), so a
+        search whose predecessor took under ``_INLINE_RANK_S`` runs on the event loop;
+        a slow one (large index, dense encoder) keeps the loop free for other requests.
+        """
+        def timed() -> Any:
+            t0 = time.perf_counter()
+            try:
+                return rank(*args)
+            finally:
+                self._last_rank_s = time.perf_counter() - t0
+
+        if self._last_rank_s < _INLINE_RANK_S:
+            return timed()
+        return await asyncio.to_thread(timed)
 
     def _rank_within(self, state: IndexState, query: str | Query, text: str, limit: int,
                      tags: tuple[str, ...], budget: int, fmt: str) -> list[Hit]:
@@ -387,7 +417,7 @@ class Gateway:
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         q = self._with_arguments(q, args)
         state = self._state
-        hits = await asyncio.to_thread(self._rank, state, q, text, _USE_TOOL_FETCH, ())
+        hits = await self._off_loop(self._rank, state, q, text, _USE_TOOL_FETCH, ())
         # The arguments' names are the strongest evidence of which tool is meant: take the
         # best-ranked tool that accepts every one of them, else the best-ranked tool
         # (argument validation then names what is wrong).

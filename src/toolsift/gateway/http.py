@@ -17,10 +17,12 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -86,9 +88,10 @@ class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, by declared length or as they
     stream in (chunked bodies have no length to check up front)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, *, timeout_s: float | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -104,21 +107,25 @@ class BodyLimit:
                 if declared > self.max_bytes:
                     await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
                     return
-        # Read the body up front (it is bounded) so an oversized chunked body is refused
-        # before the app has started answering.
+        # Read the body up front (it is bounded in size and time) so an oversized or
+        # trickled body is refused before the app has started answering.
         chunks: list[Message] = []
         size = 0
-        while True:
-            message = await receive()
-            chunks.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
-                return
-            if not message.get("more_body", False):
-                break
+        with anyio.move_on_after(self.timeout_s) as timer:
+            while True:
+                message = await receive()
+                chunks.append(message)
+                if message["type"] != "http.request":
+                    break
+                size += len(message.get("body", b""))
+                if size > self.max_bytes:
+                    await self._reject(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+                if not message.get("more_body", False):
+                    break
+        if timer.cancelled_caught:
+            await self._reject(send, 408, f"request body not received within {self.timeout_s:g}s")
+            return
 
         async def replay() -> Message:
             return chunks.pop(0) if chunks else await receive()
@@ -127,8 +134,9 @@ class BodyLimit:
 
     @staticmethod
     async def _reject(send: Send, status: int, message: str) -> None:
-        code = "request_too_large" if status == 413 else "bad_request"
-        await _send_json(send, status, {"error": {"code": code, "message": message}})
+        code = {413: "request_too_large", 408: "request_timeout"}.get(status, "bad_request")
+        # A refused request's unread body must not be parsed as the next request.
+        await _send_json(send, status, {"error": {"code": code, "message": message}}, [(b"connection", b"close")])
 
 
 class _Holder:
@@ -141,7 +149,8 @@ class _Holder:
 
 
 def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_config: Any = None,
-              host: str = "127.0.0.1", usage: Any = None) -> ASGIApp:
+              host: str = "127.0.0.1", usage: Any = None, index: Any = None, stateless: bool = False,
+              worker_pid: int | None = None) -> ASGIApp:
     """The ASGI app serving the gateway; upstreams connect in its lifespan.
 
     Args:
@@ -151,6 +160,11 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
         host: The host the app is served on; on loopback, DNS-rebinding protection
             (Host and Origin checks) is on, as in the SDK's own app.
         usage: A :class:`toolsift.usage.GatewayLearning` (record usage, relearn).
+        index: A loaded :class:`~toolsift.toolindex.ToolIndex` of the local tools (a
+            worker's memory-mapped copy) instead of building one from ``local_tools``.
+        stateless: Serve MCP without sessions (each POST stands alone), as workers
+            sharing one socket must: a session made in one worker is unknown to another.
+        worker_pid: Set in a worker: find_tools results carry it in ``_meta``.
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -168,7 +182,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
     # Plain JSON answers: every gateway call is request/response, and JSON avoids an SSE
     # stream per POST.
     manager, endpoint = streamable_http_app(server, security_settings=security,
-                                            max_request_body_size=config.max_request_bytes)
+                                            max_request_body_size=config.max_request_bytes, stateless=stateless)
 
     async def health(request: Request) -> JSONResponse:
         detail = bool(request.scope.get("toolsift.authorized", config.auth_token is None))
@@ -177,8 +191,10 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            opened = open_runtime(config, local_tools=local_tools, index_config=index_config, usage=usage)
+            opened = open_runtime(config, local_tools=local_tools, index_config=index_config, usage=usage,
+                                  index=index)
             rt = await opened.__aenter__()
+            rt.worker_pid = worker_pid
         except ToolsiftError as exc:
             # An operator error (no upstream answered, ...): serve_http reports it as one
             # line, so the lifespan must not hand uvicorn a traceback to print.
@@ -195,7 +211,8 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
     app = Starlette(routes=[Route("/health", health, methods=["GET"]),
                             Route("/mcp", endpoint)],
                     lifespan=lifespan)
-    outer = _QuietStartup(BearerAuth(BodyLimit(app, config.max_request_bytes), config.auth_token), failure)
+    limited = BodyLimit(app, config.max_request_bytes, timeout_s=config.body_timeout_s)
+    outer = _QuietStartup(BearerAuth(limited, config.auth_token), failure)
     return outer
 
 
@@ -269,7 +286,8 @@ def _server_class() -> Any:
 
 def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000,
                local_tools: Sequence[Tool] = (), index_config: Any = None, usage: Any = None,
-               on_ready: Callable[[str], None] | None = None) -> None:
+               on_ready: Callable[[str], None] | None = None, sock: Any = None, index: Any = None,
+               worker: bool = False) -> None:
     """Serve the gateway over HTTP with uvicorn until interrupted.
 
     Args:
@@ -281,6 +299,11 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
         usage: A :class:`toolsift.usage.GatewayLearning` (record usage, relearn).
         on_ready: Called once with the MCP endpoint URL (``http://host:port/mcp``, the
             real port) when the upstreams are connected and the socket listens.
+        sock: An already bound, listening socket to serve on (a worker's inherited
+            one); ``host`` and ``port`` are then only used in messages.
+        index: A loaded index of the local tools (see :func:`build_app`).
+        worker: Serve as one of several worker processes: stateless MCP, and the
+            process id in find_tools results (``_meta["toolsift/worker_pid"]``).
 
     Raises:
         ToolsiftError: Startup failed, e.g. no upstream answered and there are no local
@@ -290,16 +313,19 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
 
     if host not in _LOOPBACK and config.auth_token is None:
         log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
-    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage)
+    from .http_limits import uvicorn_settings
+
+    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage,
+                    index=index, stateless=worker, worker_pid=os.getpid() if worker else None)
     uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                        timeout_graceful_shutdown=3)
+                        timeout_graceful_shutdown=3, **uvicorn_settings(config))
     server = _server_class()(uv, on_ready)
     failure = app.failure if isinstance(app, _QuietStartup) else []
     quiet = _DropStartupFailed(failure)
     uv_log = logging.getLogger("uvicorn.error")
     uv_log.addFilter(quiet)
     try:
-        server.run()
+        server.run(sockets=[sock] if sock is not None else None)
     except SystemExit:
         if not failure:
             raise

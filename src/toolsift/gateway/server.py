@@ -21,13 +21,16 @@ A proxied call returns the upstream's own result (content, structured content, i
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
+import pydantic_core
 
 from .. import __version__
 from ..schema import Tool
@@ -37,13 +40,17 @@ from . import _mcp
 from ._mcp import Server, types
 from .errors import GatewayError
 from .upstream import ServeConfig, Upstreams
+from ..usage.recorder import client_scope
 
-__all__ = ["CONFIRM_META_KEY", "Runtime", "build_mcp_server", "error_result", "open_runtime", "serve_stdio"]
+__all__ = ["CONFIRM_META_KEY", "WORKER_META_KEY", "Runtime", "build_mcp_server", "error_result", "open_runtime", "serve_stdio"]
 
 log = logging.getLogger("toolsift.gateway.server")
 
 #: ``_meta`` key of a ``tools/call`` request confirming a high-risk direct call.
 CONFIRM_META_KEY = "toolsift/confirm"
+#: ``_meta`` key of a find_tools result naming the worker process that served it
+#: (``serve --workers N``).
+WORKER_META_KEY = "toolsift/worker_pid"
 
 _FIND_KEYS = frozenset({"query", "limit", "tags", "format", "token_budget", "complete"})
 _USE_KEYS = frozenset({"query", "params", "confirm"})
@@ -56,6 +63,7 @@ class Runtime:
     gateway: Gateway
     upstreams: Upstreams | None = None
     started: float = field(default_factory=time.monotonic)
+    worker_pid: int | None = None  # set in a worker process: find_tools results carry it
 
     def health(self, *, detail: bool = True) -> dict[str, Any]:
         """The ``/health`` body: status, tool count, upstream states.
@@ -72,6 +80,8 @@ class Runtime:
             "uptime_s": round(time.monotonic() - self.started, 1),
             "upstreams": {"total": len(ups), "ready": len(ups) - len(down), "down": len(down)},
         }
+        if self.worker_pid is not None:
+            body["worker_pid"] = self.worker_pid
         if detail:
             body["upstream_status"] = ups
             body["version"] = __version__
@@ -80,20 +90,38 @@ class Runtime:
 
 @asynccontextmanager
 async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
-                       index_config: Any = None, usage: Any = None) -> AsyncIterator[Runtime]:
+                       index_config: Any = None, usage: Any = None, index: Any = None,
+                       save_index: str | os.PathLike | None = None) -> AsyncIterator[Runtime]:
     """Connect the upstreams, build the index and the gateway; close everything on exit.
 
     Args:
         config: The serve config (upstreams, gateway settings).
         local_tools: Tools from a local catalogue, served without an executor.
-        index_config: :class:`~toolsift.config.IndexConfig` for the index.
+        index_config: :class:`~toolsift.config.IndexConfig` for the index (``None``: that
+            of ``index`` when given, else ``preset_config(config.preset)``, the default
+            preset unless the config names one).
+        save_index: Save the combined index here after every (re)build (default
+            ``config.save_index``); the ``INDEX`` of ``toolsift learn``.
         usage: A :class:`toolsift.usage.GatewayLearning`: record usage and relearn.
+        index: An already built (or memory-mapped) index of ``local_tools``, used as is
+            when there are no upstreams; with upstreams its tools join theirs.
 
     Raises:
         ToolsiftError: Nothing to serve (no upstream answered, no local tools).
     """
+    if index_config is None and index is not None:
+        index_config = index.config  # upstream rebuilds keep the given index's configuration
+    if index_config is None:
+        from ..presets import preset_config
+
+        index_config = preset_config(config.preset)
+    save_index = save_index if save_index is not None else config.save_index
+    if index is not None and not local_tools:
+        local_tools = list(index.catalog)
     if config.upstreams:
-        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config) as ups:
+        async with Upstreams(config.upstreams, local_tools=local_tools, index_config=index_config,
+                             max_result_bytes=config.gateway.max_result_bytes,
+                             max_result_items=config.gateway.max_result_items, save_index=save_index) as ups:
             gateway = Gateway(ups.index, config=config.gateway, executor=ups.execute,
                               recorder=usage.recorder if usage is not None else None)
             ups.attach(gateway)
@@ -105,7 +133,12 @@ async def open_runtime(config: ServeConfig, *, local_tools: Sequence[Tool] = (),
 
     if not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
-    index = ToolIndex.build(list(local_tools), config=index_config)
+    if index is None:
+        index = ToolIndex.build(list(local_tools), config=index_config)
+    if save_index is not None:
+        from .upstream import save_gateway_index
+
+        await anyio.to_thread.run_sync(save_gateway_index, index, save_index)
     gateway = Gateway(index, config=config.gateway, recorder=usage.recorder if usage is not None else None)
     async with _learning(usage, gateway):
         yield Runtime(gateway)
@@ -124,9 +157,12 @@ async def _learning(usage: Any, gateway: Gateway) -> AsyncIterator[None]:
         usage.close()
 
 
-def _text_result(payload: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
-    text = json.dumps(payload, ensure_ascii=False, default=str)
-    return _mcp.text_result(payload, text, is_error=is_error)
+def _text_result(payload: dict[str, Any], *, is_error: bool = False,
+                 meta: dict[str, Any] | None = None) -> types.CallToolResult:
+    # pydantic-core's serializer (a dependency of the SDK): compact UTF-8 JSON, several
+    # times faster than json.dumps on a find_tools result.
+    text = pydantic_core.to_json(payload, fallback=str).decode()
+    return _mcp.text_result(payload, text, is_error=is_error, meta=meta)
 
 
 def error_result(err: GatewayError) -> types.CallToolResult:
@@ -166,6 +202,15 @@ def _session_key(request: Any) -> str | None:
     return f"http:{sid}" if sid else None
 
 
+def _client_key(request: Any) -> str | None:
+    """The client identity recorded in the usage log: over HTTP the peer address (an
+    attacker can open sessions at will, but not addresses; forwarded-for headers are
+    not trusted); ``None`` over stdio (one client per process: the recorder's default)."""
+    client = getattr(request, "client", None) if request is not None else None
+    host = getattr(client, "host", None)
+    return f"http:{host}" if host else None
+
+
 def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") -> Server:
     """The MCP server in front of the gateway ``runtime()`` returns.
 
@@ -174,6 +219,10 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
     """
 
     async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
+        with client_scope(_client_key(request)):
+            return await _call_tool(name, args, meta, request)
+
+    async def _call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
         gateway = runtime().gateway
         try:
             if name == "find_tools":
@@ -183,7 +232,8 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                                                  session=_session_key(request),
                                                  token_budget=args.get("token_budget"),
                                                  complete=args.get("complete", False))
-                return _text_result(found)
+                pid = runtime().worker_pid
+                return _text_result(found, meta=None if pid is None else {WORKER_META_KEY: pid})
             if name == "use_tool":
                 _check_keys("use_tool", args, _USE_KEYS)
                 confirm = args.get("confirm", False)

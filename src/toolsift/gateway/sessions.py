@@ -80,7 +80,7 @@ class IndexState:
     """One index and what is derived from it; replaced as a whole when the index is
     swapped, so a request that started on the old index finishes on it consistently."""
 
-    __slots__ = ("by_name", "etags", "index", "validators")
+    __slots__ = ("by_name", "entries", "etags", "index", "validators")
 
     def __init__(self, index: ToolIndex) -> None:
         self.index = index
@@ -91,6 +91,9 @@ class IndexState:
         # Filled lazily; concurrent fills compute the same value, so no lock is needed.
         self.etags: dict[str, str] = {}
         self.validators: dict[str, Any] = {}
+        # (format, tool id) -> the parts of a find_tools entry that depend only on the
+        # tool: rendering a schema deep-copies it, which cost more than the search.
+        self.entries: dict[tuple[str, str], dict[str, Any]] = {}
 
     def etag(self, tool: Tool) -> str:
         got = self.etags.get(tool.id)

@@ -33,6 +33,7 @@ Failure behaviour (the gateway itself always keeps serving):
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -59,7 +60,13 @@ class Upstreams:
         specs: The upstreams to connect to.
         local_tools: Extra tools with no upstream (e.g. a local catalogue); they are
             indexed but calling them fails with ``upstream_error``.
-        index_config: Index settings for every (re)build.
+        index_config: Index settings for every (re)build (``None``: the default preset).
+        save_index: Save the index to this directory after every (re)build (the
+            ``INDEX`` of ``toolsift learn``); a failed save is logged, never fatal.
+        max_result_bytes: An upstream result larger than this (plus 64 KiB for
+            the envelope) is refused with ``result_too_large`` while it is read.
+        max_result_items: An upstream result with more JSON values than this is
+            refused the same way, before it is validated.
 
     Example:
         >>> async with Upstreams(config.upstreams) as ups:         # doctest: +SKIP
@@ -68,8 +75,10 @@ class Upstreams:
     """
 
     def __init__(self, specs: Sequence[UpstreamSpec], *, local_tools: Sequence[Tool] = (),
-                 index_config: Any = None) -> None:
+                 index_config: Any = None, max_result_bytes: int = 4 * 1024 * 1024,
+                 max_result_items: int = 100_000, save_index: str | os.PathLike | None = None) -> None:
         self._ups = {s.name: Upstream(s, self) for s in specs}
+        self._save_index = save_index
         self._local = list(local_tools)
         self._index_config = index_config
         self._index: Any = None
@@ -79,6 +88,10 @@ class Upstreams:
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self.version = 0  # bumped on every index swap
+        # Limits the stdio transport enforces while reading a result; a line also holds
+        # the JSON-RPC envelope, so it may be a little longer than the result itself.
+        self.max_message_bytes = max_result_bytes + 64 * 1024
+        self.max_result_items = max_result_items
 
     # -------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Self:
@@ -220,6 +233,8 @@ class Upstreams:
                 # name map, ETags and validators from it.
                 self._gateway.index = index
             log.info("indexed %d tools (index version %d)", len(tools), self.version)
+            if self._save_index is not None:
+                await anyio.to_thread.run_sync(save_gateway_index, index, self._save_index)
 
     # -------------------------------------------------------------- executor
     async def execute(self, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,6 +257,16 @@ class Upstreams:
     def status(self) -> list[dict[str, Any]]:
         """Per-upstream health: state, tool count, restarts, calls, last error."""
         return [up.status() for up in self._ups.values()]
+
+
+def save_gateway_index(index: Any, path: str | os.PathLike) -> None:
+    """Save the gateway's combined index to ``path`` (atomically); log, never raise: a
+    full disk must not stop the gateway serving."""
+    try:
+        index.save(path)
+        log.info("saved the index to %s", path)
+    except Exception as exc:  # noqa: BLE001 - serving matters more than the copy
+        log.error("cannot save the index to %s: %s", path, describe_error(exc))
 
 
 def _apply_diff(index: Any, tools: Sequence[Tool]) -> None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -116,12 +116,32 @@ class ServeConfig(ConfigModel):
         auth_token: Bearer token required on HTTP requests; ``None`` means no auth.
             ``"auth_token_env": "VAR"`` in the file reads it from an environment variable.
         max_request_bytes: Largest HTTP request body accepted (413 above).
+        max_connections: Open HTTP connections served at once; one more is answered
+            503 and closed.
+        header_timeout_s: Seconds a connection may take to send a request's line and
+            headers (counted from its opening, or from the previous response); it is
+            closed after that.
+        body_timeout_s: Seconds a request may take to send its body (408 after that).
+        keep_alive_s: Seconds an idle keep-alive connection stays open.
+        preset: Index configuration of the combined index (:mod:`toolsift.presets`:
+            ``"bm25"`` or ``"hybrid"``); ``None`` is the library's default preset, so the
+            gateway ranks like ``ToolIndex.build`` and ``toolsift index``.
+            ``toolsift serve --preset`` overrides it.
+        save_index: Directory the combined index is saved to (atomically) after every
+            (re)build: the ``INDEX`` that ``toolsift learn INDEX --usage DB OUT`` starts
+            from. ``toolsift serve --save-index`` overrides it.
     """
 
     upstreams: tuple[UpstreamSpec, ...] = ()
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     auth_token: NonEmptyStr | None = None
     max_request_bytes: Annotated[int, Field(strict=True, ge=1024)] = 1_048_576
+    max_connections: Annotated[int, Field(strict=True, ge=1)] = 1000
+    header_timeout_s: PositiveSeconds = 10.0
+    body_timeout_s: PositiveSeconds = 30.0
+    keep_alive_s: PositiveSeconds = 5.0
+    preset: Literal["bm25", "hybrid"] | None = None
+    save_index: NonEmptyStr | None = None
 
     @field_validator("upstreams")
     @classmethod
@@ -149,6 +169,9 @@ class ServeConfig(ConfigModel):
             if not token:
                 raise ConfigError(f"auth_token_env: environment variable {env_var!r} is not set")
             data["auth_token"] = token
+        save = data.get("save_index")
+        if base_dir is not None and isinstance(save, str) and save.strip():
+            data["save_index"] = str(base_dir / save)  # relative to the config file, as cwd is
         ups = data.get("upstreams")
         if isinstance(ups, list):
             data["upstreams"] = [_with_cwd(u, base_dir) for u in ups]
@@ -164,6 +187,10 @@ class ServeConfig(ConfigModel):
             raise ConfigError(f"cannot read serve config {path}: {exc.strerror or exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: JSON nested too deeply to read") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (invalid byte at offset {exc.start})") from None
         try:
             return cls.from_dict(data, base_dir=path.resolve().parent)
         except ConfigError as exc:

@@ -25,6 +25,7 @@ from ..schema import Tool
 from . import _mcp
 from ._mcp import ClientSession, McpError, StdioServerParameters, types
 from .errors import GatewayError, UpstreamStartError
+from .stdio_transport import RESULT_TOO_LARGE, capped_stdio_client
 from .upstream_config import UpstreamSpec
 
 if TYPE_CHECKING:
@@ -124,8 +125,15 @@ class Upstream:
         if spec.command:
             params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                            env=dict(spec.env) or None, cwd=spec.cwd)
-            return _mcp.stdio_client(params, errlog=stderr.writer if stderr else _errlog())
-        client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s)
+            errlog = stderr.writer if stderr else _errlog()
+            if sys.platform == "win32":
+                return _mcp.stdio_client(params, errlog=errlog)
+            # Caps the result while it is read (the SDK's transport reads it whole first).
+            return capped_stdio_client(params, errlog=errlog, max_message_bytes=self.owner.max_message_bytes,
+                                       max_items=self.owner.max_result_items)
+        client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s,
+                                  max_result_bytes=self.owner.max_message_bytes,
+                                  max_result_items=self.owner.max_result_items)
         return _mcp.http_transport(spec.url, client)
 
     async def _run(self, ready: anyio.Event, box: dict[str, Any]) -> None:
@@ -287,6 +295,13 @@ class Upstream:
             raise GatewayError("upstream_timeout", f"upstream {name!r} did not answer {tool!r} within "
                                f"{self.spec.timeout_s:g}s", upstream=name, timeout_s=self.spec.timeout_s) from None
         except McpError as exc:
+            data = _mcp.error_data(exc)
+            if isinstance(data, dict) and data.get("toolsift") == RESULT_TOO_LARGE:
+                # Refused by our transport while reading: the upstream is fine.
+                details = {k: v for k, v in data.items() if k in ("bytes", "limit_bytes", "limit_items")}
+                raise GatewayError("result_too_large", f"upstream {name!r} returned a result too large for "
+                                   f"{tool!r} ({_mcp.error_message(exc).removeprefix('result refused by the gateway: ')}"
+                                   "); ask for less", upstream=name, **details) from None
             self.failures += 1
             if _mcp.error_code(exc) == types.CONNECTION_CLOSED or conn.dead.is_set():
                 self.drop(conn, "connection closed during a call")

@@ -4,18 +4,21 @@ The documents are exactly the field's BM25 documents (one per description, respo
 example intent or parameter), so a hybrid field mixes two scores of the same texts.
 Cosine similarities come from int8 dot products with int32 accumulation
 (:mod:`toolsift.kernels.int8`); a tool's score in a multi-document field is the max over
-its documents, as for BM25.
+its documents, as for BM25. A large field may carry an IVF index
+(:mod:`toolsift.index.ivf`) so that its candidates come without a full scan.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
 from ..kernels.int8 import quantize_rows, scan
 from ..progress import progress_bar
 from .dense import Int8Matrix
+from .ivf import IvfIndex
 
 __all__ = ["DenseField", "encode_texts"]
 
@@ -52,9 +55,11 @@ class DenseField:
         matrix: One row per document.
         groups: Tool of each document (``None``: document ``i`` is tool ``i``).
         n_tools: Number of tools.
+        ivf: Optional IVF index over ``matrix`` for candidates without a full scan.
     """
 
-    def __init__(self, matrix: Int8Matrix, groups: np.ndarray | None, n_tools: int) -> None:
+    def __init__(self, matrix: Int8Matrix, groups: np.ndarray | None, n_tools: int, *,
+                 ivf: IvfIndex | None = None) -> None:
         n_docs = matrix.codes.shape[0]
         if groups is None and n_docs != n_tools:
             raise ValueError(f"dense field has {n_docs} documents for {n_tools} tools")
@@ -63,6 +68,11 @@ class DenseField:
         self.matrix = matrix
         self.groups = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
         self.n_tools = n_tools
+        self.ivf = ivf
+
+    def with_ivf(self, ivf: IvfIndex | None) -> DenseField:
+        """The same field with another IVF index (or none)."""
+        return DenseField(self.matrix, self.groups, self.n_tools, ivf=ivf)
 
     @classmethod
     def build(cls, encoder, texts: Sequence[str], groups: np.ndarray | None, n_tools: int) -> DenseField:
@@ -87,3 +97,37 @@ class DenseField:
             starts = np.flatnonzero(np.r_[True, self.groups[1:] != self.groups[:-1]])
             out[:, self.groups[starts]] = np.maximum.reduceat(docs, starts, axis=1)
         return out
+
+    def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
+        """Per query row, its best ``n`` tools with a positive score among the rows of
+        its ``nprobe`` best IVF lists (unordered; a tool scores as its best probed row).
+
+        Raises:
+            ValueError: The field has no IVF index.
+        """
+        if self.ivf is None:
+            raise ValueError("dense field has no IVF index")
+        ptr, scores, rows = self.ivf.probe(queries, nprobe)
+        return [_top_positive(scores[a:b], rows[a:b], self.groups, n) for a, b in pairwise(ptr)]
+
+
+def _top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None, n: int) -> np.ndarray:
+    """The ``n`` best tools among scored rows (tool of row ``r``: ``groups[r]`` or ``r``)."""
+    pos = scores > 0
+    s, r = scores[pos], rows[pos]
+    if groups is None:
+        return r if r.size <= n else r[np.argpartition(-s, n - 1)[:n]]
+    # Several rows per tool: the best 4n rows usually hold n distinct tools; a tool's
+    # best row among them is its best row overall. Otherwise rank every row.
+    for cap in (4 * n, s.size):
+        if cap < s.size:
+            top = np.argpartition(-s, cap - 1)[:cap]
+            s_c, t_c = s[top], groups[r[top]]
+        else:
+            s_c, t_c = s, groups[r]
+        order = np.argsort(-s_c, kind="stable")
+        tools, first = np.unique(t_c[order], return_index=True)
+        if tools.size >= n or cap >= s.size:
+            best = s_c[order][first]
+            return tools if tools.size <= n else tools[np.argpartition(-best, n - 1)[:n]]
+    return np.zeros(0, np.int64)  # unreachable: the last cap ranks every row

@@ -17,7 +17,7 @@ from .dense_field import DenseField, encode_texts
 from .fields import field_documents
 from .state import IndexState
 
-__all__ = ["embed_fields", "get_encoder", "encoder_wrapper", "update_dense"]
+__all__ = ["embed_fields", "get_encoder", "get_query_encoder", "encoder_wrapper", "update_dense"]
 
 
 _ENCODERS: dict[tuple, Any] = {}
@@ -32,14 +32,36 @@ def get_encoder(config: IndexConfig):
     with _ENCODER_LOCK:
         enc = _ENCODERS.get(key)
         if enc is None:
-            from ..encoders import OnnxEncoder
+            if config.encoder == "static":
+                enc = _ENCODERS[key] = _static(config.static_table)
+            else:
+                from ..encoders import OnnxEncoder
 
-            enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
+                enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
         wrappers = list(_WRAPPERS)
     # Outside the lock: a wrapper may hash model files on first use.
     for wrap in wrappers:
         enc = wrap(enc, config)
     return enc
+
+
+def _static(table: str | None):
+    from ..encoders.static import StaticEncoder
+
+    key = ("static", table)
+    enc = _ENCODERS.get(key)
+    if enc is None:
+        enc = _ENCODERS[key] = StaticEncoder(table)
+    return enc
+
+
+def get_query_encoder(config: IndexConfig):
+    """The encoder of dense fields' query texts: the static table fitted into the
+    document encoder's space (``query_encoder="static"``), else the document encoder."""
+    if config.query_encoder == "static" or config.encoder == "static":
+        with _ENCODER_LOCK:
+            return _static(config.static_table)
+    return get_encoder(config)
 
 
 @contextmanager

@@ -2,10 +2,13 @@
 
 Layout: ``tools.arrow`` (the tool table of :mod:`toolsift.index.tooltable`: ids,
 names, JSON payloads and the per-tool layout columns; format 1 had id + JSON only),
-``vocab.arrow``, one
-``field.NAME.arrow`` per field (the C++ postings as single-row large lists, written
-zero-copy from the engine's buffers) and ``dense.NAME.arrow`` per dense field, ``graph.arrow`` and ``graph_tools.arrow`` (the tool graph's edges and per-tool families,
-:mod:`toolsift.index.graph`; an index saved without it builds the graph on first use), with a
+``vocab.arrow``, one ``field.NAME.arrow`` per field (the C++ postings as single-row
+large lists, written zero-copy from the engine's buffers), ``dense.NAME.arrow`` per
+dense field, ``ivf.NAME.arrow`` per dense field with an IVF index
+(:mod:`toolsift.index.ivf`), ``graph.arrow`` and ``graph_tools.arrow`` (the tool
+graph's edges and per-tool families, :mod:`toolsift.index.graph`; an index saved
+without it builds the graph on first use), ``query_table.arrow`` (a hybrid index's
+static query rows refitted on its documents, :mod:`toolsift.index.query_table`), with a
 ``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
 :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
@@ -31,9 +34,11 @@ from .dense import Int8Matrix
 from .dense_field import DenseField
 from .field_index import COLUMNS, FieldIndex
 from .gcpause import gc_paused
+from .ivf import IvfIndex
 from .graph import ToolGraph
+from .query_table import QueryTable
 from .state import IndexState
-from .store import BatchStream, manifest_token, open_table, read_manifest, write_index_dir
+from .store import BatchStream, leased_manifest, manifest_token, open_table, write_index_dir
 from .tooltable import StoredCatalog, tool_stream
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
@@ -48,6 +53,7 @@ class LoadedIndex(NamedTuple):
     fields: dict[str, FieldIndex]
     dense: dict[str, DenseField]
     graph: ToolGraph | None = None
+    query_table: QueryTable | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> Path:
@@ -71,6 +77,11 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig) -> 
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
     for name, dn in st.dense.items():
         tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
+        if dn.ivf is not None:
+            tables[f"ivf.{name}.arrow"] = dn.ivf.to_arrow()
+    qt = getattr(st, "query_table", None)
+    if qt is not None:
+        tables["query_table.arrow"] = qt.to_arrow()
     if st.graph is not None:
         tables["graph.arrow"] = st.graph.to_arrow()
         tables["graph_tools.arrow"] = st.graph.nodes_to_arrow()
@@ -151,7 +162,14 @@ def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, 
 
 
 def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
-    manifest, ddir = read_manifest(path, verify=verify)
+    # The lease keeps a concurrent save from deleting this generation while its files
+    # are opened (see toolsift.index.store.leased_manifest).
+    with leased_manifest(path, verify=verify) as (manifest, ddir):
+        return _load_generation(path, manifest, ddir, mmap=mmap, verify=verify)
+
+
+def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mmap: bool,
+                     verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
         config = IndexConfig.from_dict(manifest["config"])
@@ -201,6 +219,14 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
+        iname = f"ivf.{name}.arrow"
+        if iname in manifest.get("files", {}):  # optional: without it the field is scanned
+            try:
+                ivf = IvfIndex.from_arrow(open_table(ddir, iname, mmap=mmap, save_id=sid),
+                                          n_rows=matrix.n_rows, dim=matrix.dim)
+            except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
+                raise IndexCorruptError(f"{ddir}/{iname}: {exc}") from None
+            dense[name] = dense[name].with_ivf(ivf)
     graph = None
     if "graph.arrow" in manifest.get("files", {}):
         where = f"{ddir}/graph.arrow"
@@ -209,4 +235,8 @@ def _load(path: str | os.PathLike, *, mmap: bool, verify: bool) -> LoadedIndex:
                                      where=where)
         if len(graph) != manifest.get("graph", {}).get("n_edges", len(graph)):
             raise IndexCorruptError(f"{where}: {len(graph)} edges, manifest says {manifest['graph']['n_edges']}")
-    return LoadedIndex(catalog, config, vocab, fields, dense, graph)
+    qt = None
+    if "query_table.arrow" in manifest.get("files", {}):
+        qt = QueryTable.from_arrow(open_table(ddir, "query_table.arrow", mmap=False, save_id=sid),
+                                   where=f"{ddir}/query_table.arrow")
+    return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt)

@@ -23,6 +23,7 @@ from ..schema import FIELDS, Catalog
 
 if TYPE_CHECKING:
     from .graph import ToolGraph
+    from .query_table import QueryTable
 from ..scores import presence_bits
 from .dense_field import DenseField
 from .field_index import FieldIndex
@@ -66,6 +67,8 @@ class IndexState:
         self.retrievers: dict[tuple, dict] = {}
         # The tool graph (toolsift.index.graph.ToolGraph), set by ToolIndex.
         self.graph: ToolGraph | None = None
+        # The static query encoder's table (toolsift.index.query_table), set by ToolIndex.
+        self.query_table: QueryTable | None = None
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""

@@ -6,23 +6,32 @@ Layout of an index directory::
                              ``generation``, ``save_id``, ``data`` (the subfolder below),
                              file sizes + SHA-256
     v000007-<save_id>/       the files of generation 7:
+        manifest.json        a copy of the manifest that committed it (what a leased
+                             reader checks, so a later commit cannot change it underfoot)
+        .lease               readers hold a shared flock on it while opening the files
         tools.arrow          id, name, payload (the tool as JSON), params (required
                              flag per parameter), fields (presence bits): see
                              toolsift.index.tooltable (format 1: id, payload only)
         vocab.arrow          term (id = row number)
         field.<name>.arrow   one row of list columns: indptr, doc_ids, tfs, doc_len[, doc_group]
         dense.<name>.arrow   int8 codes + float32 scale per row
+        ivf.<name>.arrow     IVF of a large dense field: centroids, list_ptr, list_ids, info
     .lock                    held (``flock``) by the process saving
 
 A save writes a new versioned subfolder next to the current one, then atomically
 replaces ``manifest.json`` (``os.replace`` of one file) to point at it, the way Lucene
 commits with ``segments_N``: a reader sees the old index or the new one, never a mix or
-nothing, and a save killed at any moment leaves the old index in place. Leftovers (the
-previous generation, folders of killed saves, temporary manifests) are removed by the
-next save, under the lock, so two processes saving at once cannot delete each other's
-work. Every Arrow file carries the save's random ``save_id`` in its schema metadata, so
-a file copied in from another index (even one of the same size) is detected without
-checksums. Directories written before versioned subfolders (``manifest.json`` beside
+nothing, and a save killed at any moment leaves the old index in place. Leftovers (older
+generations, folders of killed saves, temporary manifests) are removed by the next save,
+under the lock, so two processes saving at once cannot delete each other's work; a
+generation is removed only when no reader holds its lease (a non-blocking exclusive
+``flock`` on its ``.lease`` succeeds), else it is left for a later save. A reader
+(:func:`leased_manifest`) takes the lease of the generation the manifest names, checks
+it was not deleted meanwhile, and reads that generation's own manifest copy: however
+fast saves follow each other, a slow reader never loses its files, and the kernel drops
+the lease of a reader that dies. Every Arrow file carries the save's random ``save_id``
+in its schema metadata, so a file copied in from another index (even one of the same
+size) is detected without checksums. Directories written before versioned subfolders (``manifest.json`` beside
 the Arrow files, no ``data`` key) are still read, and are converted by the next save.
 
 Reads check sizes (always) and checksums (``verify=True``) before a byte is trusted,
@@ -45,7 +54,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ..errors import IndexCorruptError, IndexFormatError
+from ..errors import IndexCorruptError, IndexFormatError, IndexNotFoundError
 
 try:  # POSIX; elsewhere concurrent saves to one directory are not serialised
     import fcntl
@@ -53,13 +62,17 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["BatchStream", "FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write_index_dir", "read_manifest", "open_table",
-           "manifest_token"]
+           "manifest_token", "leased_manifest"]
 
 FORMAT_NAME = "toolsift-index"
 #: 2: tools.arrow is the columnar tool table (tools decoded lazily); 1 is still read.
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 LOCK = ".lock"
+LEASE = ".lease"
+#: How often a reader re-reads the manifest when the generation it named vanished before
+#: its lease was taken (each time a save committed in between; generous on purpose).
+_LEASE_ATTEMPTS = 1000
 #: Arrow schema metadata key holding the id of the save that wrote a file.
 SAVE_ID_KEY = b"toolsift.save_id"
 _DATA_DIR = re.compile(r"v\d{6,}-[0-9a-f]{16}")
@@ -169,6 +182,7 @@ def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table | B
         tmp_manifest = target / f".manifest.{save_id}.tmp"
         ddir.mkdir()
         try:
+            (ddir / LEASE).touch()
             files: dict[str, Any] = {}
             for name, table in tables.items():
                 meta = dict(table.schema.metadata or {})
@@ -180,7 +194,10 @@ def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table | B
             body = dict(manifest, format=FORMAT_NAME, format_version=FORMAT_VERSION, generation=generation,
                         save_id=save_id, data=data, files=files)
             body["manifest_sha256"] = hashlib.sha256(_canonical(body)).hexdigest()
-            tmp_manifest.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
+            (ddir / MANIFEST).write_text(text, encoding="utf-8")
+            _fsync(ddir / MANIFEST)
+            tmp_manifest.write_text(text, encoding="utf-8")
             _fsync(tmp_manifest)
             os.replace(tmp_manifest, target / MANIFEST)  # the commit
             _fsync(target)
@@ -198,7 +215,7 @@ def _clean(target: Path, *, keep: str, prev: Mapping[str, Any]) -> None:
     for p in target.iterdir():
         if p.name != keep and (_DATA_DIR.fullmatch(p.name) or _TMP_MANIFEST.fullmatch(p.name)):
             if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
+                _remove_generation(p)
             else:
                 with contextlib.suppress(OSError):
                     p.unlink()
@@ -212,6 +229,88 @@ def _clean(target: Path, *, keep: str, prev: Mapping[str, Any]) -> None:
         for p in target.parent.glob(pattern):
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
+
+
+def _remove_generation(ddir: Path) -> bool:
+    """Delete generation folder ``ddir`` unless a reader holds its lease; returns whether
+    it was deleted (else a later save tries again)."""
+    if fcntl is not None:
+        try:
+            fd = os.open(ddir / LEASE, os.O_RDONLY)
+        except OSError:
+            fd = None  # no lease file: written before leases, or a save killed early
+        if fd is not None:
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    return False  # a reader is opening it: keep it for now
+                shutil.rmtree(ddir, ignore_errors=True)  # under the lock: no reader can start
+                return True
+            finally:
+                os.close(fd)
+    shutil.rmtree(ddir, ignore_errors=True)
+    return True
+
+
+def _take_lease(ddir: Path) -> int | None:
+    """A shared lease on generation ``ddir`` (an open fd), or ``None`` when it is gone or
+    has no lease file."""
+    try:
+        fd = os.open(ddir / LEASE, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a save is deleting it
+        if os.fstat(fd).st_nlink == 0:  # deleted between our open and our lock
+            os.close(fd)
+            return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def leased_manifest(directory: str | os.PathLike, *, verify: bool = True) -> Iterator[tuple[dict[str, Any], Path]]:
+    """:func:`read_manifest`, holding the generation's reader lease while the block runs:
+    no save deletes its files meanwhile, and its manifest is the generation's own copy,
+    so a save committing during the block changes nothing the reader sees.
+
+    Generations written before leases (no ``.lease`` file), the old flat layout, and
+    systems without ``flock`` fall back to :func:`read_manifest` on the current manifest.
+
+    Raises:
+        As :func:`read_manifest`; also IndexCorruptError when every attempt found the
+        generation deleted before its lease could be taken.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
+    for _ in range(_LEASE_ATTEMPTS):
+        # The pointer must be sound itself (a replace is atomic: a bad checksum is damage).
+        body = _parse_manifest(directory / MANIFEST, directory)
+        data = body.get("data")
+        if fcntl is None or not (isinstance(data, str) and _DATA_DIR.fullmatch(data)):
+            yield read_manifest(directory, verify=verify)
+            return
+        ddir = directory / data
+        fd = _take_lease(ddir)
+        if fd is None:
+            if ddir.is_dir() and not (ddir / LEASE).exists():  # written before leases
+                yield read_manifest(directory, verify=verify)
+                return
+            continue  # deleted by a save that committed meanwhile: read the new manifest
+        try:
+            if (ddir / MANIFEST).is_file():
+                yield _check_manifest(ddir / MANIFEST, directory, ddir, verify=verify)
+            else:
+                yield read_manifest(directory, verify=verify)
+        finally:
+            os.close(fd)
+        return
+    raise IndexCorruptError(f"{directory}: every generation vanished before it could be read "
+                            f"({_LEASE_ATTEMPTS} attempts)")
 
 
 def manifest_token(directory: str | os.PathLike) -> str | None:
@@ -233,13 +332,33 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> tuple
         ``(manifest, data directory)``: the folder holding the Arrow files.
 
     Raises:
-        IndexFormatError: Missing directory/manifest, another format, a newer version.
+        IndexNotFoundError: No directory at ``directory`` (a FileNotFoundError too).
+        IndexFormatError: Not a directory, missing manifest, another format, a newer version.
         IndexCorruptError: A size, checksum or the manifest's own checksum differs.
     """
     directory = Path(directory)
-    mpath = directory / MANIFEST
+    if not directory.exists():
+        raise IndexNotFoundError(f"{directory} is not an index directory (it does not exist)")
     if not directory.is_dir():
-        raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
+        raise IndexFormatError(f"{directory} is not an index directory (it is a file)")
+    return _check_manifest(directory / MANIFEST, directory, None, verify=verify)
+
+
+def _check_manifest(mpath: Path, directory: Path, expect: Path | None, *,
+                    verify: bool) -> tuple[dict[str, Any], Path]:
+    """Parse and check the manifest at ``mpath`` (the index's, or a generation's copy,
+    which must then name its own folder ``expect``) and the files it lists."""
+    body = _parse_manifest(mpath, directory)
+    data = body.get("data")
+    ddir = directory / data if data else directory
+    if expect is not None and ddir != expect:
+        raise IndexCorruptError(f"{mpath}: names generation {data!r}, not its own folder {expect.name!r}")
+    _check_files(body, mpath, ddir, verify=verify)
+    return body, ddir
+
+
+def _parse_manifest(mpath: Path, directory: Path) -> dict[str, Any]:
+    """The manifest at ``mpath``, its own checksum, format and version checked."""
     try:
         text = mpath.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -265,7 +384,11 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> tuple
     data = body.get("data")
     if data is not None and not (isinstance(data, str) and _DATA_DIR.fullmatch(data)):
         raise IndexCorruptError(f"{mpath}: 'data' must name a generation folder, got {data!r}")
-    ddir = directory / data if data else directory
+    return body
+
+
+def _check_files(body: dict[str, Any], mpath: Path, ddir: Path, *, verify: bool) -> None:
+    """Sizes (and with ``verify`` SHA-256) of the files the manifest lists."""
     files = body.get("files", {})
     if not isinstance(files, dict):
         raise IndexCorruptError(f"{mpath}: 'files' must be an object")
@@ -285,7 +408,6 @@ def read_manifest(directory: str | os.PathLike, *, verify: bool = True) -> tuple
                 raise IndexCorruptError(f"{path}: file listed in the manifest is missing") from None
             if digest != meta.get("sha256"):
                 raise IndexCorruptError(f"{path}: SHA-256 mismatch (the file is damaged)")
-    return body, ddir
 
 
 def open_table(directory: str | os.PathLike, name: str, *, mmap: bool, save_id: str | None = None,

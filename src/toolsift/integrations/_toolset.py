@@ -18,12 +18,11 @@ found or used first to stay.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, QueryError, SchemaError, ToolsiftError
-from ..schema import Catalog, Tool
+from ..schema import Tool
 
 __all__ = [
     "SEARCH_TOOL_NAME", "ToolSearch", "ToolsSource", "WrappedClient", "as_index", "drive", "drive_async",
@@ -48,35 +47,24 @@ def field(obj: Any, key: str, default: Any = None) -> Any:
     return getattr(obj, key, default)
 
 
-def as_index(tools: ToolsSource) -> Any:
+def as_index(tools: ToolsSource, *, preset: str | None = None) -> Any:
     """A :class:`~toolsift.ToolIndex` over ``tools`` (returned as is when it is one already).
+
+    A new index is built by :meth:`~toolsift.ToolIndex.build` with ``preset``
+    (:mod:`toolsift.presets`; default :func:`~toolsift.presets.default_preset`), so a
+    wrapped client ranks exactly like the library and the CLI on the same catalogue.
 
     Raises:
         SchemaError, CatalogFormatError: ``tools`` cannot be read (see :func:`~toolsift.load_catalog`).
+        ConfigError: ``preset`` is given with a ready index, or is unknown.
     """
     from ..toolindex import ToolIndex
 
     if isinstance(tools, ToolIndex):
+        if preset is not None:
+            raise ConfigError("preset: the tools are an index already (built with its own configuration)")
         return tools
-    if isinstance(tools, Catalog):
-        return ToolIndex.build(tools)
-    if isinstance(tools, (str, os.PathLike, Mapping)):
-        from ..adapters import load_catalog
-
-        return ToolIndex.build(load_catalog(tools))
-    if isinstance(tools, Iterable):
-        items = list(tools)
-        if items and all(isinstance(t, Tool) for t in items):
-            return ToolIndex.build(Catalog(items))
-        from ..adapters import load_catalog
-
-        # Tool objects rather than JSON (LangChain BaseTool, LlamaIndex FunctionTool
-        # metadata ...) are read by the LangChain reader, which takes any object with
-        # .name, .description and .args_schema.
-        objects = items and not any(isinstance(t, Mapping) for t in items)
-        return ToolIndex.build(load_catalog(items, format="langchain") if objects else load_catalog(items))
-    raise SchemaError("tools", f"expected a ToolIndex, a Catalog, a list of tools or a catalogue "
-                               f"path/payload, got {type(tools).__name__}")
+    return ToolIndex.build(tools, preset=preset)
 
 
 def _positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:
@@ -99,19 +87,26 @@ class ToolSearch:
             asked once more without the search tool, so the loop always ends.
         max_tools: Found tools sent at most (pinned tools do not count).
         search_tool_name: The name the model sees for the search tool.
+        preset: Index configuration when ``tools`` is not an index yet
+            (:mod:`toolsift.presets`; default :func:`~toolsift.presets.default_preset`).
         complete: Each search returns a tool set: the found tools plus the ones that
             produce their missing inputs (``ToolIndex.search(complete=True)``).
 
     Raises:
         SchemaError: Two catalogue tools share a name, a pinned name is not in the
             catalogue, or a catalogue tool is called like the search tool.
-        ConfigError: A count is not a positive integer.
+        QueryError: ``k`` is not an integer >= 1 (the check :meth:`ToolIndex.search` makes).
+        ConfigError: Another count is not a positive integer.
     """
 
     def __init__(self, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
                  max_searches: int = 3, max_tools: int = 32,
-                 search_tool_name: str = SEARCH_TOOL_NAME, complete: bool = False) -> None:
-        self.k = _positive_int(k, "k")
+                 search_tool_name: str = SEARCH_TOOL_NAME, preset: str | None = None,
+                 complete: bool = False) -> None:
+        from ..search.query import check_k
+
+        check_k(k)
+        self.k = k
         if not isinstance(complete, bool):
             raise ConfigError(f"complete: expected True or False, got {complete!r}")
         self.complete = complete
@@ -120,7 +115,7 @@ class ToolSearch:
         if not isinstance(search_tool_name, str) or not search_tool_name.strip():
             raise ConfigError(f"search_tool_name: expected a non-empty string, got {search_tool_name!r}")
         self.name = search_tool_name
-        self.index = as_index(tools)
+        self.index = as_index(tools, preset=preset)
         by_name: dict[str, Tool] = {}
         for tool in self.index.catalog:
             if tool.name in by_name:
@@ -276,7 +271,7 @@ class WrappedClient:
 
     def __init__(self, client: Any, tools: ToolsSource, *, pinned: Sequence[str] = (), k: int = 5,
                  max_searches: int = 3, max_tools: int = 32, search_tool_name: str = SEARCH_TOOL_NAME,
-                 complete: bool = False) -> None:
+                 preset: str | None = None, complete: bool = False) -> None:
         sync_type, async_type = self._client_types()
         if not isinstance(client, (sync_type, async_type)):
             raise ToolsiftError(f"client: expected an {sync_type.__module__.split('.')[0]}.{sync_type.__name__} "
@@ -284,7 +279,8 @@ class WrappedClient:
         self._client = client
         self._async = isinstance(client, async_type)
         self.search = ToolSearch(tools, pinned=pinned, k=k, max_searches=max_searches,
-                                 max_tools=max_tools, search_tool_name=search_tool_name, complete=complete)
+                                 max_tools=max_tools, search_tool_name=search_tool_name, preset=preset,
+                                 complete=complete)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:

@@ -31,7 +31,7 @@ try:
     from langchain_core.callbacks import CallbackManagerForRetrieverRun
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
-    from pydantic import ConfigDict, Field
+    from pydantic import ConfigDict
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ToolsiftError("toolsift.integrations.langchain needs langchain-core: "
                         "pip install 'toolsift[langchain]'") from exc
@@ -63,14 +63,22 @@ class ToolsiftRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     index: Any
-    k: int = Field(default=5, ge=1)
+    k: int = 5  # checked in __init__ by the one k check
     only_matched: bool = True
     complete: bool = False
 
     @classmethod
-    def from_tools(cls, tools: ToolsSource, **kwargs: Any) -> ToolsiftRetriever:
-        """Build the index from ``tools`` (LangChain tools, any catalogue toolsift reads, or an index)."""
-        return cls(index=as_index(tools), **kwargs)
+    def from_tools(cls, tools: ToolsSource, *, preset: str | None = None, **kwargs: Any) -> ToolsiftRetriever:
+        """Build the index from ``tools`` (LangChain tools, any catalogue toolsift reads, or an index)
+        with ``preset`` (:mod:`toolsift.presets`; default: the library's default)."""
+        return cls(index=as_index(tools, preset=preset), **kwargs)
+
+    def __init__(self, **kwargs: Any) -> None:
+        # The one k check (toolsift.search.query.check_k: QueryError), as everywhere else.
+        from ..search.query import check_k
+
+        check_k(kwargs.get("k", 5))
+        super().__init__(**kwargs)
 
     def _get_relevant_documents(self, query: str, *,
                                 run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

@@ -32,7 +32,7 @@ __all__ = ["make_retrieve_tools"]
 
 
 def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str, Any] | None = None,
-                        only_matched: bool = True, complete: bool = False
+                        only_matched: bool = True, preset: str | None = None, complete: bool = False
                         ) -> tuple[Callable[[str], list[str]], Callable[[str], Awaitable[list[str]]]]:
     """The ``retrieve_tools`` function and coroutine for ``langgraph_bigtool.create_agent``.
 
@@ -42,6 +42,7 @@ def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str
         registry: The agent's ``tool_registry``; when given, every indexed tool id must
             be one of its keys, so the agent can never be handed an id it cannot bind.
         only_matched: Drop tools no field matched.
+        preset: Index configuration when ``tools`` is not an index yet (:mod:`toolsift.presets`).
         complete: Return tool sets (``ToolIndex.search(complete=True)``): the producers
             of the found tools' missing inputs come along.
 
@@ -49,11 +50,13 @@ def make_retrieve_tools(tools: ToolsSource, *, k: int = 5, registry: Mapping[str
         ``(retrieve_tools, aretrieve_tools)``, both ``(query: str) -> list[str]``.
 
     Raises:
-        SchemaError: An indexed tool id is missing from ``registry``, or ``k`` < 1.
+        SchemaError: An indexed tool id is missing from ``registry``.
+        QueryError: ``k`` is not an integer >= 1 (a SchemaError too).
     """
-    index = as_index(tools)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise SchemaError("k", f"expected an integer >= 1, got {k!r}")
+    from ..search.query import check_k
+
+    check_k(k)
+    index = as_index(tools, preset=preset)
     if registry is not None:
         missing = [tid for tid in index.catalog.ids if tid not in registry]
         if missing:

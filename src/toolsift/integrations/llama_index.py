@@ -42,18 +42,21 @@ class ToolsiftNodeRetriever(BaseRetriever):
         tools: An index, or anything to build one from (any catalogue toolsift reads).
         k: Nodes returned at most.
         only_matched: Drop tools no field matched.
+        preset: Index configuration when ``tools`` is not an index yet (:mod:`toolsift.presets`).
         complete: Return tool sets (``ToolIndex.search(complete=True)``).
         **kwargs: Passed to LlamaIndex's ``BaseRetriever`` (``callback_manager`` ...).
 
     Raises:
-        SchemaError: ``k`` < 1.
+        QueryError: ``k`` is not an integer >= 1 (a SchemaError too).
     """
 
-    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, complete: bool = False,
+    def __init__(self, tools: ToolsSource, *, k: int = 5, only_matched: bool = True, preset: str | None = None,
+                 complete: bool = False,
                  **kwargs: Any) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise SchemaError("k", f"expected an integer >= 1, got {k!r}")
-        self.index = as_index(tools)
+        from ..search.query import check_k
+
+        check_k(k)
+        self.index = as_index(tools, preset=preset)
         self.k = k
         self.only_matched = only_matched
         self.complete = complete
@@ -82,7 +85,7 @@ class ToolsiftNodeRetriever(BaseRetriever):
 
 
 def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = True,
-                   complete: bool = False) -> ObjectRetriever:
+                   preset: str | None = None, complete: bool = False) -> ObjectRetriever:
     """An ``ObjectRetriever`` returning LlamaIndex tool objects, ranked by toolsift.
 
     Args:
@@ -90,6 +93,7 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
             ``QueryEngineTool`` ...); names must be unique.
         k: Tools returned at most.
         only_matched: Drop tools no field matched.
+        preset: Index configuration (:mod:`toolsift.presets`; default: the library's default).
         complete: Return tool sets (``ToolIndex.search(complete=True)``).
 
     Raises:
@@ -107,6 +111,6 @@ def tool_retriever(tools: Sequence[Any], *, k: int = 5, only_matched: bool = Tru
     dups = sorted({n for n in names if names.count(n) > 1})
     if dups:
         raise SchemaError("tools", f"duplicate tool name(s) {', '.join(map(repr, dups))}")
-    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, complete=complete)
+    retriever = ToolsiftNodeRetriever(payload, k=k, only_matched=only_matched, preset=preset, complete=complete)
     mapping = SimpleToolNodeMapping.from_objects(list(tools))
     return ObjectRetriever(retriever=retriever, object_node_mapping=mapping)

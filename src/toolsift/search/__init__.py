@@ -29,7 +29,7 @@ __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "a
 def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
     """The retriever of every field of ``st``, made once per state and retriever settings
     (a dense retriever's tool -> rows map costs a pass over every document)."""
-    key = (config.scale, config.threads, config.hybrid_weight, tuple(config.retriever(f) for f in FIELDS))
+    key = (config.scale, config.threads, config.hybrid_weight, config.ivf_nprobe, tuple(config.retriever(f) for f in FIELDS))
     got = st.retrievers.get(key)
     if got is None:
         # Concurrent first searches may both build it: same value, last one kept.

@@ -119,20 +119,22 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: floa
              terms: np.ndarray, params: ScoringParams, matched: bool) -> Hit:
     t = int(cands.tool[i])
     tool = st.catalog[t]
-    fields = {f: float(terms[j]) for j, f in enumerate(FIELDS)}
+    values = terms.tolist()
+    fields = {f: values[j] for j, f in enumerate(FIELDS)}
     p0, p1 = int(st.param_ptr[t]), int(st.param_ptr[t + 1])
     n_par, na = p1 - p0, int(cands.n_args[q])
-    block = cands.ap_sims[cands.ap_off[i]:cands.ap_off[i] + na * n_par].reshape(na, n_par)
     names = plan.arg_names[q]
     matches: dict[str, tuple[str | None, float]] = {}
-    for p in range(n_par):
-        pname = tool.parameters[p].name
-        if na:
-            best = int(np.argmax(block[:, p]))
-            sim = float(block[best, p])
-            matches[pname] = (names[best] if sim > 0 else None, sim)
-        else:
-            matches[pname] = (None, 0.0)
+    if na and n_par:
+        block = cands.ap_sims[cands.ap_off[i]:cands.ap_off[i] + na * n_par].reshape(na, n_par)
+        # One argmax over all parameters (the first best argument on ties, as per column).
+        best = block.argmax(axis=0)
+        sims = block[best, np.arange(n_par)].tolist()
+        for p, (b, sim) in enumerate(zip(best.tolist(), sims)):
+            matches[tool.parameters[p].name] = (names[b] if sim > 0 else None, sim)
+    else:
+        for p in range(n_par):
+            matches[tool.parameters[p].name] = (None, 0.0)
     contrib = sorted(((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True)
     parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
     why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")

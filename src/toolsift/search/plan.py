@@ -16,7 +16,7 @@ import numpy as np
 from ..analyze import TermBatch
 from ..config import IndexConfig
 from ..index.dense_field import encode_texts
-from ..index.embed import get_encoder
+from ..index.query_table import query_encoder_for
 from ..index.fields import argument_text
 from ..index.state import IndexState
 from ..schema import FIELDS, Query
@@ -133,12 +133,13 @@ def _memo(fn):
 
 
 def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
-    """Unit embeddings of the dense fields' texts: one encoder call, each distinct
-    non-blank string once (a raw query is the same string in three fields)."""
+    """Unit embeddings of the dense fields' texts: one query-encoder call (by default the
+    static table, no transformer pass), each distinct non-blank string once (a raw query
+    is the same string in three fields)."""
     names = [f for f in FIELDS if f in st.dense]
     if not names:
         return {}
-    vecs = encode_texts(get_encoder(config), [t for f in names for t in texts[f]])
+    vecs = encode_texts(query_encoder_for(st, config), [t for f in names for t in texts[f]])
     out, start = {}, 0
     for f in names:
         out[f] = vecs[start:start + len(texts[f])]

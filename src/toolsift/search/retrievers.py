@@ -62,8 +62,9 @@ class Bm25Retriever(FieldRetriever):
 class DenseRetriever(FieldRetriever):
     """Cosine of int8 embeddings; a tool's score is the max over its documents."""
 
-    def __init__(self, dn: DenseField, *, floor_docs: bool) -> None:
+    def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1) -> None:
         self.dn = dn
+        self.nprobe = nprobe
         # A parameter's similarity means "how well some argument matches it": a negative
         # cosine would pull the parameter score below that of a parameter nobody matched.
         self.floor_docs = floor_docs
@@ -76,7 +77,14 @@ class DenseRetriever(FieldRetriever):
         nq = ft.ptr.size - 1
         if not ft.texts:
             return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
-        # Dense candidates need every tool's score: there are no postings to skip with.
+        if self.dn.ivf is not None:
+            # A large field: score only the rows of each text's nprobe nearest lists.
+            tops = self.dn.top_tools_ivf(ft.vectors, n, self.nprobe)
+            sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
+            ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
+            return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
+        # Without an IVF, dense candidates need every tool's score: there are no
+        # postings to skip with.
         scores = self.dn.score_tools(ft.vectors)
         m = min(n, scores.shape[1])
         top = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < scores.shape[1] else \
@@ -138,7 +146,7 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
     kind = config.retriever(field)
     if kind == "bm25":
         return Bm25Retriever(fi, config)
-    dense = DenseRetriever(dn, floor_docs=(kind == "dense"))
+    dense = DenseRetriever(dn, floor_docs=(kind == "dense"), nprobe=config.ivf_nprobe)
     if kind == "dense":
         return dense
     return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight)

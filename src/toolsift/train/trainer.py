@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Annotated, ClassVar, Literal
 
 import numba
 import numpy as np
+from pydantic import ConfigDict, InstanceOf
 
+from ..checking import Strict, check_fields
 from ..errors import ConfigError
 from ..kernels.params import PAPER_PARAMS, ScoringParams
 from .pairs import PairSet
@@ -55,30 +58,21 @@ class TrainConfig:
             happens to mark wrong tools) reverses that field on the next one.
     """
 
-    epochs: int = 300
-    lr: float = 0.05
-    l2: float = 1e-4
-    l2_penalty: float = 0.0
-    penalty: bool = True
-    batch_size: int = 0
-    seed: int = 0
-    init: ScoringParams = PAPER_PARAMS
-    optimizer: str = "lbfgs"
-    nonnegative: bool = False
+    epochs: Annotated[int, Strict(ge=1)] = 300
+    lr: Annotated[float, Strict(gt=0, allow_inf_nan=False)] = 0.05
+    l2: Annotated[float, Strict(ge=0, allow_inf_nan=False)] = 1e-4
+    l2_penalty: Annotated[float, Strict(ge=0, allow_inf_nan=False)] = 0.0
+    penalty: Annotated[bool, Strict()] = True
+    batch_size: Annotated[int, Strict(ge=0)] = 0
+    seed: Annotated[int, Strict()] = 0
+    init: InstanceOf[ScoringParams] = PAPER_PARAMS
+    optimizer: Literal["lbfgs", "adam"] = "lbfgs"
+    nonnegative: Annotated[bool, Strict()] = False
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.epochs, int) or self.epochs < 1:
-            raise ConfigError(f"train.epochs must be an integer >= 1, got {self.epochs!r}")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0 and math.isfinite(self.lr)):
-            raise ConfigError(f"train.lr must be a positive number, got {self.lr!r}")
-        if not (isinstance(self.l2, (int, float)) and self.l2 >= 0):
-            raise ConfigError(f"train.l2 must be >= 0, got {self.l2!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 0:
-            raise ConfigError(f"train.batch_size must be an integer >= 0, got {self.batch_size!r}")
-        if self.optimizer not in ("lbfgs", "adam"):
-            raise ConfigError(f"train.optimizer must be 'lbfgs' or 'adam', got {self.optimizer!r}")
-        if not isinstance(self.init, ScoringParams):
-            raise ConfigError("train.init must be a ScoringParams")
+        check_fields(self, "train")
 
 
 @dataclass

@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from ..errors import ConfigError
+from ..checking import Strict, check_fields
 from .store import FindRow, UsageLog, UseRow
 
 __all__ = ["AttributionRules", "IntentEvidence", "Evidence", "attribute", "intent_key"]
@@ -59,22 +60,15 @@ class AttributionRules:
             (rows without a client fall back to their session).
     """
 
-    window_s: float = 300.0
-    max_tools_per_find: int = 3
-    max_intents_per_tool: int = 3
-    max_votes: int = 100
-    count_use_tool_queries: bool = False
-    voter: str = "session"
+    window_s: Annotated[float, Strict(gt=0, allow_inf_nan=False)] = 300.0
+    max_tools_per_find: Annotated[int, Strict(ge=1)] = 3
+    max_intents_per_tool: Annotated[int, Strict(ge=1)] = 3
+    max_votes: Annotated[int, Strict(ge=1)] = 100
+    count_use_tool_queries: Annotated[bool, Strict()] = False
+    voter: Literal["session", "client"] = "session"
 
     def __post_init__(self) -> None:
-        if isinstance(self.window_s, bool) or not isinstance(self.window_s, (int, float)) or self.window_s <= 0:
-            raise ConfigError(f"rules.window_s must be a positive number, got {self.window_s!r}")
-        for name in ("max_tools_per_find", "max_intents_per_tool", "max_votes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ConfigError(f"rules.{name} must be an integer >= 1, got {v!r}")
-        if self.voter not in ("session", "client"):
-            raise ConfigError(f"rules.voter must be 'session' or 'client', got {self.voter!r}")
+        check_fields(self, "rules")
 
 
 @dataclass
@@ -86,12 +80,17 @@ class IntentEvidence:
         positives: Tool id -> voters that used it successfully after this intent.
         negatives: Tool id -> voters it was returned to and who did not use it.
         first_seen: Time of the first vote.
+        clients: Tool id -> distinct client identities behind its positive voters (a
+            voter with no recorded client is its own identity). Sessions cost an
+            attacker nothing; identities (the HTTP peer, an auth principal) do, so
+            trust counts these too (``LearnConfig.min_clients``).
     """
 
     text: str
     positives: dict[str, set[str]] = field(default_factory=dict)
     negatives: dict[str, set[str]] = field(default_factory=dict)
     first_seen: float = 0.0
+    clients: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,6 +121,11 @@ def _voter_id(row: FindRow | UseRow, rules: AttributionRules) -> str | None:
     if row.session is None:
         return None
     return f"{row.run}/{row.session}"
+
+
+def _client_id(row: FindRow | UseRow, voter: str) -> str:
+    """The identity behind a vote: the recorded client, else the voter itself."""
+    return f"client:{row.client}" if row.client else voter
 
 
 def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
@@ -158,7 +162,7 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
             continue
         sessions.setdefault((u.run, u.session), []).append((u.ts, 1, u.id, u))
 
-    def vote(voter: str | None, intent: str, tool: str, ts: float) -> bool:
+    def vote(voter: str | None, intent: str, tool: str, ts: float, row: FindRow | UseRow) -> bool:
         key = intent_key(intent)
         if not key or voter is None:
             return False
@@ -176,13 +180,14 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
         if item is None:
             item = ev.intents[key] = IntentEvidence(text=" ".join(intent.split()), first_seen=ts)
         item.positives.setdefault(tool, set()).add(voter)
+        item.clients.setdefault(tool, set()).add(_client_id(row, voter))
         ev.bump("positives")
         return True
 
     for u in direct:
         # A library record without a session is its own voter: the application vouches for it.
         voter = _voter_id(u, rules) or f"record:{u.id}"
-        vote(voter, u.intent, u.tool_id, u.ts)
+        vote(voter, u.intent, u.tool_id, u.ts, u)
 
     for events in sessions.values():
         events.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -196,7 +201,7 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
                 continue
             use: UseRow = row  # type: ignore[assignment]
             if use.via == "use_tool" and rules.count_use_tool_queries and use.intent:
-                vote(_voter_id(use, rules), use.intent, use.tool_id, use.ts)
+                vote(_voter_id(use, rules), use.intent, use.tool_id, use.ts, use)
             if last is None or use.ts - last.ts > rules.window_s:
                 ev.bump("uses_without_find")
                 continue
@@ -206,7 +211,7 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
             if len(tools) >= rules.max_tools_per_find:
                 ev.bump("uses_over_find_cap")
                 continue
-            if vote(_voter_id(last, rules), last.intent, use.tool_id, use.ts):
+            if vote(_voter_id(last, rules), last.intent, use.tool_id, use.ts, last):
                 tools.append(use.tool_id)
         # Rule 5: returned but not used, for finds that got a positive.
         for f in finds_seen:

@@ -4,7 +4,8 @@
 
 1. attribute the log (:mod:`toolsift.usage.attribution`);
 2. trust an (intent -> tool) positive when at least ``min_voters`` distinct sessions
-   gave it and fewer voters saw the tool returned and passed over it;
+   from at least ``min_clients`` distinct client identities gave it and fewer voters
+   saw the tool returned and passed over it;
 3. add trusted intents to each tool's ``examples`` (de-duplicated against what the tool
    has, at most ``max_examples_per_tool`` learned ones, best supported first): the same
    document expansion ``toolsift eval`` measures with labelled training queries;
@@ -22,23 +23,21 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-from ..errors import ConfigError, ToolsiftError
+from pydantic import ConfigDict, InstanceOf
+
+from ..checking import Strict, check_fields
+from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from .attribution import AttributionRules, Evidence, attribute, intent_key
 from .store import UsageLog
 from .weights import TrainingIntent, WeightOutcome, validate
 
-__all__ = ["LearnConfig", "LearnResult", "learn", "learn_index", "trusted_intents", "REPORT_FILE"]
+__all__ = ["LearnConfig", "LearnResult", "UnknownToolsWarning", "learn", "learn_index", "trusted_intents", "REPORT_FILE"]
 
 #: Written into a learned index directory: what was learned, from what.
 REPORT_FILE = "usage-learn.json"
-
-
-def _int(value: Any, name: str, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"learn.{name} must be an integer >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,11 @@ class LearnConfig:
     Attributes:
         rules: Attribution settings (window, per-session caps).
         min_voters: Distinct sessions (voters) an (intent, tool) positive needs to be trusted.
+        min_clients: Distinct client identities behind those voters a positive needs
+            (the recorded client: over HTTP the peer address, else the configured
+            identity; a voter without one counts as its own). Sessions are free to open,
+            so this is what bounds collusion: with the default 5, fewer than five
+            colluding clients cannot add an example to any tool.
         max_examples_per_tool: Learned intents kept per tool (the best supported).
         train_weights: Retrain the field weights when there is enough data.
         min_train_intents: Trusted intents needed before weights are retrained.
@@ -60,32 +64,28 @@ class LearnConfig:
         n_negatives: Hard negatives per intent in weight training.
     """
 
-    rules: AttributionRules = field(default_factory=AttributionRules)
-    min_voters: int = 2
-    max_examples_per_tool: int = 20
-    train_weights: bool = True
-    min_train_intents: int = 30
-    validate: bool = True
-    min_validate_intents: int = 10
-    alpha: float = 0.05
-    crossfit: int = 3
-    n_negatives: int = 32
+    rules: InstanceOf[AttributionRules] = field(default_factory=AttributionRules)
+    min_voters: Annotated[int, Strict(ge=1)] = 2
+    min_clients: Annotated[int, Strict(ge=1)] = 5
+    max_examples_per_tool: Annotated[int, Strict(ge=0)] = 20
+    train_weights: Annotated[bool, Strict()] = True
+    min_train_intents: Annotated[int, Strict(ge=2)] = 30
+    validate: Annotated[bool, Strict()] = True
+    min_validate_intents: Annotated[int, Strict(ge=2)] = 10
+    alpha: Annotated[float, Strict(gt=0, le=1)] = 0.05
+    crossfit: Annotated[int, Strict(ge=2)] = 3
+    n_negatives: Annotated[int, Strict(ge=1)] = 32
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.rules, AttributionRules):
-            raise ConfigError("learn.rules must be an AttributionRules")
-        _int(self.min_voters, "min_voters", 1)
-        _int(self.max_examples_per_tool, "max_examples_per_tool", 0)
-        _int(self.min_train_intents, "min_train_intents", 2)
-        _int(self.min_validate_intents, "min_validate_intents", 2)
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 < self.alpha <= 1:
-            raise ConfigError(f"learn.alpha must be in (0, 1], got {self.alpha!r}")
-        if not isinstance(self.validate, bool):
-            raise ConfigError(f"learn.validate must be a bool, got {self.validate!r}")
-        _int(self.crossfit, "crossfit", 2)
-        _int(self.n_negatives, "n_negatives", 1)
-        if not isinstance(self.train_weights, bool):
-            raise ConfigError(f"learn.train_weights must be a bool, got {self.train_weights!r}")
+        check_fields(self, "learn")
+
+
+class UnknownToolsWarning(UserWarning):
+    """The usage log votes for tool ids the index does not have (a log written by a
+    gateway over another index: learn from the index the gateway saved with
+    ``toolsift serve --save-index``)."""
 
 
 @dataclass
@@ -99,6 +99,8 @@ class LearnResult:
         params_after: The learned index's.
         weights: What weight training decided (``None`` when it did not run).
         stats: Counts from attribution and trust.
+        unknown_tools: Tool ids the log votes for that the index does not have
+            (ignored; see :class:`UnknownToolsWarning`).
     """
 
     index: Any
@@ -107,6 +109,7 @@ class LearnResult:
     params_after: ScoringParams
     weights: WeightOutcome | None
     stats: dict[str, int]
+    unknown_tools: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -123,6 +126,7 @@ class LearnResult:
             "weights": None if w is None else {"adopted": w.adopted, "reason": w.reason,
                                                "validation": w.validation, "pairs": w.pairs},
             "stats": dict(self.stats),
+            "unknown_tools": list(self.unknown_tools),
         }
 
     def summary(self) -> str:
@@ -145,10 +149,19 @@ class LearnResult:
         lines.append(f"log: {s.get('finds', 0)} finds, {s.get('uses', 0)} uses ({s.get('failed_uses_ignored', 0)} "
                      f"failed, ignored); {s.get('positives', 0)} positive votes, {s.get('trusted', 0)} trusted "
                      f"(intent, tool) pairs, {s.get('untrusted', 0)} below the trust bar")
+        if self.unknown_tools:
+            lines.append(_unknown_message(self.unknown_tools))
         return "\n".join(lines)
 
 
-def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str]) -> list[TrainingIntent]:
+def _unknown_message(ids: tuple[str, ...]) -> str:
+    shown = ", ".join(repr(t) for t in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (f"warning: the log names {len(ids)} tool id(s) this index does not have ({shown}); their votes are "
+            "ignored. Learn from the index the gateway served (toolsift serve --save-index DIR).")
+
+
+def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str],
+                    min_clients: int = 1) -> list[TrainingIntent]:
     """The intents with at least one trusted positive (see :func:`learn`), sorted by key."""
     out = []
     for key in sorted(evidence.intents):
@@ -156,7 +169,8 @@ def trusted_intents(evidence: Evidence, *, min_voters: int, known: set[str]) -> 
         pos = []
         for tool, voters in item.positives.items():
             against = len(item.negatives.get(tool, ()))
-            if tool in known and len(voters) >= min_voters and len(voters) > against:
+            clients = len(item.clients.get(tool, ()))
+            if tool in known and len(voters) >= min_voters and len(voters) > against and clients >= min_clients:
                 pos.append((-len(voters), tool))
         if not pos:
             evidence.bump("untrusted", len(item.positives))
@@ -188,7 +202,12 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     evidence = log if isinstance(log, Evidence) else attribute(log, rules=cfg.rules)
     catalog = index.catalog
     known = set(catalog.ids)
-    intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known)
+    unknown = tuple(sorted({t for item in evidence.intents.values() for t in item.positives if t not in known}))
+    if unknown:
+        import warnings
+
+        warnings.warn(_unknown_message(unknown).removeprefix("warning: "), UnknownToolsWarning, stacklevel=2)
+    intents = trusted_intents(evidence, min_voters=cfg.min_voters, known=known, min_clients=cfg.min_clients)
     # Per tool, its trusted intents, best supported first, capped.
     per_tool: dict[str, list[tuple[tuple[int, float], str]]] = {}
     for item in intents:
@@ -220,7 +239,7 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     if changed:
         new_index.replace_tools(changed)
     evidence.bump("trusted_intents", len(intents))
-    return LearnResult(new_index, added, params_before, params_after, outcome, dict(evidence.stats))
+    return LearnResult(new_index, added, params_before, params_after, outcome, dict(evidence.stats), unknown)
 
 
 def learn_index(index_path: str | os.PathLike, usage_path: str | os.PathLike, out: str | os.PathLike | None, *,

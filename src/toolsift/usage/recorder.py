@@ -10,6 +10,8 @@ failing disk never fails a request (records are then dropped and counted).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import logging
 import queue
@@ -17,18 +19,33 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..schema import Query
 from .store import OUTCOMES, UsageLog, UsageLogError
 
-__all__ = ["UsageRecorder", "record_use", "intent_of", "outcome_of"]
+__all__ = ["UsageRecorder", "client_scope", "record_use", "intent_of", "outcome_of"]
 
 log = logging.getLogger("toolsift.usage")
 
 _BATCH = 256
 _QUEUE = 100_000
+
+#: The client identity of the request being served (set by the transport, e.g. the HTTP
+#: peer address): per request, so one gateway records many clients.
+_CLIENT: contextvars.ContextVar[str | None] = contextvars.ContextVar("toolsift_usage_client", default=None)
+
+
+@contextlib.contextmanager
+def client_scope(identity: str | None) -> Iterator[None]:
+    """Record ``identity`` as the client of every find and use made inside the block
+    (the transport wraps each request in one); ``None`` leaves the recorder's default."""
+    token = _CLIENT.set(identity)
+    try:
+        yield
+    finally:
+        _CLIENT.reset(token)
 
 
 def intent_of(query: str | Query | Mapping[str, Any]) -> str:
@@ -77,8 +94,9 @@ class UsageRecorder:
 
     Args:
         log: The :class:`UsageLog`, or a path to open one at.
-        client: An optional client identity stored with every record (a tenant, an
-            auth principal), usable as the voter in attribution.
+        client: An optional client identity stored with every record that has no
+            per-request identity (see :func:`client_scope`; over HTTP the peer address),
+            usable as the voter in attribution and counted by ``LearnConfig.min_clients``.
 
     Attributes:
         run: This recorder's random run id: sessions are told apart per run, so the
@@ -118,7 +136,7 @@ class UsageRecorder:
         """Hook: a ``find_tools`` request answered with ``returned`` (tool ids, best first)."""
         try:
             structured = None if isinstance(parsed, str) else _query_json(query, parsed)
-            rec = dict(run=self.run, session=session, client=self.client, query_text=text,
+            rec = dict(run=self.run, session=session, client=_CLIENT.get() or self.client, query_text=text,
                        intent=intent_of(parsed), returned=list(returned), index_version=self.version_of(index),
                        query_json=structured, ts=time.time())
         except Exception as exc:  # noqa: BLE001 - recording must never fail a request
@@ -131,7 +149,7 @@ class UsageRecorder:
         """Hook: a tool call ended, with gateway error ``error_code`` or ``None`` and ``result``."""
         try:
             outcome, validated = outcome_of(error_code, result)
-            rec = dict(run=self.run, session=session, client=self.client, tool_id=tool_id, via=via,
+            rec = dict(run=self.run, session=session, client=_CLIENT.get() or self.client, tool_id=tool_id, via=via,
                        outcome=outcome, validated=validated, error_code=error_code,
                        query_text=None if query is None else (query if isinstance(query, str) else query.text
                                                               or intent_of(query)),

@@ -124,6 +124,66 @@ def _text(value: Any, what: str, *, optional: bool = False) -> str | None:
     return value
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_OUR_TABLES = frozenset({"meta", "finds", "uses"})
+
+
+def _check_identity(path: Path) -> None:
+    """Refuse ``path`` unless it is missing, empty, an empty SQLite database or a toolsift
+    usage log, reading it without any chance of a write.
+
+    Opening it read-write would already change a foreign file: ``journal_mode=WAL``
+    rewrites its header and creates ``-wal``/``-shm`` files. So the header is read as
+    bytes and the schema through an ``immutable`` read-only URI (no locks, no journal,
+    no side files).
+
+    Raises:
+        UsageLogError: Not an SQLite file, a newer schema, or an SQLite file with tables
+            that are not a usage log's.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageLogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not head:
+        return  # an empty file: a new log (SQLite treats it as an empty database)
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        raise UsageLogError(f"{path}: not an SQLite file, so not a toolsift usage log (left untouched)")
+    version = int.from_bytes(head[60:64], "big", signed=True)  # PRAGMA user_version
+    if version > SCHEMA_VERSION:
+        raise UsageLogError(f"{path}: usage log schema version {version} is newer than this toolsift "
+                            f"reads ({SCHEMA_VERSION})")
+    uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
+    try:
+        db = sqlite3.connect(uri, uri=True)
+        try:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise UsageLogError(f"{path}: not a usable usage log ({exc})") from None
+    if tables - _OUR_TABLES or (version >= 1 and tables != _OUR_TABLES):
+        raise UsageLogError(f"{path}: an SQLite file that is not a toolsift usage log (left untouched)")
+
+
+_NUM = (int, float)
+_OPT = (str, type(None))
+#: Python types of the columns finds() and uses() select, in order: a damaged file (a
+#: bit flip can turn a TEXT cell into a BLOB) is refused instead of feeding bytes onward.
+_FIND_TYPES = (int, _NUM, str, _OPT, _OPT, str, str, _OPT, str, str)
+_USE_TYPES = (int, _NUM, str, _OPT, _OPT, str, str, str, (int, type(None)), str, _OPT, _OPT, _OPT)
+
+
+def _check_row(path: Path, table: str, row: tuple, types: tuple) -> None:
+    for i, (value, want) in enumerate(zip(row, types)):
+        if not isinstance(value, want):
+            raise UsageLogError(f"{path}: damaged log: {table} row {row[0]!r}, column {i} holds a "
+                                f"{type(value).__name__}; restore it from a backup")
+
+
 class UsageLog:
     """An embedded usage log (SQLite, WAL) with a size and age cap.
 
@@ -156,6 +216,7 @@ class UsageLog:
         self._writes = 0
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _check_identity(self.path)  # read-only: a file that is not ours is never touched
         try:
             # One connection shared by this object's threads, serialised by _lock;
             # autocommit mode, with explicit transactions for batches.
@@ -300,13 +361,21 @@ class UsageLog:
         sql = ("SELECT id, ts, run, session, client, index_version, query_text, query_json, intent, returned "
                "FROM finds ORDER BY id")
         for r in self._read(sql, ()):
-            yield FindRow(*r[:9], tuple(json.loads(r[9])))
+            _check_row(self.path, "finds", r, _FIND_TYPES)
+            try:
+                returned = json.loads(r[9])
+                if not isinstance(returned, list) or not all(isinstance(t, str) for t in returned):
+                    raise ValueError("not a list of tool ids")
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise UsageLogError(f"{self.path}: finds row {r[0]}: damaged 'returned' column ({exc})") from None
+            yield FindRow(*r[:9], tuple(returned))
 
     def uses(self) -> Iterator[UseRow]:
         """Every logged use, oldest first."""
         sql = ("SELECT id, ts, run, session, client, index_version, tool_id, via, validated, outcome, error_code, "
                "query_text, intent FROM uses ORDER BY id")
         for r in self._read(sql, ()):
+            _check_row(self.path, "uses", r, _USE_TYPES)
             yield UseRow(*r[:8], None if r[8] is None else bool(r[8]), *r[9:])
 
     def _read(self, sql: str, args: tuple) -> list[tuple]:
@@ -315,6 +384,9 @@ class UsageLog:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise UsageLogError(f"{self.path}: cannot read ({exc})") from None
+            except UnicodeDecodeError as exc:  # a damaged text cell (bit flip): not UTF-8
+                raise UsageLogError(f"{self.path}: damaged log, a text cell is not UTF-8 "
+                                    f"(byte at offset {exc.start}); restore it from a backup") from None
 
     def counts(self) -> dict[str, int]:
         """``{"finds": n, "uses": n, "successful_uses": n}``."""

@@ -1,0 +1,266 @@
+"""A static query encoder fitted into a transformer's vector space.
+
+A text's vector is the weighted mean of per-token vectors from one table, L2-normalised:
+one tokenizer call and a few row gathers, tens of microseconds, whatever the size of the
+transformer that encoded the documents. The table is *fitted* (by
+:mod:`toolsift.encoders.static_fit`) so that the weighted mean of a text's token vectors
+reproduces the transformer's embedding of that text; query vectors then live in the same
+space as the documents' transformer vectors and are scored against them directly
+(docs/dense.md, "Query encoder").
+
+The table file (``.npz``) holds:
+
+* ``codes``: ``int8[vocab, dim]`` and ``scales``: ``float32[vocab]``, one row per
+  WordPiece token, symmetric per-row quantization (``row ≈ codes * scale``);
+* ``weights``: ``float32[vocab]``, each token's weight in the mean (SIF-style: frequent
+  tokens weigh less; 0 for tokens that carry nothing, such as punctuation);
+* ``meta``: JSON (format version, teacher model fingerprint, how it was fitted).
+
+The tokenizer is the teacher's own ``tokenizer.json`` (for the default table, the vendored
+all-MiniLM-L6-v2 one), lower-cased and accent-stripped by its normaliser.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.models import VENDORED_TOKENIZER
+
+__all__ = ["StaticEncoder", "StaticTable", "DEFAULT_TABLE", "TABLE_FORMAT"]
+
+#: The shipped table for all-MiniLM-L6-v2 (made by scripts/fit_static_encoder.py).
+DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "models" / "static-minilm" / "table.npz"
+TABLE_FORMAT = "toolsift.static-table"
+TABLE_VERSION = 1
+# The teacher's truncation length: a query longer than this is cut as the transformer cuts it.
+_MAX_TOKENS = 256
+
+
+class StaticTable:
+    """Token vectors, weights and metadata of a static encoder.
+
+    Args:
+        codes: ``int8[vocab, dim]`` quantized token vectors.
+        scales: ``float32[vocab]`` per-row scales (``vector = codes * scale``).
+        weights: ``float32[vocab]`` token weights in a text's mean.
+        meta: JSON-able description (teacher fingerprint, fit settings).
+    """
+
+    def __init__(self, codes: np.ndarray, scales: np.ndarray, weights: np.ndarray,
+                 meta: dict[str, Any] | None = None) -> None:
+        codes = np.ascontiguousarray(codes, dtype=np.int8)
+        scales = np.ascontiguousarray(scales, dtype=np.float32)
+        weights = np.ascontiguousarray(weights, dtype=np.float32)
+        if codes.ndim != 2 or scales.shape != (codes.shape[0],) or weights.shape != (codes.shape[0],):
+            raise EncoderError(f"static table: inconsistent shapes codes {codes.shape}, scales {scales.shape}, "
+                               f"weights {weights.shape}")
+        if not (np.isfinite(scales).all() and np.isfinite(weights).all()):
+            raise EncoderError("static table: non-finite scales or weights")
+        self.codes, self.scales, self.weights = codes, scales, weights
+        self.meta = dict(meta or {})
+
+    @classmethod
+    def from_vectors(cls, vectors: np.ndarray, weights: np.ndarray, meta: dict[str, Any] | None = None
+                     ) -> StaticTable:
+        """Quantize float token vectors (``float[vocab, dim]``) per row to int8."""
+        v = np.asarray(vectors, dtype=np.float32)
+        amax = np.abs(v).max(axis=1) if v.size else np.zeros(v.shape[0], np.float32)
+        scales = (amax / 127.0).astype(np.float32)
+        safe = np.where(scales > 0, scales, 1.0)
+        codes = np.clip(np.rint(v / safe[:, None]), -127, 127).astype(np.int8)
+        return cls(codes, scales, weights, meta)
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows in the table."""
+        return self.codes.shape[0]
+
+    @property
+    def dim(self) -> int:
+        """Vector width."""
+        return self.codes.shape[1]
+
+    def vectors(self) -> np.ndarray:
+        """``float32[vocab, dim]`` dequantized token vectors."""
+        return self.codes.astype(np.float32) * self.scales[:, None]
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the table as ``.npz`` (temp file + rename)."""
+        from toolsift.atomic import write_atomic
+        import io
+
+        buf = io.BytesIO()
+        meta = {**self.meta, "format": TABLE_FORMAT, "format_version": TABLE_VERSION}
+        np.savez(buf, codes=self.codes, scales=self.scales, weights=self.weights,
+                 meta=np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8))
+        path = Path(path)
+        write_atomic(path, buf.getvalue())
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> StaticTable:
+        """Read a table written by :meth:`save`.
+
+        Raises:
+            EncoderError: Missing, unreadable or foreign file.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise EncoderError(f"static encoder table not found: {path}")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(bytes(z["meta"]).decode())
+                if meta.get("format") != TABLE_FORMAT:
+                    raise EncoderError(f"{path}: not a toolsift static encoder table")
+                if meta.get("format_version", 0) > TABLE_VERSION:
+                    raise EncoderError(f"{path}: table format {meta.get('format_version')} is newer than this "
+                                       f"toolsift reads ({TABLE_VERSION}); upgrade toolsift")
+                return cls(z["codes"], z["scales"], z["weights"], meta)
+        except EncoderError:
+            raise
+        except Exception as exc:  # zipfile / numpy / json raise many untyped errors
+            raise EncoderError(f"cannot read static encoder table {path}: {exc}") from exc
+
+
+_FINGERPRINTS: dict[tuple[str, int, int], str] = {}
+_FP_LOCK = threading.Lock()
+
+
+def _file_sha256(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _FP_LOCK:
+        got = _FINGERPRINTS.get(key)
+    if got is None:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        got = h.hexdigest()
+        with _FP_LOCK:
+            _FINGERPRINTS[key] = got
+    return got
+
+
+class StaticEncoder:
+    """Encode texts with a static token table (see the module docstring).
+
+    Same interface as :class:`~toolsift.encoders.OnnxEncoder` (``dim``, ``encode``), so
+    it can stand in for it anywhere: as the query encoder of a hybrid index (the default)
+    or as a document encoder for catalogues too large for a transformer.
+
+    Args:
+        table: A ``.npz`` written by :meth:`StaticTable.save`, a :class:`StaticTable`, or
+            ``None`` for the shipped all-MiniLM-L6-v2 table.
+        tokenizer: The ``tokenizer.json`` of the table's vocabulary; ``None`` for the
+            vendored all-MiniLM-L6-v2 tokenizer.
+
+    Raises:
+        EncoderError: A file is missing or unreadable, the ``tokenizers`` package is not
+            installed, or the tokenizer's vocabulary does not match the table.
+    """
+
+    def __init__(self, table: str | os.PathLike[str] | StaticTable | None = None, *,
+                 tokenizer: str | os.PathLike[str] | None = None) -> None:
+        if isinstance(table, StaticTable):
+            self.table, self.path = table, None
+        else:
+            self.path = Path(DEFAULT_TABLE if table is None else table)
+            self.table = StaticTable.load(self.path)
+        self.tokenizer_path = Path(VENDORED_TOKENIZER if tokenizer is None else tokenizer)
+        self._tokenizer = load_tokenizer(self.tokenizer_path)
+        vocab = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        if vocab != self.table.vocab_size:
+            raise EncoderError(f"static encoder: tokenizer {self.tokenizer_path} has {vocab} tokens, "
+                               f"the table {self.table.vocab_size} rows")
+        # Rows premultiplied by their weight and scale: a text's vector is then a plain
+        # sum of int8 rows times one float each.
+        self._row_mult = (self.table.weights * self.table.scales).astype(np.float32)
+        self._codes = self.table.codes
+        self._fingerprint: str | None = None
+
+    @property
+    def dim(self) -> int:
+        """Embedding width (the teacher's: 384 for all-MiniLM-L6-v2)."""
+        return self.table.dim
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over the table and tokenizer files (what decides every vector)."""
+        if self._fingerprint is None:
+            h = hashlib.sha256(b"toolsift.static/1")
+            if self.path is not None:
+                h.update(_file_sha256(self.path).encode())
+            else:
+                for a in (self.table.codes, self.table.scales, self.table.weights):
+                    h.update(np.ascontiguousarray(a).tobytes())
+            h.update(_file_sha256(self.tokenizer_path).encode())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """WordPiece ids of each text (no special tokens, at most 256 tokens each)."""
+        if len(texts) == 1:
+            return [self._tokenizer.encode(texts[0], add_special_tokens=False).ids[:_MAX_TOKENS]]
+        return [e.ids[:_MAX_TOKENS] for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``float32[len(texts), dim]`` unit rows (a zero row for a text with no token of
+        weight: empty, blank or punctuation only).
+
+        Raises:
+            EncoderInputError: ``texts`` is a single ``str`` or holds a non-string.
+        """
+        if isinstance(texts, (str, bytes)):
+            raise EncoderInputError("texts must be a sequence of str, not a single str; wrap it in a list")
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        ids = self.token_ids(texts)
+        lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lens.sum()))
+        if flat.size:
+            rows = self._codes[flat].astype(np.float32)
+            rows *= self._row_mult[flat, None]
+            has = lens > 0
+            starts = np.zeros(len(texts), dtype=np.int64)
+            np.cumsum(lens[:-1], out=starts[1:])
+            out[has] = np.add.reduceat(rows, starts[has], axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 1e-12)
+        out[norms[:, 0] <= 1e-12] = 0.0
+        return out
+
+    def __repr__(self) -> str:
+        return f"StaticEncoder(table={str(self.path) if self.path else '<in memory>'!r}, dim={self.dim})"
+
+
+def load_tokenizer(path: Path) -> Any:
+    """A ``tokenizers.Tokenizer`` from ``path`` with padding and truncation off."""
+    try:
+        import tokenizers
+    except ImportError as exc:
+        raise EncoderError("the static encoder needs the package 'tokenizers': pip install tokenizers "
+                           "(or toolsift[dense])") from exc
+    if not path.is_file():
+        raise EncoderError(f"tokenizer file not found: {path}")
+    try:
+        tok = tokenizers.Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust side raises plain Exception
+        raise EncoderError(f"cannot read tokenizer {path}: {exc}") from exc
+    tok.no_padding()
+    tok.no_truncation()
+    return tok

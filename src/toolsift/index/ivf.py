@@ -1,0 +1,362 @@
+"""IVF index over one dense field's int8 matrix: candidates without a full scan.
+
+A large dense field (``IndexConfig.ivf_min_docs`` documents or more) gets coarse
+centroids, fitted by spherical k-means on a sample of its rows, and one inverted list of
+row ids per centroid (every row with a non-zero vector sits in the list of its nearest
+centroid; an all-zero row, an empty text, scores 0 and can never be a candidate, so it
+is in no list). A query scores the centroids (one small float32 matmul), takes its
+``nprobe`` best lists and scores their rows exactly with the int8 kernel
+(:func:`toolsift.kernels.ivf.probe_kernel`); the best of those are its candidates.
+Candidates are then rescored exactly by the field's gather path, as before.
+
+Saved as ``ivf.<field>.arrow`` beside ``dense.<field>.arrow`` (one row of list
+columns, memory-mapped on load, no copy). Updates keep the lists exact: rows of kept
+tools keep their list, new rows go to their nearest centroid, removed rows leave; the
+centroids are refitted only when the number of listed rows has more than doubled or
+halved since they were fitted (docs/dense.md, "Large catalogues").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from ..csr import ptr_from_counts, ranges
+from ..kernels.int8 import quantize_rows
+from ..kernels.ivf import assign_kernel, probe_kernel
+from ..kernels.launch import launch
+from .dense import Int8Matrix
+
+if TYPE_CHECKING:
+    from ..config import IndexConfig
+    from .dense_field import DenseField
+
+__all__ = ["IvfIndex", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
+
+#: k-means iterations on the sample (spherical k-means converges in a few; more did
+#: not change recall measurably, docs/dense.md).
+KMEANS_ITERS = 8
+#: Sample rows per centroid for the fit (FAISS warns below 39).
+SAMPLE_PER_LIST = 48
+#: Rows per chunk of the float32 similarity matrix during the fit (bounds its memory).
+_FIT_CHUNK = 8192
+#: Refit the centroids when the listed rows grow or shrink by this factor since the fit.
+DRIFT = 2.0
+
+
+def n_lists_for(n_rows: int) -> int:
+    """Number of lists for ``n_rows`` listed rows: about sqrt(n), at least 1, and at
+    most one per :data:`SAMPLE_PER_LIST` rows (so every centroid has data to fit)."""
+    if n_rows <= 0:
+        return 1
+    return int(max(1, min(round(math.sqrt(n_rows)), n_rows // SAMPLE_PER_LIST)))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0).astype(x.dtype)
+
+
+def _nearest(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Best centroid (by dot product) of each float row, chunked."""
+    lab = np.empty(x.shape[0], np.int64)
+    best = np.empty(x.shape[0], np.float32)
+    for s in range(0, x.shape[0], _FIT_CHUNK):
+        sims = x[s:s + _FIT_CHUNK] @ c.T
+        lab[s:s + _FIT_CHUNK] = np.argmax(sims, axis=1)
+        best[s:s + _FIT_CHUNK] = sims[np.arange(sims.shape[0]), lab[s:s + _FIT_CHUNK]]
+    return lab, best
+
+
+def fit_centroids(x: np.ndarray, k: int, *, iters: int = KMEANS_ITERS, seed: int = 0) -> np.ndarray:
+    """Spherical k-means: ``k`` unit centroids of unit rows ``x`` (float32), started by
+    k-means++ seeding (random starts put two seeds in one cluster and merge two others
+    for good); an emptied centroid restarts at the row its centroid fits worst."""
+    rng = np.random.default_rng(seed)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    k = min(k, x.shape[0])
+    c = _kmeanspp(x, k, rng)
+    for _ in range(iters):
+        lab, best = _nearest(x, c)
+        counts = np.bincount(lab, minlength=k)
+        order = np.argsort(lab, kind="stable")
+        full = counts > 0
+        sums = np.zeros_like(c)
+        starts = ptr_from_counts(counts)[:-1][full]
+        sums[full] = np.add.reduceat(x[order], starts, axis=0)
+        empty = np.flatnonzero(~full)
+        if empty.size:
+            sums[empty] = x[np.argsort(best)[:empty.size]]
+        c = _unit(sums)
+    return c
+
+
+def _kmeanspp(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeds on the sphere: each next seed drawn with probability proportional
+    to the squared cosine distance ``(1 - best similarity)^2`` to the seeds so far."""
+    picks = [int(rng.integers(x.shape[0]))]
+    best = x @ x[picks[0]]
+    for _ in range(1, k):
+        w = np.square(np.maximum(1.0 - best, 0.0), dtype=np.float64)
+        total = w.sum()
+        j = int(rng.choice(x.shape[0], p=w / total)) if total > 0 else int(rng.integers(x.shape[0]))
+        picks.append(j)
+        np.maximum(best, x @ x[j], out=best)
+    return x[picks].copy()
+
+
+class IvfIndex:
+    """Coarse centroids and inverted lists over the rows of one :class:`Int8Matrix`.
+
+    Attributes:
+        centroids: ``float32[k, d]`` unit rows.
+        list_ptr: ``int64[k + 1]``, CSR pointer into ``list_ids``.
+        list_ids: ``int64[n_listed]`` matrix rows, ascending within each list.
+        list_codes: ``int8[n_listed, d]``: the codes of ``list_ids``'s rows, in list
+            order (a probed list is contiguous in memory).
+        list_scales: ``float32[n_listed]``: their scales.
+        n_fit: Listed rows when the centroids were fitted (for the drift rule).
+    """
+
+    __slots__ = ("_keepalive", "cent_codes", "cent_scales", "centroids", "list_codes", "list_ids", "list_ptr",
+                 "list_scales", "n_fit")
+
+    def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, list_codes: np.ndarray,
+                 list_scales: np.ndarray, *, n_fit: int, _keepalive: object = None) -> None:
+        k = centroids.shape[0]
+        if centroids.ndim != 2 or k == 0:
+            raise ValueError(f"IVF centroids must be a non-empty 2-D array, got shape {centroids.shape}")
+        if list_ptr.shape != (k + 1,) or list_ptr[0] != 0 or list_ptr[-1] != list_ids.size \
+                or (np.diff(list_ptr) < 0).any():
+            raise ValueError(f"IVF list_ptr does not delimit {list_ids.size} row ids in {k} lists")
+        if list_codes.shape != (list_ids.size, centroids.shape[1]) or list_scales.shape != (list_ids.size,):
+            raise ValueError(f"IVF list codes {list_codes.shape} / scales {list_scales.shape} do not match "
+                             f"{list_ids.size} listed rows of dimension {centroids.shape[1]}")
+        self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        self.list_ptr = np.ascontiguousarray(list_ptr, dtype=np.int64)
+        self.list_ids = np.ascontiguousarray(list_ids, dtype=np.int64)
+        self.list_codes = np.ascontiguousarray(list_codes, dtype=np.int8)
+        self.list_scales = np.ascontiguousarray(list_scales, dtype=np.float32)
+        self.n_fit = int(n_fit)
+        # Centroids quantized like the rows, for the int8 assignment kernel.
+        self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
+        self._keepalive = _keepalive
+
+    @property
+    def n_lists(self) -> int:
+        """Number of lists (centroids)."""
+        return int(self.centroids.shape[0])
+
+    def __repr__(self) -> str:
+        return f"IvfIndex(n_lists={self.n_lists}, rows={self.list_ids.size}, dim={self.centroids.shape[1]})"
+
+    # ---------------------------------------------------------------- building
+
+    @classmethod
+    def fit(cls, matrix: Int8Matrix, *, n_lists: int | None = None, seed: int = 0) -> IvfIndex:
+        """Fit centroids on a sample of ``matrix``'s non-zero rows and list every such row.
+
+        Args:
+            matrix: The field's int8 matrix.
+            n_lists: Number of lists (default :func:`n_lists_for` of the non-zero rows).
+            seed: Seed of the sample and of the k-means start.
+        """
+        live = np.flatnonzero(matrix.scales > 0)
+        k = n_lists or n_lists_for(live.size)
+        if live.size == 0:  # nothing can ever be a candidate: one empty list
+            return cls.from_labels(np.eye(1, matrix.dim, dtype=np.float32), np.full(matrix.n_rows, -1, np.int64),
+                                   matrix, n_fit=0)
+        rng = np.random.default_rng(seed)
+        size = min(live.size, k * SAMPLE_PER_LIST)
+        sample = np.sort(rng.choice(live, size, replace=False)) if size < live.size else live
+        x = _unit(matrix.codes[sample].astype(np.float32))
+        cent = fit_centroids(x, k, seed=seed)
+        # Every row at once (no copy of the live rows); zero rows then leave the lists.
+        labels = _assign(matrix.codes, cent)
+        labels[matrix.scales <= 0] = -1
+        return cls.from_labels(cent, labels, matrix, n_fit=live.size)
+
+    @classmethod
+    def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, matrix: Int8Matrix, *, n_fit: int) -> IvfIndex:
+        """Lists from each row's list (``-1``: in no list), copying ``matrix``'s rows
+        into list order."""
+        k = centroids.shape[0]
+        listed = np.flatnonzero(labels >= 0)
+        lab = labels[listed]
+        order = np.argsort(lab, kind="stable")  # stable: rows stay ascending in each list
+        ids = listed[order]
+        return cls(centroids, ptr_from_counts(np.bincount(lab, minlength=k)), ids, matrix.codes[ids],
+                   matrix.scales[ids], n_fit=n_fit)
+
+    def labels(self, n_rows: int) -> np.ndarray:
+        """``int64[n_rows]``: each row's list, ``-1`` for rows in no list."""
+        out = np.full(n_rows, -1, np.int64)
+        out[self.list_ids] = np.repeat(np.arange(self.n_lists, dtype=np.int64), np.diff(self.list_ptr))
+        return out
+
+    # ---------------------------------------------------------------- search
+
+    def probe(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Exact int8 scores of every row in each query's ``nprobe`` best lists.
+
+        Args:
+            queries: ``float32[m, d]`` unit query rows.
+            nprobe: Lists probed per query (capped at the number of lists).
+
+        Returns:
+            ``(ptr int64[m+1], scores float32, rows int64)``: query ``i``'s probed rows
+            and their scores are ``rows[ptr[i]:ptr[i+1]]``, ``scores[...]``.
+        """
+        q = np.ascontiguousarray(queries, dtype=np.float32)
+        m, k = q.shape[0], self.n_lists
+        p = min(max(int(nprobe), 1), k)
+        sims = q @ self.centroids.T
+        probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
+                  else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
+        sizes = np.diff(self.list_ptr)[probes].sum(axis=1)
+        out_ptr = ptr_from_counts(sizes)
+        scores = np.empty(int(out_ptr[-1]), np.float32)
+        rows = np.empty(int(out_ptr[-1]), np.int64)
+        if scores.size:
+            q_codes, q_scales = quantize_rows(q)
+            launch(probe_kernel, q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr, self.list_ids,
+                   np.arange(0, m * p + 1, p, dtype=np.int64), np.ascontiguousarray(probes.reshape(-1)),
+                   out_ptr, scores, rows, work=scores.size * q.shape[1] // 1000)
+        return out_ptr, scores, rows
+
+    # ---------------------------------------------------------------- Arrow
+
+    def to_arrow(self) -> pa.Table:
+        """One row of list columns (zero-copy over the arrays): ``centroids`` (float32,
+        row-major), ``list_ptr``, ``list_ids``, ``list_codes`` (int8, row-major),
+        ``list_scales`` and ``info`` (``[dim, n_fit]``)."""
+        def col(a: np.ndarray, t: pa.DataType) -> pa.Array:
+            arr = pa.array(a.reshape(-1), t)
+            return pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
+
+        return pa.table({
+            "centroids": col(self.centroids, pa.float32()),
+            "list_ptr": col(self.list_ptr, pa.int64()),
+            "list_ids": col(self.list_ids, pa.int64()),
+            "list_codes": col(self.list_codes, pa.int8()),
+            "list_scales": col(self.list_scales, pa.float32()),
+            "info": col(np.array([self.centroids.shape[1], self.n_fit], np.int64), pa.int64()),
+        })
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, *, n_rows: int, dim: int) -> IvfIndex:
+        """View a table written by :meth:`to_arrow` (no copy of the lists), checking it
+        against the matrix it indexes (``n_rows`` rows of dimension ``dim``).
+
+        Raises:
+            ValueError: Missing columns, wrong types or shapes, out-of-range row ids.
+        """
+        arrays = {}
+        for name, dtype in (("centroids", np.float32), ("list_ptr", np.int64), ("list_ids", np.int64),
+                            ("list_codes", np.int8), ("list_scales", np.float32), ("info", np.int64)):
+            if name not in table.column_names:
+                raise ValueError(f"column {name!r} is missing")
+            col = table.column(name)
+            if col.num_chunks != 1 or len(col) != 1 or col.null_count:
+                raise ValueError(f"column {name!r} must hold one list")
+            values = col.chunk(0).values
+            if values.type != pa.from_numpy_dtype(dtype) or values.null_count:
+                raise ValueError(f"column {name!r} must hold {np.dtype(dtype).name} values, got {values.type}")
+            arrays[name] = values.to_numpy(zero_copy_only=True)
+        info = arrays["info"]
+        if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim or arrays["list_codes"].size % dim:
+            raise ValueError(f"centroids or list codes do not have the matrix's dimension {dim}")
+        ids = arrays["list_ids"]
+        if ids.size and (ids.min() < 0 or ids.max() >= n_rows):
+            raise ValueError(f"list_ids point outside the matrix's {n_rows} rows")
+        return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], ids,
+                   arrays["list_codes"].reshape(-1, dim), arrays["list_scales"], n_fit=int(info[1]),
+                   _keepalive=table)
+
+
+def _assign(codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Nearest centroid of each int8 row (int8 centroids, exact int32 dot products)."""
+    cc, cs = quantize_rows(centroids)
+    labels = np.empty(codes.shape[0], np.int64)
+    best = np.empty(codes.shape[0], np.float32)
+    if codes.shape[0]:
+        launch(assign_kernel, np.ascontiguousarray(codes), cc, cs, labels, best,
+               work=codes.shape[0] * cc.size // 1000)
+    return labels
+
+
+def tool_rows(groups: np.ndarray | None, n_tools: int) -> np.ndarray:
+    """``int64[n_tools + 1]``: tool ``t`` owns rows ``ptr[t]:ptr[t+1]`` (rows grouped by tool)."""
+    if groups is None:
+        return np.arange(n_tools + 1, dtype=np.int64)
+    return np.searchsorted(groups, np.arange(n_tools + 1)).astype(np.int64)
+
+
+def update_ivf(old: IvfIndex, old_matrix: Int8Matrix, old_ptr: np.ndarray, new_matrix: Int8Matrix,
+               new_ptr: np.ndarray, source: Sequence[int]) -> IvfIndex:
+    """The IVF of ``new_matrix`` after an update, re-using ``old``'s centroids.
+
+    Args:
+        old: The IVF of ``old_matrix``.
+        old_matrix, old_ptr: The old matrix and its tool -> rows pointer (:func:`tool_rows`).
+        new_matrix, new_ptr: The same for the updated field.
+        source: Per new tool, its old position, or ``-1`` for a new or replaced tool
+            (whose rows were embedded afresh).
+
+    Rows of kept tools keep their list (they are the same vectors); fresh rows go to
+    their nearest centroid; rows of removed tools are gone. When the listed rows have
+    grown or shrunk by :data:`DRIFT` since the fit, the centroids are fitted again.
+    """
+    source = np.asarray(source, dtype=np.int64)
+    kept = source >= 0
+    counts = np.diff(new_ptr)
+    new_labels = np.full(new_matrix.n_rows, -1, np.int64)
+    old_labels = old.labels(old_matrix.n_rows)
+    dst = ranges(new_ptr[:-1][kept], counts[kept])
+    src = ranges(old_ptr[:-1][source[kept]], counts[kept])
+    new_labels[dst] = old_labels[src]
+    fresh = ranges(new_ptr[:-1][~kept], counts[~kept])
+    fresh = fresh[new_matrix.scales[fresh] > 0]
+    if fresh.size:
+        new_labels[fresh] = _assign(new_matrix.codes[fresh], old.centroids)
+    listed = int((new_labels >= 0).sum())
+    # n_fit 0: the centroids were fitted on nothing (a field of empty texts).
+    if listed and not (old.n_fit / DRIFT <= listed <= old.n_fit * DRIFT):
+        return IvfIndex.fit(new_matrix)
+    return IvfIndex.from_labels(old.centroids, new_labels, new_matrix, n_fit=old.n_fit)
+
+
+def fields_with_ivf(dense: dict[str, DenseField], config: IndexConfig, *,
+                    previous: dict[str, DenseField] | None = None,
+                    source: Sequence[int] | None = None) -> dict[str, DenseField]:
+    """``dense`` with an IVF index on every field of at least ``config.ivf_min_docs``
+    documents (and none on smaller ones).
+
+    Args:
+        dense: Dense fields without IVF (fresh from a build or an update).
+        config: The index config.
+        previous: The fields before an update; their IVF is carried over (see
+            :func:`update_ivf`) instead of fitted again.
+        source: With ``previous``: per tool of ``dense``, its position before the
+            update, or ``-1`` for a new or replaced tool.
+    """
+    from ..kernels.launch import using_threads
+
+    out = {}
+    with using_threads(config.threads):
+        for name, dn in dense.items():
+            if dn.matrix.n_rows < config.ivf_min_docs:
+                out[name] = dn.with_ivf(None) if dn.ivf is not None else dn
+                continue
+            old = (previous or {}).get(name)
+            if old is not None and old.ivf is not None and source is not None:
+                ivf = update_ivf(old.ivf, old.matrix, tool_rows(old.groups, old.n_tools), dn.matrix,
+                                 tool_rows(dn.groups, dn.n_tools), source)
+            else:
+                ivf = IvfIndex.fit(dn.matrix)
+            out[name] = dn.with_ivf(ivf)
+    return out

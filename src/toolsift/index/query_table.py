@@ -1,0 +1,194 @@
+"""The index's own static query table: the shipped token table refined on the catalogue.
+
+The shipped table (:mod:`toolsift.encoders.static`) was fitted on general tool-like text.
+When an index embeds its dense fields it holds, for every field document, the
+transformer's vector of that text: exactly the data the table is fitted on. So the build
+refits the rows of the tokens that occur in the catalogue, with the shipped rows as the
+prior (:func:`toolsift.encoders.static_fit.fit_vectors`), and the index's queries are then
+embedded with the shipped table overridden by those rows. Only tool texts are used — what
+every index has — never a query.
+
+Fitting on query-length *spans* of each tool as well (its name in words, each
+sentence of its description) was measured and not kept: it brought the static vectors
+closer to the transformer's on a flat dense ranking but lowered hybrid N@10 on two of five
+sets (docs/dense.md, "Query encoder").
+
+The fit reads the stored int8 vectors (dequantized), not the encoder's float output, so an
+index updated in place and one rebuilt from the same catalogue refit from the same
+numbers and embed queries identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..encoders.static import StaticEncoder, StaticTable
+from .dense_field import DenseField
+
+__all__ = ["QueryTable", "fit_query_table", "build_query_table", "query_encoder_for", "refits", "LAMBDA",
+           "MAX_TEXTS"]
+
+#: Ridge strength toward the shipped rows (docs/dense.md, "Query encoder").
+LAMBDA = 0.05
+#: Texts the refit reads at most (a deterministic, evenly spaced sample above this):
+#: the fit is a few sparse products per iteration over these texts.
+MAX_TEXTS = 200_000
+_ITERS = 30
+
+
+class QueryTable:
+    """Rows of the static table refitted on one catalogue.
+
+    Attributes:
+        token_ids: ``int32[u]`` the refitted tokens (sorted).
+        codes: ``int8[u, dim]`` and ``scales``: ``float32[u]``: their rows.
+    """
+
+    def __init__(self, token_ids: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> None:
+        self.token_ids = np.ascontiguousarray(token_ids, dtype=np.int32)
+        self.codes = np.ascontiguousarray(codes, dtype=np.int8)
+        self.scales = np.ascontiguousarray(scales, dtype=np.float32)
+        n = self.token_ids.shape[0]
+        if self.codes.ndim != 2 or self.codes.shape[0] != n or self.scales.shape != (n,):
+            raise ValueError(f"query table: inconsistent shapes {self.token_ids.shape}, {self.codes.shape}, "
+                             f"{self.scales.shape}")
+
+    def __len__(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    def to_arrow(self):
+        """``pyarrow.Table``: ``token_id int32``, ``codes fixed_size_list<int8>[dim]``,
+        ``scale float32``."""
+        import pyarrow as pa
+
+        dim = self.codes.shape[1]
+        codes = pa.FixedSizeListArray.from_arrays(pa.array(self.codes.reshape(-1), pa.int8()), dim)
+        return pa.table({"token_id": pa.array(self.token_ids, pa.int32()), "codes": codes,
+                         "scale": pa.array(self.scales, pa.float32())})
+
+    @classmethod
+    def from_arrow(cls, table, *, where: str) -> QueryTable:
+        """Inverse of :meth:`to_arrow` (copies: the table is small).
+
+        Raises:
+            IndexCorruptError: Missing columns or inconsistent shapes.
+        """
+        import pyarrow as pa
+
+        from ..errors import IndexCorruptError
+
+        try:
+            codes_col = table.column("codes").combine_chunks()
+            if not pa.types.is_fixed_size_list(codes_col.type) or codes_col.type.value_type != pa.int8():
+                raise ValueError(f"codes has type {codes_col.type}")
+            dim = codes_col.type.list_size
+            codes = np.asarray(codes_col.flatten().to_numpy(zero_copy_only=False), np.int8).reshape(-1, dim)
+            ids = np.asarray(table.column("token_id").to_numpy(), np.int32)
+            scales = np.asarray(table.column("scale").to_numpy(), np.float32)
+            out = cls(ids, codes, scales)
+        except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
+            raise IndexCorruptError(f"{where}: not a query table: {exc}") from None
+        if out.token_ids.size and (out.token_ids.min() < 0 or np.any(np.diff(out.token_ids) <= 0)):
+            raise IndexCorruptError(f"{where}: token ids are not sorted and distinct")
+        if not np.isfinite(out.scales).all():
+            raise IndexCorruptError(f"{where}: non-finite scales")
+        return out
+
+    def encoder(self, base: StaticEncoder) -> StaticEncoder:
+        """``base`` with these rows in place of its own."""
+        t = base.table
+        if self.token_ids.size and (int(self.token_ids.max()) >= t.vocab_size or self.codes.shape[1] != t.dim):
+            from ..errors import IndexCorruptError
+
+            raise IndexCorruptError(f"query table does not fit the static table ({t.vocab_size} tokens, "
+                                    f"{t.dim} dims)")
+        codes, scales = t.codes.copy(), t.scales.copy()
+        codes[self.token_ids] = self.codes
+        scales[self.token_ids] = self.scales
+        table = StaticTable(codes, scales, t.weights, {**t.meta, "refined_tokens": int(self.token_ids.size)})
+        enc = StaticEncoder(table, tokenizer=base.tokenizer_path)
+        enc._fingerprint = f"{base.fingerprint}+{_digest(self)}"
+        return enc
+
+
+def _digest(qt: QueryTable) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in (qt.token_ids, qt.codes, qt.scales):
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _field_vectors(dn: DenseField, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    m = dn.matrix
+    keep = np.flatnonzero((m.scales > 0) & np.fromiter((bool(t.strip()) for t in texts), bool, len(texts)))
+    vecs = m.codes[keep].astype(np.float32) * m.scales[keep, None]
+    return [texts[i] for i in keep], vecs
+
+
+def fit_query_table(base: StaticEncoder, dense: dict[str, DenseField], texts: dict[str, Sequence[str]],
+                    *, lam: float = LAMBDA) -> QueryTable:
+    """Refit ``base``'s rows on the dense fields' documents (``texts[field]`` in row
+    order), from their stored vectors; duplicates count once."""
+    from ..encoders.static_fit import fit_vectors, mean_matrix
+
+    seen: dict[str, int] = {}
+    rows: list[np.ndarray] = []
+    for ts, vecs in (_field_vectors(dense[name], texts[name]) for name in sorted(dense)):
+        for t, v in zip(ts, vecs):
+            if t not in seen:
+                seen[t] = len(rows)
+                rows.append(v)
+    if not rows:
+        return QueryTable(np.zeros(0, np.int32), np.zeros((0, base.dim), np.int8), np.zeros(0, np.float32))
+    corpus = list(seen)
+    y = np.stack(rows)
+    if len(corpus) > MAX_TEXTS:
+        pick = np.linspace(0, len(corpus) - 1, MAX_TEXTS).astype(np.int64)
+        corpus, y = [corpus[i] for i in pick], y[pick]
+    y /= np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12)
+    ids = base.token_ids(corpus)
+    x = mean_matrix(ids, base.table.weights)
+    prior = base.table.vectors()
+    used = np.flatnonzero(np.asarray((x != 0).sum(axis=0)).ravel())
+    fitted = fit_vectors(x, y, prior, lam=lam, iters=_ITERS)[used]
+    q = StaticTable.from_vectors(fitted, np.ones(used.size, np.float32))
+    return QueryTable(used.astype(np.int32), q.codes, q.scales)
+
+
+def refits(config) -> bool:
+    """Whether an index with ``config`` refits a query table (static queries against
+    transformer documents)."""
+    return config.uses_dense and config.query_encoder == "static" and config.encoder != "static"
+
+
+def build_query_table(catalog, config, dense: dict[str, DenseField] | None) -> QueryTable | None:
+    """The query table of an index (``None`` unless :func:`refits`)."""
+    from .embed import get_query_encoder
+    from .fields import field_documents
+
+    if not dense or not refits(config):
+        return None
+    fd = field_documents(catalog, name_in_description=config.name_in_description,
+                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
+                         tool_card=config.tool_card)
+    return fit_query_table(get_query_encoder(config), dense, {f: fd[f].texts for f in dense})
+
+
+def query_encoder_for(st, config):
+    """The encoder of ``st``'s query texts: the static table with the index's refitted
+    rows when it has them (made once per state)."""
+    from .embed import get_query_encoder
+
+    base = get_query_encoder(config)
+    qt = getattr(st, "query_table", None)
+    if qt is None or not len(qt) or getattr(base, "table", None) is None:
+        return base
+    enc = getattr(st, "_query_encoder", None)
+    if enc is None or enc[0] is not base:
+        enc = (base, qt.encoder(base))
+        st._query_encoder = enc  # same value if two first queries race
+    return enc[1]

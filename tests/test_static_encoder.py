@@ -1,0 +1,123 @@
+"""The static query encoder (toolsift.encoders.static) against a plain NumPy twin, its
+table file round trip and errors, and the fit (toolsift.encoders.static_fit) against a
+dense least-squares solution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tokenizers")
+
+from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.static import StaticEncoder, StaticTable, load_tokenizer
+from toolsift.encoders.models import VENDORED_TOKENIZER
+from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, token_counts
+
+TEXTS = ["send an email to my manager", "weather in Paris tomorrow", "", "   ", "!!!",
+         "Créer un événement", "東京の天気", "x" * 3000, "get_user_by_id", "a " * 400]
+
+
+def _random_table(seed: int = 0, dim: int = 16) -> StaticTable:
+    rng = np.random.default_rng(seed)
+    vocab = load_tokenizer(VENDORED_TOKENIZER).get_vocab_size(with_added_tokens=True)
+    vecs = rng.standard_normal((vocab, dim)).astype(np.float32)
+    weights = rng.uniform(0.0, 1.0, vocab).astype(np.float32)
+    weights[rng.integers(0, vocab, 2000)] = 0.0
+    return StaticTable.from_vectors(vecs, weights, {"teacher": "random"})
+
+
+def _twin(table: StaticTable, texts: list[str]) -> np.ndarray:
+    """The obvious loop: weighted sum of dequantized rows, then unit length."""
+    tok = load_tokenizer(VENDORED_TOKENIZER)
+    vecs = table.codes.astype(np.float64) * table.scales.astype(np.float64)[:, None]
+    out = np.zeros((len(texts), table.dim))
+    for i, t in enumerate(texts):
+        for tid in tok.encode(t, add_special_tokens=False).ids[:256]:
+            out[i] += table.weights[tid] * vecs[tid]
+        n = np.linalg.norm(out[i])
+        out[i] = out[i] / n if n > 1e-12 else 0.0
+    return out
+
+
+def test_encode_matches_numpy_twin():
+    table = _random_table()
+    enc = StaticEncoder(table)
+    got = enc.encode(TEXTS)
+    assert got.dtype == np.float32 and got.shape == (len(TEXTS), table.dim)
+    np.testing.assert_allclose(got, _twin(table, TEXTS), atol=2e-5)
+    # Blank and punctuation-free-of-weight texts are zero rows, never NaN.
+    assert not got[2].any() and not got[3].any()
+    assert np.isfinite(got).all()
+
+
+def test_batched_equals_one_by_one():
+    enc = StaticEncoder(_random_table(1))
+    batch = enc.encode(TEXTS)
+    for i, t in enumerate(TEXTS):
+        np.testing.assert_allclose(enc.encode([t])[0], batch[i], atol=1e-6)
+
+
+def test_shipped_table_is_close_to_minilm():
+    """The shipped table lives in MiniLM's space: its query vectors point where the
+    transformer's do (mean cosine over tool-like texts well above unrelated pairs)."""
+    pytest.importorskip("onnxruntime")
+    from toolsift.encoders import OnnxEncoder
+
+    enc = StaticEncoder()
+    assert enc.dim == 384 and len(enc.fingerprint) == 64
+    texts = ["send an email", "get the weather forecast for a city", "create a calendar event",
+             "list all open pull requests", "translate text into French", "book a flight to London"]
+    teacher = OnnxEncoder(threads=1).encode(texts)
+    mine = enc.encode(texts)
+    cos = (teacher * mine).sum(axis=1)
+    cross = (teacher @ mine.T)[~np.eye(len(texts), dtype=bool)]
+    assert cos.mean() > 0.6 and cos.min() > 0.4
+    assert cos.mean() > cross.mean() + 0.3
+    # Each text's static vector is nearest to its own transformer vector.
+    assert (np.argmax(mine @ teacher.T, axis=1) == np.arange(len(texts))).all()
+
+
+def test_table_round_trip_and_errors(tmp_path):
+    table = _random_table(2)
+    path = table.save(tmp_path / "t.npz")
+    back = StaticTable.load(path)
+    np.testing.assert_array_equal(back.codes, table.codes)
+    np.testing.assert_array_equal(back.weights, table.weights)
+    assert back.meta["teacher"] == "random"
+    a, b = StaticEncoder(path), StaticEncoder(path)
+    assert a.fingerprint == b.fingerprint
+    np.testing.assert_array_equal(a.encode(TEXTS), StaticEncoder(table).encode(TEXTS))
+    with pytest.raises(EncoderError, match="not found"):
+        StaticTable.load(tmp_path / "missing.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(EncoderError, match="cannot read"):
+        StaticTable.load(tmp_path / "bad.npz")
+    small = StaticTable.from_vectors(np.ones((10, 4), np.float32), np.ones(10, np.float32))
+    with pytest.raises(EncoderError, match="tokens"):
+        StaticEncoder(small)
+    with pytest.raises(EncoderInputError):
+        a.encode("one string")
+    with pytest.raises(EncoderInputError, match=r"texts\[1\]"):
+        a.encode(["ok", 3])
+    assert a.encode([]).shape == (0, table.dim)
+
+
+def test_fit_matches_dense_ridge():
+    """Block CG gives the closed-form ridge solution on a small problem."""
+    rng = np.random.default_rng(3)
+    vocab, dim = 40, 5
+    ids = [list(rng.integers(0, 30, rng.integers(1, 8))) for _ in range(120)]
+    y = rng.standard_normal((120, dim))
+    prior = rng.standard_normal((vocab, dim)).astype(np.float32)
+    w = sif_weights(token_counts(ids, vocab), a=0.05)
+    x = mean_matrix(ids, w)
+    np.testing.assert_allclose(np.asarray(x.sum(axis=1)).ravel(), 1.0, atol=1e-12)
+    lam = 0.3
+    got = fit_vectors(x, y, prior, lam=lam, iters=500, tol=1e-10)
+    used = np.flatnonzero(np.asarray((x != 0).sum(axis=0)).ravel())
+    xd = x.toarray()[:, used]
+    want = np.linalg.solve(xd.T @ xd + lam * np.eye(used.size), xd.T @ (y - xd @ prior[used]) + 0) + prior[used]
+    np.testing.assert_allclose(got[used], want, atol=1e-4)
+    unused = np.setdiff1d(np.arange(vocab), used)
+    np.testing.assert_array_equal(got[unused], prior[unused])

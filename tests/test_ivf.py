@@ -234,7 +234,8 @@ def _tools(start: int, n: int, tag: str = "") -> list[Tool]:
 
 
 CFG = IndexConfig(retrievers=(("description", "hybrid"), ("parameters", "bm25"), ("response", "dense"),
-                              ("examples", "hybrid")), ivf_min_docs=100, ivf_nprobe=3)
+                              ("examples", "hybrid")), ivf_min_docs=100, ivf_nprobe=3,
+                   query_encoder="transformer")  # queries by the hashing stand-in too
 
 
 @pytest.fixture()

@@ -178,18 +178,15 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
 
 
 def default_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexConfig, str]:
-    """``IndexConfig()`` as a user gets it, except that on one of the shared benchmarks
-    the shipped weights are replaced by their leave-one-dataset-out twin (trained on the
-    other sets only), since the shipped ones saw this set's queries. With ``hybrid``, the
-    description, response and examples fields are hybrid and take the weights (and BM25
-    share ``hybrid_weight``) learned with hybrid fields, when shipped. Returns the config
-    and the name of the weights used."""
+    """The ``bm25`` preset (``hybrid``: the ``hybrid`` preset) as a user gets it, except
+    that on one of the shared benchmarks the shipped weights are replaced by their
+    leave-one-dataset-out twin (trained on the other sets only), since the shipped ones
+    saw this set's queries; the hybrid twin carries its own BM25 share
+    ``hybrid_weight``. Returns the config and the name of the weights used."""
     from ..kernels.params import shipped_weights
+    from ..presets import preset_config
 
-    base = IndexConfig()
-    if hybrid:
-        fields = {"description": "hybrid", "response": "hybrid", "examples": "hybrid"}
-        base = replace(base, retrievers=tuple((f, fields.get(f, r)) for f, r in base.retrievers))
+    base = preset_config("hybrid" if hybrid else "bm25")
     prefix = "hybrid-" if hybrid else ""
     names = ([f"{prefix}lodo-{dataset}"] if dataset else []) + ([f"{prefix}default"] if hybrid else [])
     if hybrid and dataset:

@@ -172,10 +172,18 @@ def build_query_table(catalog, config, dense: dict[str, DenseField] | None) -> Q
 
     if not dense or not refits(config):
         return None
+    base = get_query_encoder(config)
+    dim = next(iter(dense.values())).matrix.dim
+    if dim != base.dim:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"config.query_encoder: the static table is {base.dim}-dimensional, the document "
+                          f"encoder gives {dim} dimensions; use query_encoder='transformer' or a static_table "
+                          "fitted for that encoder")
     fd = field_documents(catalog, name_in_description=config.name_in_description,
                          split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
                          tool_card=config.tool_card)
-    return fit_query_table(get_query_encoder(config), dense, {f: fd[f].texts for f in dense})
+    return fit_query_table(base, dense, {f: fd[f].texts for f in dense})
 
 
 def query_encoder_for(st, config):

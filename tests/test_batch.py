@@ -100,13 +100,16 @@ def test_fields_and_penalty_equal_the_numpy_twin(apibank, pairs):
         rows = np.flatnonzero(qi == j)
         tools = np.unique(ti[rows]).astype(np.int64)
         query = json.loads(texts[j]) if texts[j].startswith("{") else texts[j]
-        from toolsift.search import as_query
+        from toolsift.search import as_query, is_raw
 
-        plan = plan_queries(st, cfg, [as_query(query, "q")])
+        q = as_query(query, "q")
+        plan = plan_queries(st, cfg, [q])
         c = pack(st, plan, fr, np.array([0, tools.size], np.int64), tools)
+        # Raw text and structured queries are scored with their own weights.
         ref, terms = score_candidates_reference(c.query, c.tool, c.need_off, c.ap_off, c.n_needs, c.n_args,
                                                 c.penalize, c.need_sims, c.ap_sims, st.param_ptr,
-                                                st.param_required, cfg.params, tool_fields=st.tool_bits,
+                                                st.param_required, cfg.params_for(not is_raw(q)),
+                                                tool_fields=st.tool_bits,
                                                 breakdown=True)
         pos = np.searchsorted(tools, ti[rows])
         np.testing.assert_allclose(out["score"].to_numpy()[rows], ref[pos], rtol=1e-5, atol=1e-6)

@@ -141,6 +141,8 @@ def test_cli_train_writes_an_index_that_search_uses(tmp_path):
     index = ToolIndex.load(tmp_path / "idx")
     learned = ScoringParams.from_dict(manifest["config"]["params"])
     assert index.config.params == learned and learned != ScoringParams()
+    # toolsift train writes weights on the one documented scale (docs/scoring.md).
+    assert learned.on_unit_scale()
     assert index.search("What is the weather tomorrow?", k=3)
 
 

@@ -29,6 +29,7 @@ from toolsift.analyze import Analyzer
 from toolsift.index.fields import argument_text
 from toolsift.kernels import score_candidates_reference
 from toolsift.kernels.params import ScoringParams
+from toolsift.search import is_raw
 
 from .conftest import dataset
 
@@ -86,7 +87,8 @@ def _reference_all_tools(index: ToolIndex, query: Query, *, masked: bool = True)
     scores = score_candidates_reference(
         np.zeros(nt, np.int64), np.arange(nt), np.arange(nt) * nn, np.array(offs, np.int64),
         np.array([nn]), np.array([na]), np.array([1 if query.arguments else 0], np.uint8),
-        need_sims, np.concatenate(ap) if ap else np.zeros(0, np.float32), ptr, req, cfg.params,
+        need_sims, np.concatenate(ap) if ap else np.zeros(0, np.float32), ptr, req,
+        cfg.params_for(not is_raw(query)),  # raw text and structured queries have their own weights
     )
     return np.where(matched, scores, -np.inf) if masked else scores
 
@@ -140,7 +142,7 @@ def test_batch_equals_single(apibank_index, apibank_queries):
 
 
 def test_explain_breakdown_adds_up(apibank_index, apibank_queries):
-    p = apibank_index.config.params
+    p = apibank_index.config.structured_scoring  # the queries are structured
     for bq in apibank_queries[:20]:
         for h in apibank_index.search(bq.rewritten, k=3, explain=True):
             total = sum(w * h.fields[f] for w, f in zip(p.weights, h.fields)) + p.bias - h.penalty

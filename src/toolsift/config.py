@@ -17,7 +17,13 @@ from pydantic import ConfigDict, InstanceOf
 
 from .analyze import Analyzer
 from .errors import ConfigError
-from .kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, PAPER_PARAMS, ScoringParams
+from .kernels.params import (
+    COLDSTART_INIT,
+    DEFAULT_PARAMS,
+    PAPER_PARAMS,
+    ScoringParams,
+    structured_twin,
+)
 from .schema import FIELDS
 
 __all__ = ["validation_message", "UntrainedPenaltyWarning", "warn_untrained_penalty", "Bm25Config", "IndexConfig", "SCALES", "RETRIEVERS", "COLDSTART_ANALYZER", "COLDSTART_BM25"]
@@ -166,6 +172,14 @@ class IndexConfig:
         ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
+            They score raw-text queries, and structured ones too unless
+            ``structured_params`` (or a shipped twin) says otherwise.
+        structured_params: Parameters for structured queries (tool needs and/or
+            extracted arguments, anything not built from plain text). ``None``: the
+            shipped structured weights that belong with ``params`` when ``params`` are
+            shipped ones (:func:`~toolsift.kernels.params.structured_twin`, e.g.
+            ``structured-default.json`` for the default), else ``params``. See
+            :meth:`params_for`.
         threads: The one thread setting, for every pool: the C++ engine, the Numba
             kernels and onnxruntime (intra-op) (0 = all cores this process may use:
             its CPU affinity capped by its cgroup quota). Work too small to pay
@@ -193,6 +207,7 @@ class IndexConfig:
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
+    structured_params: InstanceOf[ScoringParams] | None = None
     threads: Annotated[int, Strict(ge=0)] = 1
 
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
@@ -247,9 +262,38 @@ class IndexConfig:
         """Whether any field needs the sentence encoder."""
         return any(r != "bm25" for _, r in self.retrievers)
 
-    def with_params(self, params: ScoringParams) -> IndexConfig:
-        """A copy with other scoring parameters (e.g. learned ones)."""
-        return replace(self, params=params)
+    def with_params(self, params: ScoringParams, *,
+                    structured: ScoringParams | None | Literal["keep"] = None) -> IndexConfig:
+        """A copy with other scoring parameters (e.g. learned ones).
+
+        Args:
+            params: The new :attr:`params`.
+            structured: ``None`` (default): resolved from ``params`` (see
+                :attr:`structured_params`: parameters of your own then score every
+                query); ``"keep"``: structured queries score as before (their resolved
+                :attr:`structured_scoring` is pinned when ``params`` change; what usage
+                learning does, whose weights are learned on raw intents); or the
+                parameters for structured queries.
+        """
+        if isinstance(structured, str):
+            if structured != "keep":
+                raise ConfigError(f"with_params: structured must be 'keep', None or ScoringParams, got {structured!r}")
+            structured = self.structured_params if params == self.params else self.structured_scoring
+        return replace(self, params=params, structured_params=structured)
+
+    @property
+    def structured_scoring(self) -> ScoringParams:
+        """The parameters structured queries are scored with (``structured_params``
+        resolved)."""
+        if self.structured_params is not None:
+            return self.structured_params
+        twin = structured_twin(self.params)
+        return twin if twin is not None else self.params
+
+    def params_for(self, structured: bool) -> ScoringParams:
+        """The parameters of a query: :attr:`structured_scoring` for a structured one
+        (``not toolsift.search.is_raw(query)``), :attr:`params` for raw text."""
+        return self.structured_scoring if structured else self.params
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the index manifest."""
@@ -272,6 +316,7 @@ class IndexConfig:
             "ivf_min_docs": self.ivf_min_docs,
             "ivf_nprobe": self.ivf_nprobe,
             "params": self.params.to_dict(),
+            "structured_params": None if self.structured_params is None else self.structured_params.to_dict(),
             "threads": self.threads,
         }
 
@@ -284,7 +329,8 @@ class IndexConfig:
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "name_in_description", "tool_card", "split_identifiers",
                  "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder",
-                 "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params", "threads"}
+                 "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
+                 "structured_params", "threads"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -297,6 +343,11 @@ class IndexConfig:
             kw["analyzer"] = Analyzer.from_dict(d["analyzer"])
         if "params" in d:
             kw["params"] = ScoringParams.from_dict(d["params"])
+        if d.get("structured_params") is not None:
+            try:
+                kw["structured_params"] = ScoringParams.from_dict(d["structured_params"])
+            except ConfigError as exc:
+                raise ConfigError(f"config.structured_params: {exc}") from None
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "name_in_description", "tool_card", "split_identifiers",

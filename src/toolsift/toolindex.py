@@ -266,11 +266,16 @@ class ToolIndex:
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
-    def with_params(self, params: ScoringParams) -> ToolIndex:
-        """A view of this index that scores with other parameters (shares all arrays)."""
+    def with_params(self, params: ScoringParams, *, structured: ScoringParams | None | str = None) -> ToolIndex:
+        """A view of this index that scores with other parameters (shares all arrays).
+
+        ``params`` score raw-text queries; ``structured`` as in
+        :meth:`IndexConfig.with_params` (default: ``params`` score every query, unless
+        they are shipped weights with a structured twin).
+        """
         st = self._state
-        return ToolIndex(st.catalog, self._config.with_params(params), st.vocab, st.fields, tokens=st.tokens,
-                         dense=st.dense, graph=st.graph, query_table=st.query_table)
+        return ToolIndex(st.catalog, self._config.with_params(params, structured=structured), st.vocab, st.fields,
+                         tokens=st.tokens, dense=st.dense, graph=st.graph, query_table=st.query_table)
 
     def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
         """Edges of the tool graph at ``tool_id``: what it depends on, or what depends on it.

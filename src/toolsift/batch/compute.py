@@ -26,6 +26,7 @@ from ..search import retrievers
 from ..search.retrievers import Bm25Retriever, FieldRetriever
 from ..kernels.pack import pack_needs, pack_params_every_tool
 from ..search.candidates import NEED_FIELDS, Candidates, pack
+from ..search.query import is_raw
 from ..search.score import score
 from .queries import QueryStore
 
@@ -65,7 +66,7 @@ def score_grouped(st: IndexState, config: IndexConfig, store: QueryStore, slots:
         if hi > lo:
             plan = _plan(store, config, slots[a:b])
             cands = pack(st, plan, fr, ptr[a:b + 1] - lo, tools[lo:hi])
-            _score_into(st, config, cands, out[lo:hi])
+            _score_into(st, config, plan, cands, out[lo:hi])
         a = b
     return out
 
@@ -86,19 +87,35 @@ def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: n
         plan = _plan(store, config, s)
         ptr = np.arange(s.size + 1, dtype=np.int64) * nt
         cands = _pack_every_tool(st, plan, fr, ptr, np.tile(every, s.size))
-        score_s, terms = score(st, cands, config.params, breakdown=True)
+        score_s, terms = _score_mixed(st, config, plan, cands)
         _interleave(score_s, terms, np.ascontiguousarray(rows[a:a + step], dtype=np.int64), out)
 
 
 def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
     plan = store.plan(slots)
     if plan.penalize.any():  # as score_pairs does (it warns once per process)
-        warn_untrained_penalty(config.params)
+        for q, pen in zip(plan.queries, plan.penalize):
+            if pen:
+                warn_untrained_penalty(config.params_for(not is_raw(q)))
     return plan
 
 
-def _score_into(st: IndexState, config: IndexConfig, cands: Candidates, out: np.ndarray) -> None:
-    s, terms = score(st, cands, config.params, breakdown=True)
+def _score_mixed(st: IndexState, config: IndexConfig, plan, cands: Candidates):
+    """Kernel scores and terms of ``cands``, each query's with its own parameters
+    (:meth:`IndexConfig.params_for`): one kernel call unless raw and structured queries
+    with different parameters share the batch."""
+    structured = np.fromiter((not is_raw(q) for q in plan.queries), dtype=bool, count=len(plan.queries))
+    raw_p, st_p = config.params, config.structured_scoring
+    if raw_p == st_p or structured.all() or not structured.any():
+        return score(st, cands, st_p if structured.any() else raw_p, breakdown=True)
+    s_raw, t_raw = score(st, cands, raw_p, breakdown=True)
+    s_st, t_st = score(st, cands, st_p, breakdown=True)
+    pick = structured[cands.query]
+    return np.where(pick, s_st, s_raw), np.where(pick[:, None], t_st, t_raw)
+
+
+def _score_into(st: IndexState, config: IndexConfig, plan, cands: Candidates, out: np.ndarray) -> None:
+    s, terms = _score_mixed(st, config, plan, cands)
     _interleave(s, terms, np.zeros(1, np.int64), out.reshape(1, -1, len(VALUES)))
 
 

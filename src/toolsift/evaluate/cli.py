@@ -117,10 +117,19 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
                            title=f"{ds.name}: {len(qrels)} queries, {args.retriever}, pooled over all test queries"), file=out)
         for m, why in skipped.items():
             print(f"{m}: skipped: {why}", file=out)
-        cold = [m for m in results if m in COLD_METHODS]
+        from .cold import STRUCTURED_METHODS
+
+        cold = [m for m in results if m in COLD_METHODS and m not in STRUCTURED_METHODS]
         if cold:
             print(f"cold start ({', '.join(cold)}): raw tools, raw query, no labels, no LLM, no feedback, "
                   "no training; --no-feedback and --retriever do not change them", file=out)
+        st = [m for m in results if m in STRUCTURED_METHODS]
+        if st:
+            fb = ("no feedback" if args.no_feedback else
+                  "feedback: example intents from each fold's training queries (5 folds)")
+            print(f"structured ({', '.join(st)}): raw tools; the queries are the data set's LLM rewrites (tool "
+                  "needs + extracted arguments, original text dropped), scored with the structured weights "
+                  f"trained without this data set; {fb}", file=out)
     if args.plot:
         fixed = set(COLD_METHODS) | (set(curves) if ultra else set())
         plot_recall(labelled_curves(curves, args.retriever, fixed=fixed), args.plot, title=ds.name)

@@ -1,9 +1,10 @@
 """Cold-start methods: what a new user gets on an unseen catalogue, and the baselines and
 peers they would compare with, all from the tools and the raw query text alone.
 
-No method here reads a label, an LLM output, a feedback example or a trained weight: the
-corpus is the dataset's raw tools converted by toolsift's adapters, the query is the raw
-request. They are the same on every fold, so they are run once over all queries.
+No method here reads a label, a feedback example or a weight trained on the set itself:
+the corpus is the dataset's raw tools converted by toolsift's adapters, the query is the
+raw request (or, for the ``*-structured`` methods, the authors' LLM rewrite of it, the
+input an agent's LLM would send). They are the same on every fold, so they are run once over all queries.
 
 =================  =====================================================================
 ``default``        ``ToolIndex.build(catalog)`` with ``IndexConfig()`` and
@@ -16,6 +17,14 @@ request. They are the same on every fold, so they are run once over all queries.
                    examples fields, MiniLM document vectors, static query encoder (needs
                    the ``dense`` extra)
 ``default-hybrid-transformer``  the same with queries embedded by MiniLM itself
+``default-structured``
+                   as ``default``, but each query is the MFTR authors' LLM rewrite
+                   (tool needs + extracted arguments, the original text dropped): what
+                   a calling LLM sends to ``find_tools``; scored with the structured
+                   weights (``structured-lodo-<set>``); raw tools, no feedback
+``default-hybrid-structured``
+                   the same on the ``default-hybrid`` index (``hybrid-structured-*``
+                   weights when shipped)
 ``bm25s-fulldoc``  the bm25s package over one flat text per tool (see :func:`flat_text`);
                    bm25s defaults (Lucene BM25, k1 1.5, b .75, token pattern ``\\w\\w+``)
                    with its English stop words and the PyStemmer English stemmer, as the
@@ -43,7 +52,7 @@ from ..errors import ConfigError
 from ..schema import Catalog, Tool
 from .output import MethodOutput, MethodUnavailable
 
-__all__ = ["COLD_METHODS", "BASELINE_METHODS", "run_cold", "openai_tool", "flat_text", "ranked_run", "scores_run", "tie_keys",
+__all__ = ["COLD_METHODS", "BASELINE_METHODS", "STRUCTURED_METHODS", "default_config", "structured_config", "run_cold", "openai_tool", "flat_text", "ranked_run", "scores_run", "tie_keys",
            "BM25S_SETTINGS"]
 
 _DEPTH = 100
@@ -177,6 +186,23 @@ def _search_run(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], con
     return ranked_run(ranked, qids), {"config": config.to_dict(), **({"complete_k": COMPLETE_K} if complete else {})}
 
 
+def structured_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexConfig, str]:
+    """:func:`default_config` with the structured-query weights made explicit: on a shared
+    benchmark their leave-one-dataset-out twin (``[hybrid-]structured-lodo-<set>``), else
+    the shipped ``[hybrid-]structured-default``. Returns the config and the name of the
+    structured weights (``"none"`` when none are shipped: the raw weights score them)."""
+    from ..kernels.params import shipped_params
+
+    cfg, _ = default_config(dataset, hybrid=hybrid)
+    prefix = "hybrid-" if hybrid else ""
+    for name in ([f"{prefix}structured-lodo-{dataset}"] if dataset else []) + [f"{prefix}structured-default"]:
+        try:
+            return replace(cfg, structured_params=shipped_params(name)), name
+        except ConfigError:
+            continue
+    return replace(cfg, structured_params=cfg.params), "none"
+
+
 def default_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexConfig, str]:
     """The ``bm25`` preset (``hybrid``: the ``hybrid`` preset) as a user gets it, except
     that on one of the shared benchmarks the shipped weights are replaced by their
@@ -207,6 +233,23 @@ def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, enc
     cfg, weights = default_config(dataset)
     run, note = _search_run(catalog, texts, qids, cfg)
     return run, {"weights": weights, **note}
+
+
+def _default_structured(catalog: Catalog, texts: Sequence[Any], qids: Sequence[str], *, encoder: str | None = None,
+                        dataset: str | None = None, hybrid: bool = False) -> tuple[dict, dict]:
+    if hybrid:
+        _dense_guard(encoder)
+    base, weights = structured_config(dataset, hybrid=hybrid)
+    raw_weights = default_config(dataset, hybrid=hybrid)[1]
+    if hybrid:
+        # As default-hybrid: a custom document encoder has no fitted static table.
+        base = replace(base, encoder=encoder, query_encoder=base.query_encoder if encoder is None else "transformer")
+    run, note = _search_run(catalog, texts, qids, base)
+    return run, {"weights": raw_weights, "structured_weights": weights, **note}
+
+
+def _default_hybrid_structured(*args, **kw) -> tuple[dict, dict]:
+    return _default_structured(*args, hybrid=True, **kw)
 
 
 def _default_complete(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
@@ -306,6 +349,8 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
     "default-complete": _default_complete,
     "default-hybrid": _default_hybrid,
     "default-hybrid-transformer": _default_hybrid_transformer,
+    "default-structured": _default_structured,
+    "default-hybrid-structured": _default_hybrid_structured,
     "bm25s-fulldoc": _bm25s,
     "bm25s-fulldoc-nostem": _bm25s_nostem,
     "dense-fulldoc": _dense,
@@ -318,12 +363,15 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
 
 #: Every cold-start method, in table order.
 COLD_METHODS: tuple[str, ...] = tuple(_RUNNERS)
+#: Methods whose queries are the structured (LLM-rewritten) ones: ``run_cold(structured=...)``.
+STRUCTURED_METHODS: tuple[str, ...] = ("default-structured", "default-hybrid-structured")
 #: What ``toolsift eval DATASET`` adds to a table when no ``--method`` is given.
 BASELINE_METHODS: tuple[str, ...] = ("default", "default-complete", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
 
 
 def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
-             encoder: str | None = None, dataset: str | None = None) -> MethodOutput:
+             encoder: str | None = None, dataset: str | None = None,
+             structured: Sequence[Any] | None = None) -> MethodOutput:
     """Run one cold-start method over every query.
 
     Args:
@@ -333,6 +381,9 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         encoder: Encoder directory for the dense methods (default: the bundled MiniLM).
         dataset: The shared benchmark's folder name (e.g. ``"mftr-apibank"``): ``default``
             then scores with the weights trained without it (``lodo-<dataset>``).
+        structured: For :data:`STRUCTURED_METHODS`: one structured query per query
+            (a :class:`~toolsift.schema.Query` or its dict form; ``None`` falls back to the
+            raw text).
 
     Returns:
         The run (top 100 per query, ``search`` order for ranked-list methods), wall
@@ -340,17 +391,26 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
 
     Raises:
         ValueError: Unknown method.
-        MethodUnavailable: An optional dependency is missing (the message names the extra).
+        MethodUnavailable: An optional dependency is missing (the message names the extra),
+            or a structured method got no structured queries.
     """
     if method not in _RUNNERS:
         raise ValueError(f"unknown cold-start method {method!r} (methods: {', '.join(COLD_METHODS)})")
     if len(catalog) == 0:
         raise ValueError("cold-start evaluation needs a non-empty catalogue")
     qids = [q for q, _ in queries]
-    texts = [t for _, t in queries]
+    texts: list[Any] = [t for _, t in queries]
+    llm = False
+    if method in STRUCTURED_METHODS:
+        if structured is None:
+            raise MethodUnavailable("needs structured (LLM-rewritten) queries; this data set has none")
+        if len(structured) != len(texts):
+            raise ValueError(f"structured: {len(structured)} queries for {len(texts)} query ids")
+        texts = [t if s is None else s for t, s in zip(texts, structured)]
+        llm = "the queries (rewritten by the data set's authors)"
     t0 = time.perf_counter()
     kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid",
-                                            "default-hybrid-transformer") else {}
+                                            "default-hybrid-transformer", *STRUCTURED_METHODS) else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
-    note = {"method": method, "labels": False, "llm": False, "feedback": False, **note}
+    note = {"method": method, "labels": False, "llm": llm, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

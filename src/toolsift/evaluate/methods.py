@@ -223,6 +223,34 @@ _RUNNERS: dict[str, Callable[..., MethodOutput]] = {
 }
 
 
+def _structured_feedback(ds: MftrDataset, method: str, structured: Sequence, *, encoder: str | None
+                         ) -> MethodOutput:
+    """A structured cold method with feedback: per fold, the raw tools plus example intents
+    from the fold's *training* queries (their raw text, at most five per tool, cleaned as
+    ``standardize_catalog`` does), the test queries searched; the runs pooled."""
+    from ..schema import Catalog
+    from ..standardize import _examples as clean_examples
+    from .cold import run_cold
+
+    pos = {q.id: i for i, q in enumerate(ds.queries)}
+    run: dict[str, dict[str, float]] = {}
+    seconds, pairs, notes = 0.0, 0, []
+    for k in range(len(ds.folds)):
+        ex = fold_examples(ds, k)
+        tools = [replace(t, examples=t.examples + clean_examples(ex.get(t.id, ()), 5)) if ex.get(t.id) else t
+                 for t in ds.raw_tools]
+        test = ds.test_ids(k)
+        out = run_cold(method, Catalog(tools, name=ds.raw_tools.name),
+                       [(q, ds.queries[pos[q]].text) for q in test], encoder=encoder, dataset=ds.root.name,
+                       structured=[structured[pos[q]] for q in test])
+        run.update(out.run)
+        seconds += out.seconds
+        pairs += out.pairs
+        notes += [{**n, "fold": k, "feedback": "example intents from the fold's training queries"}
+                  for n in out.notes]
+    return MethodOutput(run, seconds, pairs, notes)
+
+
 def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
     """Run one method over all five folds of ``ds``.
 
@@ -230,7 +258,9 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         ds: The dataset.
         method: One of :data:`METHODS`, or a cold-start method of
             :data:`toolsift.evaluate.cold.COLD_METHODS` (raw tools, raw query text, no
-            folds, labels or feedback; only ``encoder`` is read from ``options``).
+            folds, labels or feedback; only ``encoder`` is read from ``options``; the
+            structured ones send the LLM-rewritten queries and, with ``feedback``, add
+            example intents from each fold's training queries).
         **options: ``retriever`` (reproduce), ``encoder`` (model directory for dense
             fields; default the bundled int8 MiniLM), ``docs`` ("auto", "authors", "rules"),
             ``feedback`` (examples from training queries), ``train_config``.
@@ -239,12 +269,19 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         ValueError: Unknown method.
         MethodUnavailable: The dataset lacks what the method needs.
     """
-    from .cold import COLD_METHODS, run_cold  # imported here: cold imports this module
+    # Imported here: cold imports this module.
+    from .cold import COLD_METHODS, STRUCTURED_METHODS, run_cold
 
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.
+        # Structured ones send the authors' rewrite as an agent's LLM would: needs and
+        # arguments only, without the original text.
+        structured = ([None if q.rewritten is None else replace(q.rewritten, text="") for q in ds.queries]
+                      if method in STRUCTURED_METHODS else None)
+        if structured is not None and options.get("feedback", False):
+            return _structured_feedback(ds, method, structured, encoder=options.get("encoder"))
         return run_cold(method, ds.raw_tools, [(q.id, q.text) for q in ds.queries],
-                        encoder=options.get("encoder"), dataset=ds.root.name)
+                        encoder=options.get("encoder"), dataset=ds.root.name, structured=structured)
     if method not in _RUNNERS:
         raise ValueError(f"unknown method {method!r} (methods: {', '.join(METHODS + COLD_METHODS)})")
     return _RUNNERS[method](ds, **options)
@@ -259,7 +296,8 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
     ``mftr``); with feedback, every query's text becomes an example of its tools."""
     if docs == "auto":
         docs = "authors" if ds.standardized_tools is not None else "rules"
-    tc = train_config or TrainConfig()
+    # A saved index scores on the one documented scale (docs/scoring.md).
+    tc = train_config or TrainConfig(unit_scale=True)
     qs = queries_for(ds, queries)
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)

@@ -98,6 +98,28 @@ class DenseField:
             out[:, self.groups[starts]] = np.maximum.reduceat(docs, starts, axis=1)
         return out
 
+    def live_rows(self) -> tuple[np.ndarray, Int8Matrix]:
+        """``(row ids, matrix)`` of the documents that are not empty (an empty text is a
+        zero row that matches nothing); the matrix is the field's own when every row is
+        live, else a compact copy of the live rows, made once."""
+        got = self.__dict__.get("_live")
+        if got is None:
+            live = np.flatnonzero(self.matrix.scales > 0)
+            m = self.matrix if live.size == self.matrix.n_rows else \
+                Int8Matrix(np.ascontiguousarray(self.matrix.codes[live]), np.ascontiguousarray(self.matrix.scales[live]))
+            got = self.__dict__["_live"] = (live, m)  # same value if two first searches race
+        return got
+
+    def top_tools(self, queries: np.ndarray, n: int) -> list[np.ndarray]:
+        """Per query row, its best ``n`` tools with a positive score (unordered; a tool
+        scores as its best document), from an exact scan of the non-empty documents."""
+        live, m = self.live_rows()
+        if not live.size or not queries.shape[0]:
+            return [np.zeros(0, np.int64) for _ in range(queries.shape[0])]
+        q_codes, q_scales = quantize_rows(np.ascontiguousarray(queries, dtype=np.float32))
+        scores = scan(q_codes, q_scales, m.codes, m.scales)
+        return [_top_positive(row, live, self.groups, n) for row in scores]
+
     def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of
         its ``nprobe`` best IVF lists (unordered; a tool scores as its best probed row).

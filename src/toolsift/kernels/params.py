@@ -25,7 +25,7 @@ import math
 import numbers
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,15 @@ import numpy as np
 from ..errors import ConfigError
 
 __all__ = ["WEIGHT_FIELDS", "ScoringParams", "DEFAULT_PARAMS", "PAPER_PARAMS", "COLDSTART_INIT",
-           "shipped_params", "shipped_weights"]
+           "STRUCTURED_PARAMS", "UNIT_SCALE_TOL", "shipped_params", "shipped_weights", "structured_twin"]
 
 #: Order of :attr:`ScoringParams.weights`; the same order as ``toolsift.schema.FIELDS``.
 WEIGHT_FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
 
 _SCALARS: tuple[str, ...] = ("bias", "alpha", "tau", "w_req", "w_opt", "param_max_share")
+
+#: Slack of :meth:`ScoringParams.on_unit_scale`'s checks (sums of rounded JSON floats).
+UNIT_SCALE_TOL = 1e-6
 
 
 def _finite(value: Any, where: str) -> float:
@@ -110,6 +113,38 @@ class ScoringParams:
             raise ConfigError(f"param_max_share: must be in [0, 1], got {self.param_max_share}")
         if not isinstance(self.renormalize, bool):
             raise ConfigError(f"renormalize: expected a bool, got {self.renormalize!r}")
+
+    def on_unit_scale(self) -> bool:
+        """Whether these parameters score on toolsift's one documented scale
+        (docs/scoring.md): weights ``>= 0`` summing to 1, bias 0, ``w_req, w_opt >= 0``.
+
+        Every field score lies in [0, 1] (bounded or linear BM25, ``max(cos, 0)``, their
+        hybrid mix, max/mean over parameters), so the score before the penalty then lies
+        in [0, 1], and the penalty only lowers it (by at most ``w_req`` per unmatched
+        required and ``w_opt`` per unmatched optional parameter). The shipped weights and
+        what ``toolsift train`` and usage learning write are on this scale.
+        """
+        w = np.asarray(self.weights)
+        return bool((w >= 0).all() and abs(w.sum() - 1.0) <= UNIT_SCALE_TOL and self.bias == 0.0
+                    and self.w_req >= 0 and self.w_opt >= 0)
+
+    def to_unit_scale(self) -> ScoringParams:
+        """The same ranking on the unit scale: weights and penalty weights divided by the
+        weights' sum, bias 0 (a positive factor and a constant shift change no ranking).
+
+        Raises:
+            ConfigError: A weight or penalty weight is negative, or all weights are 0
+                (no positive rescaling reaches the unit scale then).
+        """
+        w = np.asarray(self.weights)
+        if (w < 0).any() or self.w_req < 0 or self.w_opt < 0:
+            raise ConfigError(f"unit scale: negative weight in weights={list(self.weights)}, "
+                              f"w_req={self.w_req}, w_opt={self.w_opt}")
+        total = float(w.sum())
+        if total <= 0:
+            raise ConfigError("unit scale: all field weights are 0")
+        return replace(self, weights=tuple(float(x) / total for x in w), bias=0.0,
+                       w_req=self.w_req / total, w_opt=self.w_opt / total)
 
     def weights_array(self) -> np.ndarray:
         """Return the weights as a fresh ``float64[4]`` array, in field order."""
@@ -242,7 +277,11 @@ def shipped_weights(name: str = "default") -> dict[str, Any]:
             queries, raw tools), ``"lodo-<set>"`` (learned on the other four only; for
             honest evaluation on ``<set>``, e.g. ``"lodo-mftr-apibank"``), or the same
             with a ``hybrid-`` prefix (learned with hybrid description/response/examples
-            fields, e.g. ``"hybrid-default"``).
+            fields, e.g. ``"hybrid-default"``); with ``structured-`` after the
+            optional ``hybrid-`` (``"structured-default"``,
+            ``"structured-lodo-<set>"``, ``"hybrid-structured-default"``): learned on
+            the MFTR authors' LLM-rewritten queries (tool needs and extracted
+            arguments), for structured queries (see :func:`structured_twin`).
 
     Raises:
         ConfigError: No such file, or it does not hold valid parameters.
@@ -274,3 +313,34 @@ def shipped_params(name: str = "default") -> ScoringParams:
 #: The scoring parameters of a new index: the shipped cross-dataset weights
 #: (``data/weights/default.json``, made by scripts/train_default_weights.py).
 DEFAULT_PARAMS = shipped_params() if (_WEIGHTS_DIR / "default.json").is_file() else COLDSTART_INIT
+
+#: The scoring parameters of structured queries (tool needs, extracted arguments) on a new
+#: index: ``data/weights/structured-default.json`` (scripts/train_structured_weights.py),
+#: ``None`` if not shipped.
+STRUCTURED_PARAMS: ScoringParams | None = (shipped_params("structured-default")
+                                          if (_WEIGHTS_DIR / "structured-default.json").is_file() else None)
+
+_TWINS: dict[ScoringParams, ScoringParams] | None = None
+
+
+def structured_twin(params: ScoringParams) -> ScoringParams | None:
+    """The shipped structured-query weights that belong with shipped raw-query weights:
+    file ``[hybrid-]structured-<name>`` for ``params`` equal to file ``[hybrid-]<name>``'s
+    (``default``, ``hybrid-default``, ``lodo-<set>``...), else ``None``: weights of your
+    own are not second-guessed, they score every query.
+
+    This is what an :class:`~toolsift.config.IndexConfig` without explicit
+    ``structured_params`` uses for structured queries.
+    """
+    global _TWINS
+    if params == DEFAULT_PARAMS:
+        return STRUCTURED_PARAMS
+    if _TWINS is None:  # read once, on first use by a non-default index
+        out: dict[ScoringParams, ScoringParams] = {}
+        for prefix in ("", "hybrid-"):
+            for path in sorted(_WEIGHTS_DIR.glob(f"{prefix}structured-*.json")):
+                raw = prefix + path.stem[len(prefix) + len("structured-"):]
+                if (_WEIGHTS_DIR / f"{raw}.json").is_file():
+                    out.setdefault(shipped_params(raw), shipped_params(path.stem))
+        _TWINS = out
+    return _TWINS.get(params)

@@ -38,27 +38,45 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
 
 
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:
-    """Search: the top ``k`` hits of each query."""
+    """Search: the top ``k`` hits of each query, each scored with its own parameters
+    (:meth:`IndexConfig.params_for`: raw text and structured queries differ)."""
+    structured = np.fromiter((not is_raw(q) for q in queries), dtype=bool, count=len(queries))
+    raw_p, st_p = config.params, config.structured_scoring
+    if raw_p == st_p or structured.all() or not structured.any():
+        return _run(st, config, queries, k=k, explain=explain,
+                    params=st_p if structured.any() else raw_p)
+    # A mixed batch: each kind as one batch with its parameters, results back in order.
+    out: list[list[Hit]] = [[] for _ in queries]
+    for mask, params in ((~structured, raw_p), (structured, st_p)):
+        idx = np.flatnonzero(mask)
+        for i, hits in zip(idx, _run(st, config, [queries[i] for i in idx], k=k, explain=explain, params=params)):
+            out[i] = hits
+    return out
+
+
+def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool,
+         params) -> list[list[Hit]]:
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
         if plan.penalize.any():  # field_scores() does not warn: it applies no params
-            warn_untrained_penalty(config.params)
+            warn_untrained_penalty(params)
         fr = retrievers(st, config)
         ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k)
         cands = pack(st, plan, fr, ptr, tool)
-        scores, terms = score(st, cands, config.params, breakdown=explain)
-        return rank(st, plan, cands, scores, terms, matched, k, config.params)
+        scores, terms = score(st, cands, params, breakdown=explain)
+        return rank(st, plan, cands, scores, terms, matched, k, params)
 
 
 def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.ndarray) -> np.ndarray:
     """MFTR scores of one query against the given catalogue positions, in that order
     (duplicates allowed; no candidate cut-off)."""
+    params = config.params_for(not is_raw(query))
     with using_threads(config.threads):
         plan = plan_queries(st, config, [query])
         if plan.penalize.any():
-            warn_untrained_penalty(config.params)
+            warn_untrained_penalty(params)
         uniq, inverse = np.unique(tools, return_inverse=True)
         ptr = np.array([0, uniq.size], dtype=np.int64)
         cands = pack(st, plan, retrievers(st, config), ptr, uniq.astype(np.int64))
-        scores, _ = score(st, cands, config.params)
+        scores, _ = score(st, cands, params)
         return scores[inverse]

@@ -80,17 +80,13 @@ class DenseRetriever(FieldRetriever):
         if self.dn.ivf is not None:
             # A large field: score only the rows of each text's nprobe nearest lists.
             tops = self.dn.top_tools_ivf(ft.vectors, n, self.nprobe)
-            sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
-            ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
-            return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
-        # Without an IVF, dense candidates need every tool's score: there are no
-        # postings to skip with.
-        scores = self.dn.score_tools(ft.vectors)
-        m = min(n, scores.shape[1])
-        top = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < scores.shape[1] else \
-            np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
-        keep = np.take_along_axis(scores, top, axis=1) > 0
-        return union_by_query(ft.owner, top, keep, nq)
+        else:
+            # Without an IVF, dense candidates need every (non-empty) document's score:
+            # there are no postings to skip with.
+            tops = self.dn.top_tools(ft.vectors, n)
+        sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
+        ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
+        return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         owner = ft.owner
@@ -98,8 +94,9 @@ class DenseRetriever(FieldRetriever):
         text_ptr = np.zeros(owner.size + 1, np.int64)
         np.cumsum(counts, out=text_ptr[1:])
         per_text = ids[ranges(ptr[owner], counts)]
-        if not per_text.size:
-            return np.zeros(0, np.float32)
+        if not per_text.size or not self.dn.live_rows()[0].size:
+            # Nothing to gather, or every document empty: every similarity is 0.
+            return np.zeros(per_text.size, np.float32)
         q_codes, q_scales = quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
         m = self.dn.matrix
         if docs or self.tool_ptr is None:

@@ -18,6 +18,11 @@ The formula options of ``init`` are kept: the parameters feature is pooled with
 ``init.param_max_share``, and with ``init.renormalize`` the score of a side is
 ``c(w)·Σ_f w_f m_f S_f`` (see :mod:`toolsift.kernels.params`); the weights are then kept
 non-negative (L-BFGS-B bounds), since renormalisation divides by the present weight mass.
+
+With ``unit_scale`` (what ``toolsift train`` and usage learning use) the weights are
+bounded ``>= 0`` during the fit and the result is put on the one documented score scale
+(:meth:`~toolsift.kernels.params.ScoringParams.to_unit_scale`: weights summing to 1, bias
+0, penalty weights divided by the same sum), which changes no ranking.
 """
 
 from __future__ import annotations
@@ -53,9 +58,12 @@ class TrainConfig:
         seed: Seed of the pair shuffling (mini-batch only).
         init: Starting parameters (``alpha``, ``bias`` and the formula options are kept).
         optimizer: ``"lbfgs"`` (full batch, default) or ``"adam"``.
-        nonnegative: Keep the field weights >= 0 (L-BFGS-B only; always on with
-            ``init.renormalize``). A negative weight learned on one catalogue (where a field
-            happens to mark wrong tools) reverses that field on the next one.
+        nonnegative: Keep the field weights >= 0 (L-BFGS-B bounds; Adam projects after
+            each step; always on with ``init.renormalize``). A negative weight learned on
+            one catalogue (where a field happens to mark wrong tools) reverses that field
+            on the next one.
+        unit_scale: Return parameters on the unit score scale (implies ``nonnegative``;
+            see the module docstring): scores then compare across indexes.
     """
 
     epochs: Annotated[int, Strict(ge=1)] = 300
@@ -68,6 +76,7 @@ class TrainConfig:
     init: InstanceOf[ScoringParams] = PAPER_PARAMS
     optimizer: Literal["lbfgs", "adam"] = "lbfgs"
     nonnegative: Annotated[bool, Strict()] = False
+    unit_scale: Annotated[bool, Strict()] = False
 
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
@@ -259,7 +268,7 @@ def _train_lbfgs(pairs: PairSet, config: TrainConfig, feat: np.ndarray, present:
 
     init = config.init
     theta0 = _pack(init)
-    nonneg = present is not None or config.nonnegative
+    nonneg = present is not None or config.nonnegative or config.unit_scale
     if nonneg:
         theta0[:4] = np.maximum(theta0[:4], 0.0)
     n_free = 7 if config.penalty else 4
@@ -316,11 +325,22 @@ def train(pairs: PairSet, config: TrainConfig = TrainConfig(), *, progress: bool
     """
     if pairs.n_pairs == 0:
         raise ConfigError("no training pairs: do the training queries have labels and negatives?")
+    res = _train(pairs, config, progress)
+    if config.unit_scale:
+        try:
+            res.params = res.params.to_unit_scale()
+        except ConfigError as exc:
+            raise ConfigError(f"training drove every field weight to 0; no unit-scale weights ({exc})") from None
+    return res
+
+
+def _train(pairs: PairSet, config: TrainConfig, progress: bool) -> TrainResult:
     init = config.init
     feat = _features(pairs, init)
     present = _present(pairs, init)
     if config.optimizer == "lbfgs" and not config.batch_size:
         return _train_lbfgs(pairs, config, feat, present)
+    project = present is not None or config.nonnegative or config.unit_scale
     theta = _pack(init)
     m = np.zeros_like(theta)
     v = np.zeros_like(theta)
@@ -347,5 +367,7 @@ def train(pairs: PairSet, config: TrainConfig = TrainConfig(), *, progress: bool
             m = b1 * m + (1 - b1) * grad
             v = b2 * v + (1 - b2) * grad * grad
             theta = theta - config.lr * (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + eps)
+            if project:
+                theta[:4] = np.maximum(theta[:4], 0.0)
         losses.append(total / pairs.n_pairs)
     return TrainResult(_unpack(theta, init, config.penalty), losses)

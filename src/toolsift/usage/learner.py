@@ -235,7 +235,8 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     if outcome is not None and not outcome.keep_examples:
         added, changed = {}, []
     params_after = outcome.params if outcome is not None else params_before
-    new_index = index.with_params(params_after)
+    # Weights learned from raw intents: structured queries keep scoring as before.
+    new_index = index.with_params(params_after, structured="keep")
     if changed:
         new_index.replace_tools(changed)
     evidence.bump("trusted_intents", len(intents))

@@ -97,7 +97,7 @@ def crossfit_scores(base, intents: Sequence[TrainingIntent], examples: Mapping[s
                 stripped = replace(stripped, examples=tuple(dict.fromkeys(stripped.examples + tuple(extra))))
             if stripped is not tool:
                 changed.append(stripped)
-        view = base.with_params(base.config.params)
+        view = base.with_params(base.config.params, structured="keep")
         if changed:
             view.replace_tools(changed)
         fs = view.field_scores([intents[r].text for r in rows], query_ids=[ids[r] for r in rows])
@@ -212,6 +212,7 @@ def validate(base, intents: Sequence[TrainingIntent], examples: Mapping[str, Seq
                f"(NDCG@10 {val['trained']:.4f} vs {val['current']:.4f})")
         return WeightOutcome(current, False, f"examples kept (NDCG@10 {val['before']:.4f} -> {val['current']:.4f}, "
                              f"p={pvalue:.3g}); {why}", val, 0)
-    params = final
+    # On the one documented score scale (same ranking), so thresholds keep their meaning.
+    params = final.to_unit_scale()
     return WeightOutcome(params, True, f"held-out NDCG@10 {val['before']:.4f} -> {val['current']:.4f} (examples) "
                          f"-> {val['trained']:.4f} (weights), p={pvalue:.3g}", val, all_pairs.n_pairs)

@@ -1,0 +1,87 @@
+"""``toolsift eval``'s structured-query methods on the four mftr sets, with and without
+feedback, as one table (the done-when check of issue 23 item 2).
+
+For each set: ``default`` (raw query text, ``lodo-<set>`` weights) and
+``default-structured`` (the authors' LLM rewrites as structured queries, original text
+dropped, ``structured-lodo-<set>`` weights), both on the raw tools, through
+``toolsift.evaluate.methods.run_method`` exactly as ``toolsift eval --method ...`` runs
+them (``search_batch`` top 100, ties by the eval's hash of the tool id). With
+``--hybrid`` also ``default-hybrid`` and ``default-hybrid-structured`` (needs the
+``dense`` extra; encodings come from the eval's embedding cache).
+
+* no feedback = ``toolsift eval DATASET --method ... --no-feedback``;
+* feedback = the structured methods with, per fold, example intents from the fold's
+  training queries (5 folds pooled); ``default`` has no feedback variant (a cold method).
+
+Usage: python scripts/measure_structured_eval.py [--hybrid] [--out docs/results/structured-eval.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from coldstart_lib import DATA, SHORT
+
+from toolsift.evaluate import MftrDataset, evaluate
+from toolsift.evaluate.embcache import eval_encoder_cache
+from toolsift.evaluate.methods import run_method
+
+SETS = ("mftr-apibank", "mftr-apigen", "mftr-gorilla-huggingface", "mftr-toolink")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--hybrid", action="store_true")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    load = os.getloadavg()
+    machine = (f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, Python "
+               f"{platform.python_version()}), load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at "
+               f"start, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    rows = [("default", False), ("default-structured", False), ("default-structured", True)]
+    if args.hybrid:
+        rows += [("default-hybrid", False), ("default-hybrid-structured", False), ("default-hybrid-structured", True)]
+    res: dict[tuple[str, bool], dict[str, tuple[float, float]]] = {r: {} for r in rows}
+    t0 = time.perf_counter()
+    with eval_encoder_cache():
+        for s in SETS:
+            ds = MftrDataset.load(DATA / s)
+            qrels = ds.qrels()
+            for m, fb in rows:
+                out = run_method(ds, m, feedback=fb)
+                mean = evaluate(qrels, out.run, metrics=("ndcg@10", "recall@10")).mean
+                res[m, fb][s] = (mean["ndcg@10"], mean["recall@10"])
+                print(s, m, "feedback" if fb else "no feedback", res[m, fb][s], file=sys.stderr)
+    lines = ["Command: `python scripts/measure_structured_eval.py" + (" --hybrid" if args.hybrid else "") + "`  ",
+             f"Machine: {machine}", "",
+             "| method | input | " + " | ".join(f"{SHORT[s]} N@10 / R@10" for s in SETS) + " |",
+             "|---|---" + "|---" * len(SETS) + "|"]
+    for m, fb in rows:
+        what = ("raw text" if "structured" not in m else "LLM rewrite") + (", feedback" if fb else ", no feedback")
+        lines.append(f"| `{m}` | {what} | " + " | ".join(f"{res[m, fb][s][0]:.4f} / {res[m, fb][s][1]:.4f}"
+                                                       for s in SETS) + " |")
+    for base, st in (("default", "default-structured"), ("default-hybrid", "default-hybrid-structured")):
+        if (base, False) in res:
+            for fb in (False, True):
+                what = ("both without feedback" if not fb else
+                        f"`{st}` with feedback ÷ `{base}` without (a cold method: no feedback variant)")
+                lines.append(f"| `{st}` ÷ `{base}` (N@10) | {what} | " + " | ".join(
+                    f"{res[st, fb][s][0] / res[base, False][s][0]:.3f}" for s in SETS) + " |")
+    if args.hybrid:
+        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | both without feedback | " + " | ".join(
+            f"{res['default-hybrid-structured', False][s][0] / res['default', False][s][0]:.3f}" for s in SETS) + " |")
+    lines.append(f"\nTotal time {time.perf_counter() - t0:.0f}s.\n")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -266,7 +267,8 @@ class ToolIndex:
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
-    def with_params(self, params: ScoringParams, *, structured: ScoringParams | None | str = None) -> ToolIndex:
+    def with_params(self, params: ScoringParams, *,
+                    structured: ScoringParams | Literal["keep"] | None = None) -> ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays).
 
         ``params`` score raw-text queries; ``structured`` as in

@@ -274,7 +274,7 @@ def test_batch_ray_two_workers(benchmark, bm25_index, pairs_file, workdir):
            f"{res.seconds:.2f}s = {pps:,.0f} pairs/s")
 
 
-def teardown_module(module):  # noqa: ARG001 - pytest hook
+def teardown_module(module):
     if _FIGURES:
         write_json("bench_batch", _FIGURES, pairs=N_PAIRS, seed=0)
 

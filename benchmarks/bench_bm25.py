@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-import bm25s  # noqa: E402  (the baseline; a test dependency)
+import bm25s
 
-from toolsift import _core  # noqa: E402
-from toolsift.analyze import Analyzer, Vocabulary  # noqa: E402
-from toolsift.index.fields import field_documents  # noqa: E402
+from toolsift import _core
+from toolsift.analyze import Analyzer, Vocabulary
+from toolsift.index.fields import field_documents
 
-from .conftest import report  # noqa: E402
+from .conftest import report
 
 
 def _best_of(fn, n=5):

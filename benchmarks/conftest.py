@@ -8,7 +8,6 @@ the ratio with :func:`report`, printed at the end of the session.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

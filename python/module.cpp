@@ -9,6 +9,10 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
+
 #include "arrow_bridge.h"
 #include "toolsift/csr.h"
 #include "toolsift/inverted_index.h"
@@ -50,6 +54,24 @@ Bm25Params make_params(double k1, double b, const std::string& method) {
   }
   p.validate();
   return p;
+}
+
+// Outputs sized by a caller's number (k, n_queries) are allocated and filled before any
+// scoring; a request for more than half this machine's memory is refused with a
+// ValueError instead of being left to the out-of-memory killer.
+void check_output_bytes(double n_items, double bytes_each, const char* what) {
+  static const double limit = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return 0.5 * static_cast<double>(pages) * static_cast<double>(page);
+#endif
+    return 0.5 * 1024.0 * 1024.0 * 1024.0 * 1024.0;  // no way to ask: 512 GiB
+  }();
+  const double need = n_items * bytes_each;
+  if (need > limit) {
+    throw std::invalid_argument(std::string(what) + " asks for " + std::to_string(need / (1 << 30)) +
+                                " GiB of output, more than half this machine's memory");
+  }
 }
 
 toolsift::Scale parse_scale(const std::string& s) {
@@ -169,6 +191,7 @@ py::tuple topk(const InvertedIndex& idx, const I32Array& terms_in, const I64Arra
   if (k < 0) throw std::invalid_argument("k must be >= 0");
   const QueryBatch q = make_batch(idx, terms, offsets);
   const auto nq = static_cast<py::ssize_t>(q.n_queries);
+  check_output_bytes(static_cast<double>(nq) * static_cast<double>(k), sizeof(int64_t) + sizeof(float), "topk: k");
   py::array_t<int64_t> ids({nq, static_cast<py::ssize_t>(k)});
   py::array_t<float> scores({nq, static_cast<py::ssize_t>(k)});
   int64_t* id_ptr = ids.mutable_data();
@@ -187,6 +210,9 @@ py::tuple topk(const InvertedIndex& idx, const I32Array& terms, const I64Array& 
 TextQueries make_text_queries(const QueryBatch& q, const I64Array& text_query, int64_t n_queries) {
   require_1d(text_query, "text_query");
   if (n_queries < 0) throw std::invalid_argument("n_queries must be >= 0");
+  // Per query: a row pointer entry, a text range entry and an id list.
+  check_output_bytes(static_cast<double>(n_queries), 2 * sizeof(int64_t) + sizeof(std::vector<int64_t>),
+                     "candidates: n_queries");
   if (static_cast<std::size_t>(text_query.shape(0)) != q.n_queries) {
     throw std::invalid_argument("text_query has " + std::to_string(text_query.shape(0)) + " entries for " +
                                 std::to_string(q.n_queries) + " texts");

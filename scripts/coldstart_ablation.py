@@ -15,15 +15,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import SETS, SHORT, bm25s_fulldoc, load_set, measure, ratel_like  # noqa: E402
+from coldstart_lib import SETS, SHORT, bm25s_fulldoc, load_set, measure, ratel_like
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.analyze import Analyzer  # noqa: E402
-from toolsift.config import Bm25Config, IndexConfig  # noqa: E402
-from toolsift.kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, ScoringParams, shipped_params  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.analyze import Analyzer
+from toolsift.config import Bm25Config, IndexConfig
+from toolsift.kernels.params import COLDSTART_INIT, DEFAULT_PARAMS, ScoringParams, shipped_params
 
 OLD = ScoringParams()  # the untrained MFTR-paper weights, mean pooling, no renormalisation
 

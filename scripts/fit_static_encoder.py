@@ -34,16 +34,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from toolsift.config import IndexConfig  # noqa: E402
-from toolsift.encoders import OnnxEncoder  # noqa: E402
-from toolsift.encoders.models import VENDORED_TOKENIZER  # noqa: E402
-from toolsift.encoders.static import load_tokenizer  # noqa: E402
-from toolsift.encoders.static_fit import fit_table, single_token_prior  # noqa: E402
-from toolsift.evaluate.embcache import eval_encoder_cache  # noqa: E402
-from toolsift.index.dense_field import encode_texts  # noqa: E402
-from toolsift.index.embed import get_encoder  # noqa: E402
-from toolsift.index.fields import field_documents  # noqa: E402
-from toolsift.presets import preset_config  # noqa: E402
+from toolsift.config import IndexConfig
+from toolsift.encoders import OnnxEncoder
+from toolsift.encoders.models import VENDORED_TOKENIZER
+from toolsift.encoders.static import load_tokenizer
+from toolsift.encoders.static_fit import fit_table, single_token_prior
+from toolsift.evaluate.embcache import eval_encoder_cache
+from toolsift.index.dense_field import encode_texts
+from toolsift.index.embed import get_encoder
+from toolsift.index.fields import field_documents
+from toolsift.presets import preset_config
 
 _SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "lib2to3", "test", "ensurepip",
          "pydoc_data", "webbrowser"}
@@ -68,7 +68,7 @@ def stdlib_texts() -> list[str]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 mod = importlib.import_module(mod_name)
-        except Exception:  # platform-specific modules (winreg, ...) and optional C parts
+        except Exception:  # noqa: BLE001 - platform-specific modules (winreg, ...) and optional C parts
             continue
         for attr, obj in sorted(vars(mod).items(), key=lambda kv: kv[0]):
             if attr.startswith("_"):

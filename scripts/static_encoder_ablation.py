@@ -30,20 +30,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import SETS, load_set  # noqa: E402
-from fit_static_encoder import stdlib_texts  # noqa: E402
+from coldstart_lib import SETS, load_set
+from fit_static_encoder import stdlib_texts
 
-from toolsift.config import IndexConfig  # noqa: E402
-from toolsift.encoders import OnnxEncoder  # noqa: E402
-from toolsift.encoders.static import StaticEncoder, StaticTable  # noqa: E402
-from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, single_token_prior, token_counts  # noqa: E402
-from toolsift.evaluate.cold import scores_run  # noqa: E402
-from toolsift.evaluate.embcache import eval_encoder_cache  # noqa: E402
-from toolsift.evaluate.metrics import evaluate  # noqa: E402
-from toolsift.index.dense_field import encode_texts  # noqa: E402
-from toolsift.index.embed import get_encoder  # noqa: E402
-from toolsift.index.fields import field_documents  # noqa: E402
-from toolsift.presets import preset_config  # noqa: E402
+from toolsift.config import IndexConfig
+from toolsift.encoders import OnnxEncoder
+from toolsift.encoders.static import StaticEncoder, StaticTable
+from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, single_token_prior, token_counts
+from toolsift.evaluate.cold import scores_run
+from toolsift.evaluate.embcache import eval_encoder_cache
+from toolsift.evaluate.metrics import evaluate
+from toolsift.index.dense_field import encode_texts
+from toolsift.index.embed import get_encoder
+from toolsift.index.fields import field_documents
+from toolsift.presets import preset_config
 
 CFG = preset_config("hybrid")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
@@ -90,11 +90,11 @@ def main() -> None:
         qy = teacher(cs.texts)
 
         def ndcg(q: np.ndarray) -> float:
-            run = scores_run(q @ cards.T, cs.query_ids, [t.id for t in cs.catalog])
-            return evaluate(cs.qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]
+            run = scores_run(q @ cards.T, cs.query_ids, [t.id for t in cs.catalog])  # noqa: B023 - called within this iteration
+            return evaluate(cs.qrels, run, metrics=("ndcg@10",)).mean["ndcg@10"]  # noqa: B023 - called within this iteration
 
         def encode(vecs: np.ndarray, weights: np.ndarray) -> np.ndarray:
-            return StaticEncoder(StaticTable.from_vectors(vecs, weights)).encode(cs.texts)
+            return StaticEncoder(StaticTable.from_vectors(vecs, weights)).encode(cs.texts)  # noqa: B023 - called within this iteration
 
         def refit(corpus: list[str], targets: np.ndarray, start: np.ndarray, weights: np.ndarray,
                   lam: float = 0.05) -> np.ndarray:

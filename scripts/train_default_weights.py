@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import SETS, SHORT, bm25s_fulldoc, load_set, measure, ratel_like  # noqa: E402
+from coldstart_lib import SETS, SHORT, bm25s_fulldoc, load_set, measure, ratel_like
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.config import Bm25Config, IndexConfig  # noqa: E402
-from toolsift.kernels.params import COLDSTART_INIT, PAPER_PARAMS, ScoringParams  # noqa: E402
-from toolsift.train import TrainConfig, concat_pairs, make_pairs, train  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.config import Bm25Config, IndexConfig
+from toolsift.kernels.params import COLDSTART_INIT, PAPER_PARAMS, ScoringParams
+from toolsift.train import TrainConfig, concat_pairs, make_pairs, train
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "toolsift" / "data" / "weights"
 N_NEGATIVES = 32

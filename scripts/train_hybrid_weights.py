@@ -28,17 +28,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from coldstart_lib import SETS, SHORT, load_set  # noqa: E402
-from train_default_weights import MINE_DEPTH, N_NEGATIVES, OUT, fit, write  # noqa: E402
+from coldstart_lib import SETS, SHORT, load_set
+from train_default_weights import MINE_DEPTH, N_NEGATIVES, OUT, fit, write
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.config import IndexConfig  # noqa: E402
-from toolsift.presets import preset_config  # noqa: E402
-from toolsift.evaluate.cold import scores_run  # noqa: E402
-from toolsift.evaluate.embcache import eval_encoder_cache  # noqa: E402
-from toolsift.evaluate.metrics import evaluate  # noqa: E402
-from toolsift.kernels.params import COLDSTART_INIT  # noqa: E402
-from toolsift.train import make_pairs  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.config import IndexConfig
+from toolsift.presets import preset_config
+from toolsift.evaluate.cold import scores_run
+from toolsift.evaluate.embcache import eval_encoder_cache
+from toolsift.evaluate.metrics import evaluate
+from toolsift.kernels.params import COLDSTART_INIT
+from toolsift.train import make_pairs
 
 HYBRID_FIELDS = (0, 2, 3)  # description, response, examples; parameters stay BM25
 

@@ -101,7 +101,7 @@ class CoreClient:
         try:
             await self.gateway.call_tool(name, args, session=session)
             return True
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failed call is a "not used" outcome to replay
             return False
 
 

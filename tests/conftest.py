@@ -1,19 +1,49 @@
-"""Shared fixtures: the benchmark data beside the repository and small catalogues."""
+"""Shared fixtures: the benchmark data beside the repository and small catalogues.
+
+Tests that read the benchmark data (``../shared/data``, or ``$TOOLSIFT_TEST_DATA``) skip
+with the missing path as the reason when it is absent: call :func:`dataset`, or mark the
+test ``@needs_data``. Markers: ``slow`` (left out of the fast tier,
+``python -m pytest -m "not slow"``) and ``needs_data``.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(os.environ.get("TOOLSIFT_TEST_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+_MISSING = f"benchmark data missing: {DATA} (CI places ../shared beside the repo; or set TOOLSIFT_TEST_DATA)"
+
+#: Decorator for tests that read DATA directly.
+needs_data = pytest.mark.needs_data
 
 
 def dataset(name: str) -> Path:
-    """Folder of one benchmark data set; the test fails (not skips) if it is missing."""
+    """Folder of one benchmark data set; the calling test skips (naming the path) if it is
+    missing."""
     path = DATA / name
-    assert path.is_dir(), f"benchmark data missing: {path} (CI places ../shared beside the repo)"
+    if not path.is_dir():
+        pytest.skip(f"{_MISSING}: no {name}")
     return path
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With TOOLSIFT_TEST_INSTALLED=1 (CI's wheel run) the tests must exercise the
+    installed package, not the source tree."""
+    if os.environ.get("TOOLSIFT_TEST_INSTALLED") == "1":
+        import toolsift
+
+        src = Path(__file__).resolve().parents[1] / "src"
+        where = Path(toolsift.__file__).resolve()
+        if src in where.parents:
+            raise pytest.UsageError(f"TOOLSIFT_TEST_INSTALLED=1 but toolsift was imported from the source tree: {where}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("needs_data") is not None and not DATA.is_dir():
+        pytest.skip(_MISSING)
 
 
 @pytest.fixture(scope="session")

@@ -22,10 +22,7 @@ from toolsift.adapters import (
 from toolsift.errors import CatalogFormatError, QueryError, SchemaError
 from toolsift.schema import MAX_TEXT_CHARS, Catalog, Tool
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-def needs_data(fn):
-    """Marks tests that read ../shared/data; they fail (never skip) when it is missing."""
-    return fn
+from .conftest import DATA, needs_data
 
 RAW_COUNTS = {"apibank": 101, "apigen": 3605, "gorilla-huggingface": 907, "toolink": 1804}
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +63,7 @@ TOOL_ENTRY = st.fixed_dictionaries(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, **SETTINGS)
 @given(fmt=st.sampled_from(("auto", *FORMATS, *READERS)), tools=st.lists(TOOL_ENTRY, max_size=4),
        wrap=st.sampled_from(["list", "tools", "decl"]))
@@ -113,6 +116,7 @@ OPENAPI = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, **SETTINGS)
 @given(spec=OPENAPI)
 def test_openapi_documents(spec: dict[str, Any]) -> None:
@@ -151,6 +155,7 @@ NESTED = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, **SETTINGS)
 @given(root=NESTED, defs=st.fixed_dictionaries({"A": NESTED, "B": NESTED}),
        max_depth=st.integers(1, 5), max_parameters=st.integers(1, 70))

@@ -99,9 +99,7 @@ def test_payments_yaml() -> None:
 
 
 def test_circular_refs_terminate() -> None:
-    start = time.perf_counter()
     tools = {t.id: t for t in load_openapi(FIXTURES / "circular.json")}
-    assert time.perf_counter() - start < 2
     emp = tools["getEmployee"]
     assert "manager (Employee): Direct manager" in emp.response
     upd = tools["updateEmployee"]
@@ -414,7 +412,7 @@ def _free_port() -> int:
 
 def test_live_mcp_http(tmp_path: Path) -> None:
     port = _free_port()
-    log = open(tmp_path / "server.log", "w")
+    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it until the end
     proc = subprocess.Popen([sys.executable, str(WEATHER), "--http", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -21,6 +21,8 @@ from toolsift.batch.queries import query_json
 
 from .conftest import dataset
 
+pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
+
 warnings.filterwarnings("ignore", category=UserWarning, module="toolsift")
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import bm25s  # noqa: E402  (a test dependency: pip install ".[test]")
+import bm25s
 
-from toolsift import _core  # noqa: E402
-from toolsift.adapters import load_catalog  # noqa: E402
-from toolsift.adapters.benchmark import load_queries  # noqa: E402
-from toolsift.analyze import Analyzer, Vocabulary  # noqa: E402
-from toolsift.index.fields import field_documents  # noqa: E402
+from toolsift import _core
+from toolsift.adapters import load_catalog
+from toolsift.adapters.benchmark import load_queries
+from toolsift.analyze import Analyzer, Vocabulary
+from toolsift.index.fields import field_documents
 
-from .conftest import dataset  # noqa: E402
+from .conftest import dataset
 
 
 def _bm25s_scores(docs: list[str], queries: list[list[str]], *, k1: float, b: float) -> np.ndarray:

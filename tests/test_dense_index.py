@@ -105,6 +105,7 @@ def test_dense_updates_equal_a_fresh_build(demo):
     np.testing.assert_allclose(a.param_sims, b.param_sims, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,ds", [("mftr-apibank", "apibank"), ("mftr-toolink", "toolink")])
 def test_int8_top10_matches_fp32_on_real_corpora(name, ds):
     """The issue's bar: int8 matrices keep ≥ .99 of the fp32 top-10 on the mftr-* corpora."""

@@ -394,6 +394,7 @@ def test_top10_overlap_with_fp32(seed: int) -> None:
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the whole module again, in plain Python
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")
 def test_module_passes_with_disable_jit() -> None:
     assert_module_passes_without_jit(__file__, k8.__file__)

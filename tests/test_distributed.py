@@ -17,6 +17,8 @@ from toolsift.batch.queries import query_json
 
 from .conftest import dataset
 
+pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
+
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 warnings.filterwarnings("ignore", category=UserWarning, module="toolsift")
 

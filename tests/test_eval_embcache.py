@@ -321,6 +321,7 @@ def test_get_encoder_hook_wraps_only_inside_the_block(tmp_path, monkeypatch):
     assert np.array_equal(vec, plain.encode(["a tool"]))
 
 
+@pytest.mark.slow
 def test_dense_cold_method_shares_encodings_and_keeps_its_run(tmp_path, monkeypatch, demo_catalog):
     """dense-fulldoc through the cache: the second run in the block encodes nothing, a
     later block reads everything from disk, and the run is the uncached one exactly."""

@@ -18,6 +18,8 @@ from toolsift.evaluate.ultratool import run_ultratool
 
 from .conftest import dataset
 
+pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
+
 PAPER_FULLDOC = {"mftr-apibank": (0.51672, 0.61386), "mftr-apigen": (0.75705, 0.85792),
                  "mftr-gorilla-huggingface": (0.23786, 0.35200), "mftr-toolink": (0.38276, 0.44232)}
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import io
-import sys
 
 import numpy as np
 import pytest
 
 from toolsift.evaluate import MftrDataset, evaluate
-from toolsift.evaluate.cold import COLD_METHODS, flat_text, openai_tool, run_cold
-from toolsift.evaluate.methods import MethodUnavailable, run_method
-from toolsift.evaluate.peers import PeerUnavailable
+from toolsift.evaluate.cold import COLD_METHODS, flat_text, openai_tool
+from toolsift.evaluate.methods import run_method
 
 from .conftest import dataset
+
+pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
 
 _BM25_METHODS = ("default", "bm25s-fulldoc", "peer-ratel", "peer-toolpicker", "peer-dehydrator")
 

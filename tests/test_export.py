@@ -61,6 +61,7 @@ def test_fp32_export_equals_sentence_transformers(fp32_dir, reference):
     assert cos.min() >= 0.9999, (cos.min(), texts[int(cos.argmin())])
 
 
+@pytest.mark.slow
 def test_fused_fp32_equals_plain(tmp_path, source, reference):
     """onnxruntime's fusion changes kernels, not the function."""
     texts, vectors = reference
@@ -68,6 +69,7 @@ def test_fused_fp32_equals_plain(tmp_path, source, reference):
     assert _cosines(tmp_path, texts, vectors).min() >= 0.9999
 
 
+@pytest.mark.slow
 def test_int8_fused_export_stays_close(fast_dir, reference):
     texts, vectors = reference
     cos = _cosines(fast_dir, texts, vectors)

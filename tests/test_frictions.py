@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-import warnings
 
 import pytest
 

@@ -7,6 +7,7 @@ Servers are real subprocesses on loopback; nothing is mocked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -73,8 +74,22 @@ def test_catastrophic_pattern_neither_hangs_nor_blocks_health(evil_gateway):
     is_error, body = outcome["body"]
     assert is_error and body["error"]["code"] == "invalid_params", body
     assert body["error"]["path"] == "$.code"
-    assert outcome["s"] < 1.0, outcome
-    assert max(health_ms) < 1000, health_ms
+    # /health answered every time while the call was in flight (no latency threshold:
+    # a busy machine must not fail this; the in-process tests below show no
+    # backtracking engine ever runs such a pattern).
+    assert len(health_ms) == 5
+
+
+@contextlib.contextmanager
+def _no_backtracking_engine():
+    """Fails the test if Python's (backtracking) ``re`` matches anything inside the block."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a backtracking regex engine ran: {args[:1]}")
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("search", "match", "fullmatch"):
+            mp.setattr(re, name, refuse)
+        yield
 
 
 def test_pattern_checks_agree_with_python_re_on_safe_patterns():
@@ -96,10 +111,9 @@ def test_pattern_properties_use_the_linear_engine_too():
     from toolsift.gateway.validation import ArgumentValidator
 
     v = ArgumentValidator({"type": "object", "patternProperties": {EVIL: {"type": "integer"}}})
-    t0 = time.perf_counter()
-    assert v.errors({EVIL_INPUT: "x", "aaa": 1}) == []
-    assert v.errors({"aaa": "x"})
-    assert time.perf_counter() - t0 < 1.0
+    with _no_backtracking_engine():
+        assert v.errors({EVIL_INPUT: "x", "aaa": 1}) == []
+        assert v.errors({"aaa": "x"})
 
 
 def test_unsupported_pattern_is_not_run_by_a_backtracking_engine():
@@ -108,9 +122,8 @@ def test_unsupported_pattern_is_not_run_by_a_backtracking_engine():
     # Backreferences cannot be matched in linear time: the gateway leaves them to the
     # upstream (which validates too) instead of running them on the event loop.
     v = ArgumentValidator({"type": "object", "properties": {"x": {"type": "string", "pattern": r"^(a+)+\1$"}}})
-    t0 = time.perf_counter()
-    assert v.errors({"x": EVIL_INPUT}) == []
-    assert time.perf_counter() - t0 < 1.0
+    with _no_backtracking_engine():
+        assert v.errors({"x": EVIL_INPUT}) == []
     assert v.unchecked_patterns == (r"^(a+)+\1$",)
 
 
@@ -129,15 +142,14 @@ def test_validation_has_a_hard_time_limit():
     gw = Gateway(index, executor=executor, config=GatewayConfig(validation_timeout=0.05))
     rows = [{"i": i} for i in range(60_000)]
 
-    async def timed() -> float:
-        t0 = time.perf_counter()
+    async def timed() -> None:
+        # The gateway stopped waiting: the deadline path, not a finished check, answered.
         with pytest.raises(GatewayError) as info:
             await gw.call_tool("bulk", {"rows": rows})
         assert info.value.code == "invalid_params" and "0.05" in info.value.message
         assert info.value.details["reason"] == "validation_timeout"
-        return time.perf_counter() - t0
 
-    assert asyncio.run(timed()) < 0.5
+    asyncio.run(timed())
 
 
 def test_unique_items_is_checked_in_linear_time_and_agrees_with_jsonschema():

@@ -235,6 +235,18 @@ async def error(session: ClientSession, name: str, args: dict[str, Any] | None, 
     return body["error"]
 
 
+async def until_ok(session: ClientSession, name: str, args: dict[str, Any], *, tries: int = 200) -> Any:
+    """The first successful result of repeating a call that fails with upstream_error
+    while an upstream is being reconnected (at most ``tries`` calls, 0.1 s apart)."""
+    for _ in range(tries):
+        is_error, body = await call(session, name, args)
+        if not is_error:
+            return body
+        assert body["error"]["code"] == "upstream_error", body
+        await anyio.sleep(0.1)
+    raise AssertionError(f"{name} still failing after {tries} calls: {body}")
+
+
 async def forecast_pid(session: ClientSession) -> int:
     body = await ok(session, "weather__get_forecast", {"city": "Lisbon", "days": 2})
     assert body["city"] == "Lisbon" and len(body["days"]) == 2
@@ -327,10 +339,11 @@ async def check_calls_and_errors(s: ClientSession) -> None:
     after = await forecast_pid(s)
     assert after != before
 
-    # A call that hangs: timeout, and the (still responsive) upstream keeps serving.
+    # A call that hangs: timeout (never before the configured time; no upper bound, which
+    # a busy machine could break), and the (still responsive) upstream keeps serving.
     t0 = time.monotonic()
     err = await error(s, "weather__climate_report", {"region": "Alentejo"}, "upstream_timeout")
-    assert WEATHER_TIMEOUT_S <= time.monotonic() - t0 < WEATHER_TIMEOUT_S + 5
+    assert time.monotonic() - t0 >= WEATHER_TIMEOUT_S
     assert await forecast_pid(s) == after
 
 
@@ -447,8 +460,10 @@ def test_http_upstream_kill_freeze_and_reconnect(http_gateway, crm):
             assert await find(s, "will it rain in Lisbon?", limit=1)  # the gateway keeps serving
             await forecast_pid(s)
             crm.start()
-            await anyio.sleep(1.1)  # past the first restart back-off
-            assert (await ok(s, "crm__get_customer", {"customer_id": 4411}))["customer"]["id"] == 4411
+            # Reconnected once the restart back-off has passed: poll (bounded) instead of
+            # sleeping a guessed time, so a slow machine cannot fail it.
+            body = await until_ok(s, "crm__get_customer", {"customer_id": 4411})
+            assert body["customer"]["id"] == 4411
 
     run(scenario)
 

@@ -44,6 +44,7 @@ def _expect(variants, loaded: ToolIndex) -> None:
     assert [(h.id, h.score) for h in loaded.search(QUERY, k=5)] == [(h.id, h.score) for h in ref.search(QUERY, k=5)]
 
 
+@pytest.mark.slow
 def test_readers_see_old_or_new_during_repeated_saves(variants, tmp_path):
     path = tmp_path / "idx"
     sizes = sorted(variants)
@@ -126,6 +127,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_save_never_loses_the_index(variants, tmp_path):
     path = tmp_path / "idx"
     variants[max(variants)].save(path)

@@ -32,10 +32,12 @@ from toolsift.kernels import (
     warmup,
 )
 
+from toolsift.cpus import available_cpus
+
 from ._nojit import assert_module_passes_without_jit
+from .conftest import DATA
 
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0")
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 MFTR_PARAMS_FILE = DATA / "mftr-apibank" / "weight" / "apibank" / "bm25__0" / "fold_0_learned_params.json"
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -476,7 +478,7 @@ def test_concurrent_calls_from_threads_agree() -> None:
         try:
             for _ in range(3):
                 results.append(score_candidates(*batch))
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
@@ -712,7 +714,7 @@ def test_set_threads() -> None:
     before = get_threads()
     try:
         assert set_threads(1) == 1 == get_threads()
-        assert set_threads(0) == numba.config.NUMBA_NUM_THREADS
+        assert set_threads(0) == min(numba.config.NUMBA_NUM_THREADS, available_cpus())
         score_candidates(*_valid_batch())
         for bad in (-1, numba.config.NUMBA_NUM_THREADS + 1):
             with pytest.raises(ConfigError, match=rf"threads={bad} out of range"):
@@ -725,10 +727,29 @@ def test_set_threads() -> None:
         set_threads(before)
 
 
-def test_warmup_runs() -> None:
+def test_warmup_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # warmup() runs both kernel variants (plain and breakdown) on a real batch, and what
+    # they return is a valid scoring of it.
+    import toolsift.kernels as kernels
+
+    calls: list[tuple[bool, object]] = []
+    real = kernels.score_candidates
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append((bool(kwargs.get("breakdown", False)), out))
+        return out
+
+    monkeypatch.setattr(kernels, "score_candidates", spy)
     warmup()
+    assert sorted(b for b, _ in calls) == [False, True]
+    for _breakdown, out in calls:
+        scores = out[0] if isinstance(out, tuple) else out
+        scores = np.asarray(scores)
+        assert scores.shape[0] == 2 and np.all(np.isfinite(scores))  # two candidates
 
 
+@pytest.mark.slow  # the whole module again, in plain Python
 @pytest.mark.skipif(JIT_DISABLED, reason="already running with NUMBA_DISABLE_JIT=1")
 def test_module_passes_with_disable_jit() -> None:
     assert_module_passes_without_jit(__file__, mftr.__file__)

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
-from toolsift.encoders import EncoderError, EncoderInputError  # noqa: E402
-from toolsift.encoders.static import StaticEncoder, StaticTable, load_tokenizer  # noqa: E402
-from toolsift.encoders.models import VENDORED_TOKENIZER  # noqa: E402
-from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, token_counts  # noqa: E402
+from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.static import StaticEncoder, StaticTable, load_tokenizer
+from toolsift.encoders.models import VENDORED_TOKENIZER
+from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, token_counts
 
 TEXTS = ["send an email to my manager", "weather in Paris tomorrow", "", "   ", "!!!",
          "Créer un événement", "東京の天気", "x" * 3000, "get_user_by_id", "a " * 400]

@@ -17,6 +17,7 @@ from toolsift.adapters import demo_catalog_path, load_catalog
 from toolsift.cli import main
 from toolsift.errors import ConfigError, ToolsiftError
 from toolsift.gateway import Gateway
+from toolsift.gateway.errors import GatewayError
 from toolsift.toolindex import ToolIndex
 from toolsift.usage import (
     SCHEMA_VERSION,
@@ -62,7 +63,7 @@ def _session(gw, session, query, calls, *, limit=5):
         for name in calls:
             try:
                 await gw.call_tool(name, ARGS.get(name, {}), session=session)
-            except Exception:
+            except Exception:  # noqa: BLE001 - failed calls are part of the session
                 pass
         return [t["name"] for t in found["tools"]]
 
@@ -140,7 +141,7 @@ def test_gateway_records_finds_and_use_outcomes(gateway):
                                                                        "get_camera_snapshot", "delete_file"])
 
     async def bad():
-        with pytest.raises(Exception):
+        with pytest.raises(GatewayError):
             await gw.call_tool("track_order", {"order": 1}, session="s1")
 
     asyncio.run(bad())

@@ -9,9 +9,37 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
+
 #include "toolsift/inverted_index.h"
 
 namespace toolsift::detail {
+
+// The portable fallback of ctz64 (tested against it on every compiler).
+inline int ctz64_loop(uint64_t x) noexcept {
+  int n = 0;
+  while ((x & 1u) == 0) {
+    x >>= 1;
+    ++n;
+  }
+  return n;
+}
+
+// Index of the lowest set bit of x (x != 0). A builtin where the compiler has one, a
+// portable loop elsewhere (the bit sets it scans are sparse, so the loop is short).
+inline int ctz64(uint64_t x) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_ctzll(x);
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+  unsigned long i = 0;
+  _BitScanForward64(&i, x);
+  return static_cast<int>(i);
+#else
+  return ctz64_loop(x);
+#endif
+}
 
 [[noreturn]] inline void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 

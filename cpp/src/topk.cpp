@@ -156,9 +156,9 @@ void InvertedIndex::top_exhaustive(const int32_t* terms, std::size_t m, std::siz
     }
     for (int32_t sw = 0; sw < kWindow / 64 / 64; ++sw) {
       for (uint64_t words = summary[sw]; words; words &= words - 1) {
-        const int32_t word = sw * 64 + __builtin_ctzll(words);
+        const int32_t word = sw * 64 + detail::ctz64(words);
         for (uint64_t bitsleft = mark[word]; bitsleft; bitsleft &= bitsleft - 1) {
-          const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
+          const int32_t r = word * 64 + detail::ctz64(bitsleft);
           const float v = wacc[r];
           wacc[r] = 0.0f;
           if (stream_groups) {
@@ -324,7 +324,7 @@ void InvertedIndex::top_maxscore(const int32_t* terms, std::size_t m, std::size_
     }
     for (int32_t word = 0; word < kWindow / 64; ++word) {
       for (uint64_t bitsleft = mark[word]; bitsleft; bitsleft &= bitsleft - 1) {
-        const int32_t r = word * 64 + __builtin_ctzll(bitsleft);
+        const int32_t r = word * 64 + detail::ctz64(bitsleft);
         const int32_t d = base + r;
         double partial = wacc[r];
         wacc[r] = 0.0f;

@@ -145,7 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
     de.add_argument("-k", type=int, default=3, help="tools per query (default 3)")
     de.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
-    from .batch.cli import add_commands
+    from .cli_batch import add_commands
 
     p.set_defaults(_extra_commands={**eval_commands, **add_commands(sub)})
     return p

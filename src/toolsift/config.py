@@ -65,9 +65,11 @@ def _caller_stacklevel() -> int:
     # the search path that reached us (search, search_batch, score_pairs, ...).
     import os
     import sys
+    from types import FrameType
 
     pkg = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
         frame, level = frame.f_back, level + 1
     return level
@@ -179,7 +181,8 @@ class IndexConfig:
             ``structured-default.json`` for the default), else ``params``. See
             :meth:`params_for`.
         threads: The one thread setting, for every pool: the C++ engine, the Numba
-            kernels and onnxruntime (intra-op) (0 = all cores). Work too small to pay
+            kernels and onnxruntime (intra-op) (0 = all cores this process may use:
+            its CPU affinity capped by its cgroup quota). Work too small to pay
             for threads (a single query's candidates) runs serially whatever the
             setting, so a search stays fast on a busy machine; raise it for large
             batches, builds and evaluation.
@@ -244,7 +247,7 @@ class IndexConfig:
         identifier splitting, parameter field 0 for queries without arguments, those
         queries still penalised, and the paper's formula (mean over parameters, fixed
         weights). Used to reproduce the paper's numbers."""
-        base = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
+        base: dict[str, Any] = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
                     parameter_format="json", no_argument_params="zero", penalize_without_arguments=True,
                     analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS)
         base.update(overrides)

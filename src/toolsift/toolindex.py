@@ -12,7 +12,7 @@ import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -324,7 +324,8 @@ class ToolIndex:
     def __repr__(self) -> str:
         return f"ToolIndex(tools={len(self)}, terms={len(self._state.vocab)}, scale={self._config.scale!r})"
 
-    def with_params(self, params: ScoringParams, *, structured: ScoringParams | None | str = None) -> ToolIndex:
+    def with_params(self, params: ScoringParams, *,
+                    structured: ScoringParams | Literal["keep"] | None = None) -> ToolIndex:
         """A view of this index that scores with other parameters (shares all arrays).
 
         ``params`` score raw-text queries; ``structured`` as in

@@ -10,13 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "toolsift/cpus.h"
+
 namespace toolsift {
 
-inline int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
+// threads <= 0 means every CPU this process may use (affinity and cgroup quota).
+inline int resolve_threads(int threads) { return threads > 0 ? threads : available_cpus(); }
 
 // Calls fn(worker, begin, end) on contiguous chunks of [0, n).
 template <class Fn>

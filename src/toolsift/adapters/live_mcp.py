@@ -27,7 +27,7 @@ _MAX_PAGES = 1000
 
 
 async def _list_tools(session: Any) -> list[dict[str, Any]]:
-    from ..gateway._mcp import list_tools_page  # works with mcp 1.x and 2.x
+    from ..mcp_client import list_tools_page  # works with mcp 1.x and 2.x
 
     entries: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -54,7 +54,7 @@ async def _from_stdio(command: Sequence[str], env: Mapping[str, str] | None,
 async def _from_http(url: str, headers: Mapping[str, str] | None, timeout: float) -> list[dict[str, Any]]:
     from mcp import ClientSession
 
-    from ..gateway._mcp import http_client, http_transport  # works with mcp 1.x and 2.x
+    from ..mcp_client import http_client, http_transport  # works with mcp 1.x and 2.x
 
     client = http_client(headers=headers, timeout_s=timeout, read_timeout_s=timeout)
     async with http_transport(url, client) as (read, write), \

@@ -200,7 +200,7 @@ def _read_format(path: Path, fmt: str, batch_size: int, dictionary: Sequence[str
 
 class _JsonlWriter:
     def __init__(self, path: Path) -> None:
-        self._f = open(path, "w", encoding="utf-8")
+        self._f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close(), across batches
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         for row in batch.to_pylist():

@@ -134,7 +134,7 @@ _CUES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
 
 
 def _iter_arguments(text: str) -> Iterator[tuple[str, str]]:
-    for m in _QUOTED.finditer(text):
+    for _m in _QUOTED.finditer(text):
         yield "quoted_text", "a quoted text given by the user"
         break
     for role, desc, pattern in _PATTERNS:

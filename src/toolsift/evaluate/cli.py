@@ -1,6 +1,6 @@
 """``toolsift eval`` and ``toolsift train``: the command-line front of :mod:`toolsift.evaluate`.
 
-Kept out of :mod:`toolsift.cli` (as :mod:`toolsift.batch.cli` and :mod:`toolsift.usage.cli`
+Kept out of :mod:`toolsift.cli` (as :mod:`toolsift.cli_batch` and :mod:`toolsift.usage.cli`
 are): the main parser registers the two commands with :func:`add_commands` and dispatches
 to the handlers it returns. Only argparse is imported here; the evaluation modules (and the
 compiled kernels behind them) load when a command runs.

@@ -3,7 +3,6 @@ choice of index setup, shared by the trained methods and :func:`~.methods.train_
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -11,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..config import IndexConfig
+from ..cpus import available_cpus
 from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from ..schema import Catalog
@@ -48,7 +48,7 @@ def train_select(fs_by_setup: Sequence[FieldScores], rows: np.ndarray, ds: MftrD
         # Independent fits: run them side by side (the trainer's compiled pass and NumPy
         # release the GIL); results are collected in a fixed order, so nothing changes.
         jobs = [(s, k) for s in range(len(fs_by_setup)) for k in range(inner)]
-        with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(jobs), available_cpus())) as pool:
             runs = list(pool.map(lambda job: fold_run(*job), jobs))
         for s, fs in enumerate(fs_by_setup):
             run: dict = {}

@@ -11,7 +11,9 @@ needs lives here, so the rest of the package reads one API:
 * wire objects are built from and read as their JSON (camelCase) form, which both
   majors accept and produce;
 * servers are built by :func:`make_server` with plain async callbacks;
-* clients use :func:`http_client` / :func:`http_transport` and :func:`error_code`.
+* clients use :func:`http_client` / :func:`http_transport` and :func:`error_code`
+  (the client half lives one layer down, in :mod:`toolsift.mcp_client`, shared with the
+  adapters; it is re-exported here, and :func:`http_client` adds result caps to it).
 
 Users keep whichever major their own servers need (``FastMCP`` lives in
 ``mcp.server.fastmcp`` only in 1.x; 2.x renamed it ``mcp.server.mcpserver.MCPServer``).
@@ -20,17 +22,18 @@ Users keep whichever major their own servers need (``FastMCP`` lives in
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.stdio import get_default_environment
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared import _httpx_utils
 from mcp.shared.message import SessionMessage
+
+# The client half shared with the adapters lives one layer down; re-exported here.
+from ..mcp_client import _httpx, dump, http_transport, list_tools_page
 
 try:  # mcp >= 2
     from mcp.shared.exceptions import MCPError as McpError
@@ -48,19 +51,11 @@ __all__ = [
 MCP_VERSION: str = importlib.metadata.version("mcp")
 MCP_MAJOR: int = int(MCP_VERSION.split(".")[0])
 
-# The HTTP library the SDK's own transports are built on (httpx2 in 2.x, httpx in 1.x):
-# a client handed to streamable_http_client must come from it.
-_httpx: Any = getattr(_httpx_utils, "httpx2", None) or _httpx_utils.httpx
 
 #: ``tools/call`` handler: ``(name, arguments, meta, http_request) -> CallToolResult``;
 #: ``meta`` is the request's ``_meta`` as JSON, ``http_request`` the Starlette request
 #: over HTTP and ``None`` over stdio.
 CallHandler = Callable[[str, dict[str, Any], dict[str, Any], Any], Awaitable[Any]]
-
-
-def dump(model: Any) -> dict[str, Any]:
-    """A wire object as its JSON form (camelCase keys, no nulls), the same in both majors."""
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 def tool_result(data: Mapping[str, Any]) -> Any:
@@ -138,13 +133,6 @@ def is_tool_list_changed(message: Any) -> bool:
     return isinstance(getattr(message, "root", message), types.ToolListChangedNotification)
 
 
-async def list_tools_page(session: Any, cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
-    """One page of ``tools/list``: the tools as JSON and the next cursor."""
-    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-    page = dump(await session.list_tools(params=params))
-    return list(page.get("tools", [])), page.get("nextCursor")
-
-
 def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 30.0,
                 read_timeout_s: float | None = None, max_result_bytes: int | None = None,
                 max_result_items: int | None = None) -> Any:
@@ -175,14 +163,6 @@ def http_client(*, headers: Mapping[str, str] | None = None, timeout_s: float = 
     if MCP_MAJOR < 2:
         kwargs["follow_redirects"] = True
     return _httpx.AsyncClient(**kwargs)
-
-
-@asynccontextmanager
-async def http_transport(url: str, client: Any) -> AsyncIterator[tuple[Any, Any]]:
-    """The streamable HTTP client transport's ``(read, write)`` streams; closes ``client``
-    with it."""
-    async with client, streamable_http_client(url, http_client=client) as streams:
-        yield streams[0], streams[1]
 
 
 def _meta_dict(meta: Any) -> dict[str, Any]:

@@ -237,7 +237,7 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolsift.gateway.workers")
     p.add_argument("--fd", type=int, required=True)
     args = p.parse_args(argv)
-    settings = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - written by our supervisor over a pipe
+    settings = pickle.loads(sys.stdin.buffer.read())  # trusted: written by our supervisor over a pipe
     logging.basicConfig(stream=sys.stderr, level=settings["log_level"].upper(),
                         format=f"%(asctime)s %(levelname)s %(name)s[{os.getpid()}]: %(message)s")
     index = None

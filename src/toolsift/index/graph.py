@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,7 +223,7 @@ class ToolGraph:
             got = self._lazy[pos] = tool_signature(catalog[pos], analyzer)
         return got
 
-    def updated(self, old_catalog: Catalog, keep: Sequence[int], fresh: dict[int, object], added: Sequence,
+    def updated(self, old_catalog: Catalog, keep: Sequence[int], fresh: Mapping[int, object], added: Sequence,
                 analyzer: Analyzer) -> ToolGraph:
         """The graph after an update: tools ``keep`` (old positions, in order), those at
         new positions ``fresh`` replaced by new tools, then ``added`` appended."""

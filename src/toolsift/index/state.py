@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,10 @@ from ..csr import ptr_from_counts, ranges
 from ..errors import IndexCorruptError
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
+
+if TYPE_CHECKING:
+    from .graph import ToolGraph
+    from .query_table import QueryTable
 from ..scores import presence_bits
 from .dense_field import DenseField
 from .field_index import FieldIndex
@@ -61,7 +66,9 @@ class IndexState:
         # Per-field retrievers by settings, filled by toolsift.search.retrievers().
         self.retrievers: dict[tuple, dict] = {}
         # The tool graph (toolsift.index.graph.ToolGraph), set by ToolIndex.
-        self.graph = None
+        self.graph: ToolGraph | None = None
+        # The static query encoder's table (toolsift.index.query_table), set by ToolIndex.
+        self.query_table: QueryTable | None = None
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""

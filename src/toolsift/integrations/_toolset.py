@@ -293,3 +293,40 @@ class WrappedClient:
         if name == "_client":  # not set yet (a failed __init__): no endless recursion
             raise AttributeError(name)
         return getattr(self._client, name)
+
+
+class WrappedEndpoint:
+    """One SDK endpoint (``client.<path>``) whose ``create`` runs a search loop; every
+    other attribute is the SDK endpoint's.
+
+    Args:
+        owner: The wrapped client.
+        path: Attribute path from the SDK client to the endpoint (``("chat", "completions")``).
+        loop: ``loop(search, kwargs)``, the generator that drives one ``create`` call.
+    """
+
+    def __init__(self, owner: WrappedClient, path: tuple[str, ...],
+                 loop: Callable[[ToolSearch, dict[str, Any]], Any]) -> None:
+        self._owner = owner
+        self._path = path
+        self._loop = loop
+
+    def _target(self) -> Any:
+        obj = self._owner._client
+        for name in self._path:
+            obj = getattr(obj, name)
+        return obj
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("_owner", "_path", "_loop"):  # not set yet: no endless recursion
+            raise AttributeError(name)
+        return getattr(self._target(), name)
+
+    def create(self, **kwargs: Any) -> Any:
+        """The SDK's ``create`` with the catalogue behind the search tool.
+
+        Returns the SDK's response (awaitable for an async client), with
+        ``toolsift_messages`` set to the messages (or input items) of the searches.
+        """
+        owner = self._owner
+        return owner._run(self._loop(owner.search, kwargs), self._target().create)

@@ -34,6 +34,7 @@ from ._toolset import (
     ToolSearch,
     ToolsSource,
     WrappedClient,
+    WrappedEndpoint,
     field,
     reject_stream,
     round_kwargs,
@@ -67,7 +68,7 @@ class ToolsiftAnthropic(WrappedClient):
 
     def __init__(self, client: Any, tools: ToolsSource, **options: Any) -> None:
         super().__init__(client, tools, **options)
-        self.messages = _Messages(self)
+        self.messages = WrappedEndpoint(self, ("messages",), _messages_loop)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:
@@ -78,25 +79,6 @@ class ToolsiftAnthropic(WrappedClient):
 def wrap(client: Any, tools: ToolsSource, **options: Any) -> ToolsiftAnthropic:
     """``ToolsiftAnthropic(client, tools, **options)``: the wrapped client."""
     return ToolsiftAnthropic(client, tools, **options)
-
-
-class _Messages:
-    def __init__(self, owner: ToolsiftAnthropic) -> None:
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner._client.messages, name)
-
-    def create(self, **kwargs: Any) -> Any:
-        """``messages.create`` with the catalogue behind ``tool_search``.
-
-        Returns the SDK's ``Message`` (awaitable for an async client), with
-        ``toolsift_messages`` set.
-        """
-        owner = self._owner
-        loop = _messages_loop(owner.search, kwargs)
-        send = owner._client.messages.create
-        return owner._run(loop, send)
 
 
 def _blocks(content: Any) -> Sequence[Any]:

@@ -36,6 +36,7 @@ from ._toolset import (
     ToolSearch,
     ToolsSource,
     WrappedClient,
+    WrappedEndpoint,
     field,
     reject_stream,
     round_kwargs,
@@ -71,7 +72,7 @@ class ToolsiftOpenAI(WrappedClient):
     def __init__(self, client: Any, tools: ToolsSource, **options: Any) -> None:
         super().__init__(client, tools, **options)
         self.chat = _Chat(self)
-        self.responses = _Responses(self)
+        self.responses = WrappedEndpoint(self, ("responses",), _responses_loop)
 
     @staticmethod
     def _client_types() -> tuple[type, type]:
@@ -86,29 +87,14 @@ def wrap(client: Any, tools: ToolsSource, **options: Any) -> ToolsiftOpenAI:
 
 # ---------------------------------------------------------------- Chat Completions
 class _Chat:
+    """``client.chat``: ``completions`` wrapped, everything else the SDK's."""
+
     def __init__(self, owner: ToolsiftOpenAI) -> None:
         self._owner = owner
-        self.completions = _Completions(owner)
+        self.completions = WrappedEndpoint(owner, ("chat", "completions"), _chat_loop)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._owner._client.chat, name)
-
-
-class _Completions:
-    def __init__(self, owner: ToolsiftOpenAI) -> None:
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner._client.chat.completions, name)
-
-    def create(self, **kwargs: Any) -> Any:
-        """``chat.completions.create`` with the catalogue behind ``tool_search``.
-
-        Returns the SDK's ``ChatCompletion`` (awaitable for an async client), with
-        ``toolsift_messages`` set.
-        """
-        owner = self._owner
-        return owner._run(_chat_loop(owner.search, kwargs), owner._client.chat.completions.create)
 
 
 def _chat_found(search: ToolSearch, messages: Sequence[Any]) -> list[str]:
@@ -180,23 +166,6 @@ def _chat_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------- Responses API
-class _Responses:
-    def __init__(self, owner: ToolsiftOpenAI) -> None:
-        self._owner = owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner._client.responses, name)
-
-    def create(self, **kwargs: Any) -> Any:
-        """``responses.create`` with the catalogue behind ``tool_search``.
-
-        Returns the SDK's ``Response`` (awaitable for an async client), with
-        ``toolsift_messages`` set to the input items of the wrapper's searches.
-        """
-        owner = self._owner
-        return owner._run(_responses_loop(owner.search, kwargs), owner._client.responses.create)
-
-
 def _responses_tool(chat_tool: dict[str, Any]) -> dict[str, Any]:
     fn = chat_tool["function"]
     # Responses function tools are flat; strict mode is opt-in here because catalogue
@@ -238,6 +207,7 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     # sends only the new search results, chained to the reply they answer.
     chained = kwargs.get("previous_response_id") is not None
     pending: list[Any] = []
+    response: Any = None  # the previous round's reply (set before any round that chains)
     for round_ in range(search.max_searches + 1):
         tools = ([search_def] if round_ < search.max_searches else [])
         tools += [_responses_tool(to_openai(t)) for t in search.tools_for(found)] + extra_tools

@@ -18,6 +18,7 @@ import operator
 import numba
 import numpy as np
 
+from ..cpus import available_cpus
 from ..errors import ConfigError
 from .mftr import BREAKDOWN_COLUMNS, score_candidates
 from .params import DEFAULT_PARAMS, PAPER_PARAMS, WEIGHT_FIELDS, ScoringParams
@@ -44,8 +45,8 @@ def set_threads(n: int) -> int:
     to threads it starts afterwards): call it from the thread that scores.
 
     Args:
-        n: Number of threads; ``0`` means all the threads Numba was started with
-            (``NUMBA_NUM_THREADS``, by default the number of cores).
+        n: Number of threads; ``0`` means every CPU this process may use (its
+            affinity capped by its cgroup quota), at most ``NUMBA_NUM_THREADS``.
 
     Returns:
         The number of threads now in effect.
@@ -62,7 +63,8 @@ def set_threads(n: int) -> int:
     limit = int(numba.config.NUMBA_NUM_THREADS)
     if not 0 <= n <= limit:
         raise ConfigError(f"threads={n} out of range 0..{limit} (0 = all cores)")
-    numba.set_num_threads(limit if n == 0 else n)
+    # 0: the CPUs this process may use (affinity, cgroup quota), within Numba's pool.
+    numba.set_num_threads(min(limit, available_cpus()) if n == 0 else n)
     return int(numba.get_num_threads())
 
 

@@ -31,5 +31,7 @@ def probe_reference(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray
             scores.append(dots.astype(np.float32) * np.float32(q_scales[i]) * scales[ids].astype(np.float32))
             rows.append(ids.astype(np.int64))
         ptr.append(sum(r.size for r in rows))
-    cat = (lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt))
+    def cat(parts, dt):
+        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
+
     return np.asarray(ptr, np.int64), cat(scores, np.float32), cat(rows, np.int64)

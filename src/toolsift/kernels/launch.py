@@ -18,7 +18,6 @@ Every parallel kernel in toolsift goes through :func:`launch`, which is where th
 
 from __future__ import annotations
 
-import os
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -27,6 +26,8 @@ from contextvars import ContextVar
 from typing import Any
 
 import numba
+
+from toolsift.cpus import available_cpus
 
 __all__ = ["SERIAL_WORK", "current_threads", "launch", "serial_twin", "using_threads"]
 
@@ -45,7 +46,7 @@ _twins_lock = threading.Lock()
 def current_threads() -> int:
     """Threads the kernels may use in the current context (resolved: 0 means all cores)."""
     n = _threads.get()
-    return n if n > 0 else (os.cpu_count() or 1)
+    return n if n > 0 else available_cpus()
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from ..kernels.launch import using_threads
 from ..progress import progress_bar
 from ..schema import Query
 from ..scores import FieldScores
-from .plan import FieldTexts, QueryPlan, plan_queries
+from .plan import FieldTexts, plan_queries
 
 __all__ = ["all_field_scores"]
 

@@ -139,7 +139,7 @@ class UsageRecorder:
             rec = dict(run=self.run, session=session, client=_CLIENT.get() or self.client, query_text=text,
                        intent=intent_of(parsed), returned=list(returned), index_version=self.version_of(index),
                        query_json=structured, ts=time.time())
-        except Exception as exc:  # recording must never fail a request
+        except Exception as exc:  # noqa: BLE001 - recording must never fail a request
             self._drop(exc)
             return
         self._put(("find", rec))
@@ -155,7 +155,7 @@ class UsageRecorder:
                                                               or intent_of(query)),
                        intent=None if query is None else intent_of(query), arguments=arguments,
                        index_version=self.version_of(index) if index is not None else "", ts=time.time())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - recording must never fail a request
             self._drop(exc)
             return
         self._put(("use", rec))
@@ -206,7 +206,7 @@ class UsageRecorder:
             uses = [r for i in batch if i is not None and i[0] == "use" for r in (i[1],)]
             try:
                 self.log.add_many(finds=finds, uses=uses)
-            except Exception as exc:  # a full disk must not take the gateway down
+            except Exception as exc:  # noqa: BLE001 - a full disk must not take the gateway down
                 self.dropped += len(finds) + len(uses)
                 log.warning("usage log write failed, %d record(s) dropped: %s", len(finds) + len(uses), exc)
             for _ in batch:
@@ -267,7 +267,7 @@ def _record(log: UsageLog, run: str, client: str | None, query: Any, tool_id: An
         raise UsageLogError(f"record_use: tool_id must be a non-empty string, got {tool_id!r}")
     try:
         intent = intent_of(query)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - re-raised as a typed UsageLogError
         raise UsageLogError(f"record_use: bad query ({exc})") from None
     if not intent:
         raise UsageLogError("record_use: the query is empty")

@@ -74,13 +74,13 @@ def _cmd_score(args: argparse.Namespace, out: TextIO) -> int:
     options = dict(query_column=args.query_column, tool_column=args.tool_column, keep=keep,
                    on_error=args.on_error, query_format=args.query_format, threads=args.threads)
     if args.engine == "ray":
-        from ..distributed import score_file_ray
+        from .distributed import score_file_ray
 
         res = score_file_ray(args.index, args.pairs, args.out, address=args.address, workers=args.workers,
                              batch_size=args.batch_size, progress=not args.quiet, compression=args.compression,
                              **options)
     else:
-        from .files import score_file
+        from .batch.files import score_file
 
         res = score_file(args.index, args.pairs, args.out, batch_size=args.batch_size, progress=not args.quiet,
                          compression=args.compression, **options)
@@ -89,7 +89,7 @@ def _cmd_score(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_rank(args: argparse.Namespace, out: TextIO) -> int:
-    from .files import rank_file
+    from .batch.files import rank_file
 
     res = rank_file(args.index, args.queries, args.out, k=args.k, batch_size=args.batch_size,
                     progress=not args.quiet, query_column=args.query_column,

@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 
-from toolsift import ToolIndex
-from toolsift.presets import preset_config
+from toolsift import ToolIndex  # noqa: E402
+from toolsift.presets import preset_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ def test_search_json_into_a_closed_pipe_is_quiet(tmp_path, demo_index):
 def test_batch_threads_default_is_the_index_setting():
     import argparse
 
-    from toolsift.batch.cli import add_commands
+    from toolsift.cli_batch import add_commands
 
     p = argparse.ArgumentParser()
     add_commands(p.add_subparsers(dest="command"))

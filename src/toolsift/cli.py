@@ -461,6 +461,13 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         close_progress_bars()
         print(f"toolsift: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Before OSError (its base class). `toolsift search ... --json | head`: the
+        # reader left early, which is not an error. stdout goes to /dev/null so the
+        # interpreter's last flush cannot raise again; the status is the shell's for a
+        # process ended by SIGPIPE (128 + 13).
+        _silence_stdout()
+        return 141
     except OSError as exc:
         # A file the command was told to read or write cannot be (missing folder, no
         # permission, a path under /proc, disk full): the user's to fix, not a bug.
@@ -469,12 +476,6 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("toolsift: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # `toolsift search ... --json | head`: the reader left early, which is not an
-        # error. stdout goes to /dev/null so the interpreter's last flush cannot raise
-        # again; the status is the shell's for a process ended by SIGPIPE (128 + 13).
-        _silence_stdout()
-        return 141
 
 
 def _silence_stdout() -> None:

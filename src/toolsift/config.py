@@ -246,10 +246,11 @@ class IndexConfig:
         raw BM25 scale, description without the tool name, parameters as JSON, no
         identifier splitting, parameter field 0 for queries without arguments, those
         queries still penalised, and the paper's formula (mean over parameters, fixed
-        weights). Used to reproduce the paper's numbers."""
+        weights; queries of dense fields embedded by the document encoder). Used to
+        reproduce the paper's numbers."""
         base: dict[str, Any] = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
                     parameter_format="json", no_argument_params="zero", penalize_without_arguments=True,
-                    analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS)
+                    analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS, query_encoder="transformer")
         base.update(overrides)
         return cls(**base)
 

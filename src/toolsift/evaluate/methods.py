@@ -136,6 +136,7 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
+                           query_encoder="transformer",
                            encoder=encoder, **g)
                for g in grid]
     run: dict = {}
@@ -177,7 +178,8 @@ def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, re
     for k in range(len(ds.folds)):
         if fs is None or feedback:
             index = ToolIndex.build(catalog_for(ds, docs, fold_examples(ds, k) if feedback else None),
-                                    config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items()), encoder=encoder))
+                                    config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items()), encoder=encoder,
+                                                       query_encoder="transformer"))
             fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
         run.update(fs.run(mean, rows_of(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
     return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
@@ -302,6 +304,7 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
+                           query_encoder="transformer",
                            encoder=encoder, **g)
                for g in grid]
     rows = np.arange(len(ds.queries))

@@ -285,8 +285,10 @@ def leased_manifest(directory: str | os.PathLike, *, verify: bool = True) -> Ite
         generation deleted before its lease could be taken.
     """
     directory = Path(directory)
+    if not directory.exists():
+        raise IndexNotFoundError(f"{directory} is not an index directory (it does not exist)")
     if not directory.is_dir():
-        raise IndexFormatError(f"{directory} is not an index directory (it does not exist)")
+        raise IndexFormatError(f"{directory} is not an index directory (it is a file)")
     for _ in range(_LEASE_ATTEMPTS):
         # The pointer must be sound itself (a replace is atomic: a bad checksum is damage).
         body = _parse_manifest(directory / MANIFEST, directory)

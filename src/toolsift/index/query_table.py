@@ -122,33 +122,34 @@ def _digest(qt: QueryTable) -> str:
     return h.hexdigest()[:16]
 
 
-def _field_vectors(dn: DenseField, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-    m = dn.matrix
-    keep = np.flatnonzero((m.scales > 0) & np.fromiter((bool(t.strip()) for t in texts), bool, len(texts)))
-    vecs = m.codes[keep].astype(np.float32) * m.scales[keep, None]
-    return [texts[i] for i in keep], vecs
-
-
 def fit_query_table(base: StaticEncoder, dense: dict[str, DenseField], texts: dict[str, Sequence[str]],
                     *, lam: float = LAMBDA) -> QueryTable:
     """Refit ``base``'s rows on the dense fields' documents (``texts[field]`` in row
     order), from their stored vectors; duplicates count once."""
     from ..encoders.static_fit import fit_vectors, mean_matrix
 
-    seen: dict[str, int] = {}
-    rows: list[np.ndarray] = []
-    for ts, vecs in (_field_vectors(dense[name], texts[name]) for name in sorted(dense)):
-        for t, v in zip(ts, vecs):
-            if t not in seen:
-                seen[t] = len(rows)
-                rows.append(v)
-    if not rows:
+    # First the distinct non-empty texts and where their rows are, then (after the
+    # sample cap) only those rows dequantized: never a float copy of a whole field.
+    where: dict[str, tuple[str, int]] = {}
+    for name in sorted(dense):
+        m, ts = dense[name].matrix, texts[name]
+        for i in np.flatnonzero(m.scales > 0).tolist():
+            t = ts[i]
+            if t not in where and t.strip():
+                where[t] = (name, i)
+    if not where:
         return QueryTable(np.zeros(0, np.int32), np.zeros((0, base.dim), np.int8), np.zeros(0, np.float32))
-    corpus = list(seen)
-    y = np.stack(rows)
+    corpus = list(where)
     if len(corpus) > MAX_TEXTS:
         pick = np.linspace(0, len(corpus) - 1, MAX_TEXTS).astype(np.int64)
-        corpus, y = [corpus[i] for i in pick], y[pick]
+        corpus = [corpus[i] for i in pick]
+    y = np.empty((len(corpus), base.dim), np.float32)
+    for name in sorted(dense):
+        sel = [(k, where[t][1]) for k, t in enumerate(corpus) if where[t][0] == name]
+        if sel:
+            at, rows = np.array([k for k, _ in sel]), np.array([r for _, r in sel])
+            m = dense[name].matrix
+            y[at] = m.codes[rows].astype(np.float32) * m.scales[rows, None]
     y /= np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12)
     ids = base.token_ids(corpus)
     x = mean_matrix(ids, base.table.weights)

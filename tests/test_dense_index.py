@@ -175,3 +175,24 @@ def test_query_table_saved_and_refitted_on_updates(demo, tmp_path):
     qs = ["email the team the report", "cancel my order 42"]
     assert [[(h.id, h.score) for h in r] for r in loaded.search_batch(qs, k=5)] == \
         [[(h.id, h.score) for h in r] for r in fresh.search_batch(qs, k=5)]
+
+
+def test_static_document_index_loads_in_a_fresh_process(demo, tmp_path):
+    """encoder="static" (documents embedded by the static table, as for catalogues too
+    large for a transformer): the saved index records the table's fingerprint, and a new
+    process, with no encoder loaded yet, checks it and searches the same."""
+    import subprocess
+    import sys
+
+    from toolsift.presets import preset_config
+
+    index = ToolIndex.build(demo, config=preset_config("hybrid", encoder="static"))
+    assert index._state.query_table is None  # nothing to refit: documents are static too
+    index.save(tmp_path / "idx")
+    want = [h.id for h in index.search("send an email to my manager", k=3)]
+    code = ("import sys; from toolsift import ToolIndex; i = ToolIndex.load(sys.argv[1]); "
+            "print(','.join(h.id for h in i.search('send an email to my manager', k=3)))")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "idx")], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().split(",") == want

@@ -107,6 +107,9 @@ def config_fingerprint(config: IndexConfig) -> str | None:
         enc = _ENCODERS.get(key)
     if enc is not None:
         return encoder_fingerprint(enc)
+    if config.encoder == "static":  # documents embedded by the static table: its own hash
+        with _ENCODER_LOCK:
+            return _static(config.static_table).fingerprint
     from ..encoders import OnnxEncoder, resolve_model
     from ..encoders.fingerprint import onnx_fingerprint
 
@@ -119,7 +122,7 @@ def config_fingerprint(config: IndexConfig) -> str | None:
 def document_encoder(config: IndexConfig, *, encoder: Any = None, embed_cache: EmbedCacheArg = None) -> Any:
     """The document encoder (``encoder``, else :func:`get_encoder`) looking texts up in the
     embedding cache first: what every document-side encode of a build, update or
-    re-encoding load goes through (field texts and the query table's spans alike)."""
+    re-encoding load goes through."""
     return cached(encoder if encoder is not None else get_encoder(config), resolve_store(embed_cache))
 
 

@@ -121,3 +121,15 @@ def test_fit_matches_dense_ridge():
     np.testing.assert_allclose(got[used], want, atol=1e-4)
     unused = np.setdiff1d(np.arange(vocab), used)
     np.testing.assert_array_equal(got[unused], prior[unused])
+
+
+def test_encode_in_slices_equals_one_pass(monkeypatch):
+    """encode() works a slice of texts at a time (bounded memory for whole catalogues);
+    the slicing does not change a vector."""
+    import toolsift.encoders.static as static
+
+    enc = StaticEncoder(_random_table(4))
+    whole = enc.encode(TEXTS)
+    monkeypatch.setattr(static, "_CHUNK", 3)
+    np.testing.assert_array_equal(enc.encode(TEXTS), whole)
+    np.testing.assert_allclose(whole, _twin(enc.table, TEXTS), atol=2e-5)

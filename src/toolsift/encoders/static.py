@@ -43,6 +43,8 @@ TABLE_FORMAT = "toolsift.static-table"
 TABLE_VERSION = 1
 # The teacher's truncation length: a query longer than this is cut as the transformer cuts it.
 _MAX_TOKENS = 256
+# Texts per slice of encode(): at most 256 tokens x 384 floats each, ~400 MB worst case.
+_CHUNK = 1024
 
 
 class StaticTable:
@@ -227,8 +229,17 @@ class StaticEncoder:
             if not isinstance(text, str):
                 raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return out
+        # A slice of texts at a time: the gathered token rows are float32 [tokens, dim],
+        # which for a whole catalogue would not fit in memory.
+        for start in range(0, len(texts), _CHUNK):
+            self._sum_rows(texts[start:start + _CHUNK], out[start:start + _CHUNK])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 1e-12)
+        out[norms[:, 0] <= 1e-12] = 0.0
+        return out
+
+    def _sum_rows(self, texts: list[str], out: np.ndarray) -> None:
+        """``out[i]`` = the weighted sum of text ``i``'s token rows (not normalised)."""
         ids = self.token_ids(texts)
         lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lens.sum()))
@@ -239,10 +250,6 @@ class StaticEncoder:
             starts = np.zeros(len(texts), dtype=np.int64)
             np.cumsum(lens[:-1], out=starts[1:])
             out[has] = np.add.reduceat(rows, starts[has], axis=0)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 1e-12)
-        out[norms[:, 0] <= 1e-12] = 0.0
-        return out
 
     def __repr__(self) -> str:
         return f"StaticEncoder(table={str(self.path) if self.path else '<in memory>'!r}, dim={self.dim})"

@@ -435,6 +435,7 @@ def test_live_mcp_http(tmp_path: Path) -> None:
         log.close()
 
 
+@pytest.mark.slow  # starts failing MCP servers (~4 s)
 def test_live_mcp_failures() -> None:
     with pytest.raises(CatalogFormatError, match="no such file|FileNotFoundError"):
         load_mcp_server(["/nonexistent/mcp-server"], timeout=10)

@@ -150,6 +150,7 @@ def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, demo_catalog, 
     assert len(again.texts) == m
 
 
+@pytest.mark.slow  # several MiniLM builds (5-11 s); the fast tier keeps the cache's core tests
 def test_damaged_cache_is_recomputed_never_used(tmp_path, demo_catalog, minilm, hybrid):
     cache = tmp_path / "cache"
     plain = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=cache)
@@ -170,6 +171,7 @@ def test_damaged_cache_is_recomputed_never_used(tmp_path, demo_catalog, minilm, 
     _same_dense(again, plain)
 
 
+@pytest.mark.slow  # several MiniLM builds (5-11 s); the fast tier keeps the cache's core tests
 def test_cache_location_and_switches(tmp_path, monkeypatch, demo_catalog, minilm, hybrid):
     default = tmp_path / "default-cache"  # TOOLSIFT_EMBED_CACHE_DIR, set by the fixture
     ToolIndex.build(demo_catalog, config=hybrid)
@@ -217,6 +219,7 @@ def _model_copy(tmp_path, minilm):
     return folder
 
 
+@pytest.mark.slow  # several MiniLM builds (5-11 s); the fast tier keeps the cache's core tests
 def test_manifest_records_the_encoder_and_a_changed_model_is_refused(tmp_path, monkeypatch, demo_catalog,
                                                                       minilm, hybrid):
     from dataclasses import replace
@@ -300,6 +303,7 @@ def test_malformed_encoder_record_is_corruption(tmp_path, demo_catalog, hybrid):
 
 
 # ------------------------------------------------------------------ progress
+@pytest.mark.slow  # several MiniLM builds (5-11 s); the fast tier keeps the cache's core tests
 def test_progress_bar_only_when_asked(monkeypatch, capsys, apibank_tools, hybrid):
     from toolsift import progress
 

@@ -17,6 +17,7 @@ def test_short_work_shows_no_bar(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow  # needs over a second of real work (~4 s)
 def test_long_work_shows_a_bar_with_eta(capsys):
     def slow():
         for i in range(4):

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
+pytestmark = pytest.mark.slow  # a local Ray cluster (the fast tier leaves Ray out)
 
 from toolsift import ToolIndex  # noqa: E402
 from toolsift.presets import preset_config  # noqa: E402

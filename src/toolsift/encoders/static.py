@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.fingerprint import file_sha256
 from toolsift.encoders.models import VENDORED_TOKENIZER
 
 __all__ = ["StaticEncoder", "StaticTable", "DEFAULT_TABLE", "TABLE_FORMAT"]
@@ -133,26 +133,6 @@ class StaticTable:
             raise EncoderError(f"cannot read static encoder table {path}: {exc}") from exc
 
 
-_FINGERPRINTS: dict[tuple[str, int, int], str] = {}
-_FP_LOCK = threading.Lock()
-
-
-def _file_sha256(path: Path) -> str:
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _FP_LOCK:
-        got = _FINGERPRINTS.get(key)
-    if got is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        got = h.hexdigest()
-        with _FP_LOCK:
-            _FINGERPRINTS[key] = got
-    return got
-
-
 class StaticEncoder:
     """Encode texts with a static token table (see the module docstring).
 
@@ -201,11 +181,11 @@ class StaticEncoder:
         if self._fingerprint is None:
             h = hashlib.sha256(b"toolsift.static/1")
             if self.path is not None:
-                h.update(_file_sha256(self.path).encode())
+                h.update(file_sha256(self.path).encode())
             else:
                 for a in (self.table.codes, self.table.scales, self.table.weights):
                     h.update(np.ascontiguousarray(a).tobytes())
-            h.update(_file_sha256(self.tokenizer_path).encode())
+            h.update(file_sha256(self.tokenizer_path).encode())
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 

@@ -34,6 +34,8 @@ import numpy as np
 from toolsift.encoders import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import file_sha256
 from toolsift.encoders.models import VENDORED_TOKENIZER
+from toolsift.encoders.wordpiece import FastWordPiece
+from toolsift.kernels.int8 import mean_rows_kernel
 
 __all__ = ["StaticEncoder", "StaticTable", "DEFAULT_TABLE", "TABLE_FORMAT"]
 
@@ -160,6 +162,7 @@ class StaticEncoder:
             self.table = StaticTable.load(self.path)
         self.tokenizer_path = Path(VENDORED_TOKENIZER if tokenizer is None else tokenizer)
         self._tokenizer = load_tokenizer(self.tokenizer_path)
+        self._fast = FastWordPiece.from_file(self.tokenizer_path)
         vocab = self._tokenizer.get_vocab_size(with_added_tokens=True)
         if vocab != self.table.vocab_size:
             raise EncoderError(f"static encoder: tokenizer {self.tokenizer_path} has {vocab} tokens, "
@@ -192,7 +195,10 @@ class StaticEncoder:
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """WordPiece ids of each text (no special tokens, at most 256 tokens each)."""
         if len(texts) == 1:
-            return [self._tokenizer.encode(texts[0], add_special_tokens=False).ids[:_MAX_TOKENS]]
+            ids = self._fast.ids(texts[0]) if self._fast is not None else None
+            if ids is None:
+                ids = self._tokenizer.encode(texts[0], add_special_tokens=False).ids
+            return [ids[:_MAX_TOKENS]]
         return [e.ids[:_MAX_TOKENS] for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -209,27 +215,14 @@ class StaticEncoder:
             if not isinstance(text, str):
                 raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # A slice of texts at a time: the gathered token rows are float32 [tokens, dim],
-        # which for a whole catalogue would not fit in memory.
+        # A slice of texts at a time: a catalogue's token ids at once would be large.
         for start in range(0, len(texts), _CHUNK):
-            self._sum_rows(texts[start:start + _CHUNK], out[start:start + _CHUNK])
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 1e-12)
-        out[norms[:, 0] <= 1e-12] = 0.0
+            ids = self.token_ids(texts[start:start + _CHUNK])
+            ptr = np.zeros(len(ids) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in ids], out=ptr[1:])
+            flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(ptr[-1]))
+            mean_rows_kernel(self._codes, self._row_mult, ptr, flat, out[start:start + _CHUNK])
         return out
-
-    def _sum_rows(self, texts: list[str], out: np.ndarray) -> None:
-        """``out[i]`` = the weighted sum of text ``i``'s token rows (not normalised)."""
-        ids = self.token_ids(texts)
-        lens = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lens.sum()))
-        if flat.size:
-            rows = self._codes[flat].astype(np.float32)
-            rows *= self._row_mult[flat, None]
-            has = lens > 0
-            starts = np.zeros(len(texts), dtype=np.int64)
-            np.cumsum(lens[:-1], out=starts[1:])
-            out[has] = np.add.reduceat(rows, starts[has], axis=0)
 
     def __repr__(self) -> str:
         return f"StaticEncoder(table={str(self.path) if self.path else '<in memory>'!r}, dim={self.dim})"

@@ -16,6 +16,7 @@ from itertools import pairwise
 import numpy as np
 
 from ..kernels.int8 import quantize_rows, scan
+from ..kernels.select import top_positive
 from ..progress import progress_counter
 from .dense import Int8Matrix
 from .ivf import IvfIndex
@@ -116,15 +117,15 @@ class DenseField:
             got = self.__dict__["_live"] = (live, m)  # same value if two first searches race
         return got
 
-    def top_tools(self, queries: np.ndarray, n: int) -> list[np.ndarray]:
-        """Per query row, its best ``n`` tools with a positive score (unordered; a tool
-        scores as its best document), from an exact scan of the non-empty documents."""
+    def top_tools(self, q_codes: np.ndarray, q_scales: np.ndarray, n: int) -> list[np.ndarray]:
+        """Per query row (int8 codes and scales, as :func:`quantize_rows` makes them), its
+        best ``n`` tools with a positive score (unordered, ties to the lower tool id; a
+        tool scores as its best document), from an exact scan of the non-empty documents."""
         live, m = self.live_rows()
-        if not live.size or not queries.shape[0]:
-            return [np.zeros(0, np.int64) for _ in range(queries.shape[0])]
-        q_codes, q_scales = quantize_rows(np.ascontiguousarray(queries, dtype=np.float32))
+        if not live.size or not q_codes.shape[0]:
+            return [np.zeros(0, np.int64) for _ in range(q_codes.shape[0])]
         scores = scan(q_codes, q_scales, m.codes, m.scales)
-        return [_top_positive(row, live, self.groups, n) for row in scores]
+        return [top_positive(row, live, self.groups, self.n_tools, n) for row in scores]
 
     def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of

@@ -33,6 +33,7 @@ __all__ = [
     "SIG_SCAN",
     "gather",
     "gather_kernel",
+    "mean_rows_kernel",
     "quantize_kernel",
     "quantize_rows",
     "scan",
@@ -48,6 +49,8 @@ _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 SIG_QUANTIZE = nt.void(_ro_f4_2d, nt.int8[:, ::1], nt.float32[::1])
 #: ``scan_kernel(q_codes, q_scales, codes, scales, out[m, n])``.
 SIG_SCAN = nt.void(_ro_i1_2d, _ro_f4, _ro_i1_2d, _ro_f4, nt.float32[:, ::1])
+#: ``mean_rows_kernel(codes, mult, ptr, ids, out[m, d])``.
+SIG_MEAN_ROWS = nt.void(_ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, nt.float32[:, ::1])
 #: ``gather_kernel(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out[k])``.
 SIG_GATHER = nt.void(_ro_i1_2d, _ro_f4, _ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, nt.float32[::1])
 
@@ -136,6 +139,34 @@ def gather_kernel(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out):
         for k in range(d):
             acc = np.int32(acc + np.int32(np.int16(q_codes[i, k]) * np.int16(codes[j, k])))
         out[t] = np.float32(acc) * q_scales[i] * scales[j]
+
+
+@numba.njit(SIG_MEAN_ROWS, cache=True, nogil=True)
+def mean_rows_kernel(codes, mult, ptr, ids, out):
+    """Write ``out[i]`` = the unit-length sum of ``codes[r] * mult[r]`` over the rows
+    ``r = ids[ptr[i]:ptr[i+1]]`` (a zero row when that sum is 0; unchecked).
+
+    A text's static embedding (:class:`toolsift.encoders.static.StaticEncoder`): rows
+    premultiplied by token weight and scale. One text alone or in a batch goes through
+    the same loop, so it gets the same vector bit for bit.
+    """
+    d = codes.shape[1]
+    for i in range(ptr.shape[0] - 1):
+        for t in range(ptr[i], ptr[i + 1]):
+            r = ids[t]
+            w = mult[r]
+            for k in range(d):
+                out[i, k] += np.float32(codes[r, k]) * w
+        sq = 0.0
+        for k in range(d):
+            sq += float(out[i, k]) * float(out[i, k])
+        if sq > 1e-24:
+            inv = np.float32(1.0 / np.sqrt(sq))
+            for k in range(d):
+                out[i, k] *= inv
+        else:
+            for k in range(d):
+                out[i, k] = 0.0
 
 
 # --------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.fields import argument_text
 from ..index.state import IndexState
+from ..kernels.int8 import quantize_rows
 from ..schema import FIELDS, Query
 from .query import is_raw
 
@@ -35,6 +36,9 @@ class FieldTexts:
         terms: The analysed texts (term ids; -1 for words the index never saw).
         vectors: ``float32[len(texts), dim]`` unit embeddings for dense or hybrid
             fields, else ``None``.
+        codes: ``(int8[len(texts), dim], float32[len(texts)])``: ``vectors`` quantized
+            as the documents are (once per plan, shared by candidates and scoring), or
+            ``None``.
         owner: ``int64[len(texts)]``: the query each text belongs to.
     """
 
@@ -42,6 +46,7 @@ class FieldTexts:
     ptr: np.ndarray
     terms: TermBatch
     vectors: np.ndarray | None = None
+    codes: tuple[np.ndarray, np.ndarray] | None = None
     owner: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -111,10 +116,11 @@ def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> Q
         arg_ptr[i + 1] = len(texts["parameters"])
 
     tokenize = _memo(config.analyzer.tokenize)
-    vectors = _embed(st, config, texts)
+    vectors, codes = _embed(st, config, texts)
     fields = {
         f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr,
-                      st.vocab.encode_batch([tokenize(t) for t in texts[f]], grow=False), vectors.get(f))
+                      st.vocab.encode_batch([tokenize(t) for t in texts[f]], grow=False), vectors.get(f),
+                      codes.get(f))
         for f in FIELDS
     }
     return QueryPlan(queries, fields, arg_names, penalize)
@@ -132,16 +138,20 @@ def _memo(fn):
     return tokenize
 
 
-def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]) -> dict[str, np.ndarray]:
-    """Unit embeddings of the dense fields' texts: one query-encoder call (by default the
-    static table, no transformer pass), each distinct non-blank string once (a raw query
-    is the same string in three fields)."""
+def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
+           ) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Unit embeddings of the dense fields' texts and their int8 codes: one query-encoder
+    call (by default the static table, no transformer pass) and one quantization, each
+    distinct non-blank string once (a raw query is the same string in three fields)."""
     names = [f for f in FIELDS if f in st.dense]
     if not names:
-        return {}
+        return {}, {}
     vecs = encode_texts(query_encoder_for(st, config), [t for f in names for t in texts[f]])
-    out, start = {}, 0
+    q_codes, q_scales = quantize_rows(vecs)
+    out, codes, start = {}, {}, 0
     for f in names:
-        out[f] = vecs[start:start + len(texts[f])]
-        start += len(texts[f])
-    return out
+        end = start + len(texts[f])
+        out[f] = vecs[start:end]
+        codes[f] = (q_codes[start:end], q_scales[start:end])
+        start = end
+    return out, codes

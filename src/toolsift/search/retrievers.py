@@ -83,7 +83,7 @@ class DenseRetriever(FieldRetriever):
         else:
             # Without an IVF, dense candidates need every (non-empty) document's score:
             # there are no postings to skip with.
-            tops = self.dn.top_tools(ft.vectors, n)
+            tops = self.dn.top_tools(*_codes(ft), n)
         sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
         ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
         return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
@@ -97,7 +97,7 @@ class DenseRetriever(FieldRetriever):
         if not per_text.size or not self.dn.live_rows()[0].size:
             # Nothing to gather, or every document empty: every similarity is 0.
             return np.zeros(per_text.size, np.float32)
-        q_codes, q_scales = quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
+        q_codes, q_scales = _codes(ft)
         m = self.dn.matrix
         if docs or self.tool_ptr is None:
             out = int8_gather(q_codes, q_scales, m.codes, m.scales, text_ptr, per_text)
@@ -125,16 +125,24 @@ class HybridRetriever(FieldRetriever):
 
     def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, weight: float) -> None:
         self.bm25, self.dense, self.weight = bm25, dense, weight
+        # A field whose documents are all empty (no tool has an example intent, say)
+        # has cosine 0 everywhere: its dense half adds no candidate and no score, so it
+        # is not searched at all.
+        self.dense_empty = not dense.dn.live_rows()[0].size
 
     def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
         p1, i1 = self.bm25.candidates(ft, n)
+        if self.dense_empty:
+            return p1, i1
         p2, i2 = self.dense.candidates(ft, n)
         return merge_csr([(p1, i1), (p2, i2)])
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         bm = self.bm25.gather(ft, ptr, ids, docs=docs)
-        cos = self.dense.gather(ft, ptr, ids, docs=docs)
         w = self.weight
+        if self.dense_empty:
+            return (w * bm + (1.0 - w) * np.zeros_like(bm)).astype(np.float32)
+        cos = self.dense.gather(ft, ptr, ids, docs=docs)
         return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
 
 
@@ -161,6 +169,13 @@ def merge_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
     if len(parts) == 1:
         return parts[0]
     return union_candidates(parts)
+
+
+def _codes(ft: FieldTexts) -> tuple[np.ndarray, np.ndarray]:
+    """The int8 codes of a field's query vectors (quantized once by the plan)."""
+    if ft.codes is not None:
+        return ft.codes
+    return quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
 
 
 def _csr_unique(rows: np.ndarray, ids: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:

@@ -196,3 +196,20 @@ def test_static_document_index_loads_in_a_fresh_process(demo, tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().split(",") == want
+
+
+def test_encode_int8_in_slices_equals_quantized_floats(monkeypatch):
+    """Builds quantize a slice of vectors at a time (no float32 copy of every document);
+    the result is the quantized float embedding row for row, blanks and duplicates too."""
+    import toolsift.index.dense_field as df
+    from toolsift.encoders.static import StaticEncoder
+    from toolsift.index.dense import Int8Matrix
+
+    enc = StaticEncoder()
+    texts = ["send an email", "", "weather in Paris", "send an email", "   ", "convert currency", "x"] * 3
+    want = Int8Matrix.quantize(encode_texts(enc, texts))
+    monkeypatch.setattr(df, "_SLICE", 2)
+    got = df.encode_int8(enc, texts)
+    np.testing.assert_array_equal(got.codes, want.codes)
+    np.testing.assert_array_equal(got.scales, want.scales)
+    assert not got.scales[1] and not got.codes[4].any()  # blank texts: zero rows

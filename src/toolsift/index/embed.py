@@ -16,7 +16,7 @@ from ..encoders.cache import EmbedCacheArg, cached, resolve_store
 from ..encoders.fingerprint import encoder_fingerprint
 from ..schema import FIELDS, Catalog
 from .dense import Int8Matrix
-from .dense_field import DenseField, encode_texts
+from .dense_field import DenseField, encode_int8
 from .fields import field_documents
 from .state import IndexState
 
@@ -152,21 +152,17 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
                          split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
                          tool_card=config.tool_card)
     # One encoder pass over all fields' texts: a parameter text and an example intent are
-    # often the same string, and encode_texts encodes each distinct string once.
+    # often the same string, and encode_int8 encodes each distinct string once. An empty
+    # document (no response text, a tool without examples) is no evidence: it gets a zero
+    # row, so its cosine is 0 as its BM25 score is, not the similarity to the empty
+    # string's embedding (positive for most queries: it ranked tools by what they lack).
     texts = [t for f in names for t in fd[f].texts]
-    vecs = encode_texts(document_encoder(config, encoder=encoder, embed_cache=embed_cache), texts,
-                        progress=progress)
-    # An empty document (no response text, a tool without examples) is no evidence: its
-    # cosine must be 0, as its BM25 score is, not the similarity to the empty string's
-    # embedding (which is positive for most queries and ranked tools by what they lack).
-    empty = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
-    if empty.any():
-        vecs = np.array(vecs, dtype=np.float32, copy=True)
-        vecs[empty] = 0.0
+    m = encode_int8(document_encoder(config, encoder=encoder, embed_cache=embed_cache), texts, progress=progress)
     out, start = {}, 0
     for name in names:
         n = len(fd[name].texts)
-        out[name] = DenseField(Int8Matrix.quantize(vecs[start:start + n]), fd[name].groups, len(catalog))
+        out[name] = DenseField(Int8Matrix(m.codes[start:start + n], m.scales[start:start + n]), fd[name].groups,
+                               len(catalog))
         start += n
     return out
 

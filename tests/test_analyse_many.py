@@ -22,7 +22,9 @@ def _reference(an: Analyzer, texts: list[str], vocab: Vocabulary) -> tuple[np.nd
 
 
 @pytest.mark.parametrize("an", [Analyzer(), Analyzer(stopwords="nltk", stemmer="english", fold_accents=True),
-                                Analyzer(stopwords=None, lowercase=False), Analyzer(stemmer="english")])
+                                Analyzer(stopwords=None, lowercase=False), Analyzer(stemmer="english"),
+                                Analyzer(stopwords="nltk", stemmer="english", fold_accents=True, exact_forms=True),
+                                Analyzer(exact_forms=True)])
 @pytest.mark.parametrize("chunk", [1, 3, 1000])
 def test_same_ids_lengths_and_vocabulary_as_tokenize(an, chunk):
     rng = np.random.default_rng(7)
@@ -41,3 +43,28 @@ def test_same_ids_lengths_and_vocabulary_as_tokenize(an, chunk):
 def test_empty_input():
     terms, lens = Analyzer().analyse_many([], Vocabulary())
     assert terms.size == 0 and lens.size == 0
+
+
+def test_exact_forms_keep_each_word_beside_its_stem():
+    an = Analyzer(stopwords="nltk", stemmer="english", exact_forms=True)
+    # A word whose stem is itself gives one term; any other gives its stem, then itself.
+    assert an.tokenize("the running email runs") == ["run", "running", "email", "run", "runs"]
+    assert Analyzer(stopwords="nltk", stemmer="english").tokenize("the running email runs") == ["run", "email", "run"]
+    assert Analyzer(exact_forms=True).tokenize("running") == ["running"]  # no stemmer: nothing to keep
+    assert Analyzer.from_dict(an.to_dict()) == an
+    assert "exact_forms" not in Analyzer(stemmer="english").to_dict()  # older manifests unchanged
+
+
+def test_exact_forms_rank_the_exact_name_first():
+    """Stemming alone merges near-duplicate names; the exact form tells them apart."""
+    from toolsift import IndexConfig, ToolIndex
+
+    tools = [{"name": "list_users", "description": "Lists the users of a team."},
+             {"name": "list_user", "description": "Listed user of a team."}]
+    stem = Analyzer(stopwords="nltk", stemmer="english")
+    both = Analyzer(stopwords="nltk", stemmer="english", exact_forms=True)
+    q = "lists the users of a team"
+    plain = ToolIndex.build(tools, config=IndexConfig(analyzer=stem)).search(q, k=2)
+    exact = ToolIndex.build(tools, config=IndexConfig(analyzer=both)).search(q, k=2)
+    assert plain[0].score == pytest.approx(plain[1].score)  # identical terms after stemming
+    assert exact[0].tool.name == "list_users" and exact[0].score > exact[1].score

@@ -74,12 +74,18 @@ class Analyzer:
             ``PyStemmer`` package: ``pip install toolsift[stem]``).
         lowercase: Fold case before splitting.
         fold_accents: Strip diacritics (``café`` -> ``cafe``) before splitting.
+        exact_forms: With a stemmer, also keep each word's exact form beside its stem
+            when the two differ (Lucene's keyword-repeat): ``"running"`` gives the terms
+            ``run`` and ``running``. A stemmed match still counts, and an exact match
+            counts twice, with the exact form's own (higher) IDF, so stemming can no
+            longer merge near-duplicate tool names into one term.
     """
 
     stopwords: str | tuple[str, ...] | None = "en"
     stemmer: Annotated[str, Strict()] | None = None
     lowercase: Annotated[bool, Strict()] = True
     fold_accents: Annotated[bool, Strict()] = False
+    exact_forms: Annotated[bool, Strict()] = False
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
     _stem: Any = field(init=False, repr=False, compare=False)
     _split: Any = field(init=False, repr=False, compare=False)
@@ -161,18 +167,24 @@ class Analyzer:
         stop = self._stop
         tokens = [t for t in self._split(self._prepare(text)) if t not in stop]
         if self._stem is not None and tokens:
-            tokens = self._stem.stemWords(tokens)
+            stems = self._stem.stemWords(tokens)
+            if self.exact_forms:
+                return tuple(_with_exact(tokens, stems))
+            tokens = stems
         return tuple(tokens)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for index manifests."""
         sw = self.stopwords
-        return {
+        out = {
             "stopwords": list(sw) if isinstance(sw, tuple) else sw,
             "stemmer": self.stemmer,
             "lowercase": self.lowercase,
             "fold_accents": self.fold_accents,
         }
+        if self.exact_forms:  # absent when off: older manifests read back unchanged
+            out["exact_forms"] = True
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Analyzer:
@@ -183,7 +195,19 @@ class Analyzer:
             stemmer=d.get("stemmer"),
             lowercase=bool(d.get("lowercase", True)),
             fold_accents=bool(d.get("fold_accents", False)),
+            exact_forms=bool(d.get("exact_forms", False)),
         )
+
+
+def _with_exact(words: Sequence[str], stems: Sequence[str]) -> list[str]:
+    """Each stem, followed by its word when the two differ (the one definition of the
+    term order with exact forms)."""
+    out: list[str] = []
+    for w, st in zip(words, stems):
+        out.append(st)
+        if st != w:
+            out.append(w)
+    return out
 
 
 class AnalysisStream:
@@ -201,6 +225,10 @@ class AnalysisStream:
         self.table = np.zeros(1024, np.int32)
         self.interner = _core.Interner(analyzer.lowercase)
         self.ctable = np.zeros(1024, np.int32)
+        # Exact-form ids per raw word (-1: none), beside table and ctable.
+        self.exact = analyzer.exact_forms and analyzer._stem is not None
+        self.xtable = np.full(1024, -1, np.int32)
+        self.xctable = np.full(1024, -1, np.int32)
 
     def analyse(self, texts: Sequence[str], *, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
         """``(terms int32[total], lengths int64[len(texts)])`` of the next texts."""
@@ -227,12 +255,32 @@ class AnalysisStream:
             return np.zeros(0, np.int32), np.zeros(0, np.int64)
         return np.concatenate(terms_out), np.concatenate(lens_out)
 
-    def _terms(self, new: list[str]) -> list[int]:
-        """Term ids of distinct new raw words, in order; -1 for stop words."""
-        stop, stem = self.analyzer._stop, self.analyzer._stem
+    def _terms(self, new: list[str]) -> tuple[list[int], list[int]]:
+        """Term ids of distinct new raw words, in order, -1 for stop words; and the ids
+        of their exact forms (-1 where there is none: exact forms off, or equal to the
+        stem). Ids are assigned in the order :meth:`Analyzer.tokenize` emits terms."""
+        an = self.analyzer
+        stop, stem = an._stop, an._stem
         kept = [w for w in new if w not in stop]
-        ids = iter(self.vocab.add_all(stem.stemWords(kept) if stem is not None and kept else kept).tolist())
-        return [-1 if w in stop else next(ids) for w in new]
+        stems = stem.stemWords(kept) if stem is not None and kept else kept
+        if not (an.exact_forms and stem is not None):
+            ids = iter(self.vocab.add_all(stems).tolist())
+            return [-1 if w in stop else next(ids) for w in new], [-1] * len(new)
+        flat = self.vocab.add_all(_with_exact(kept, stems)).tolist()
+        s_ids, e_ids, j = [], [], 0
+        for w, st in zip(kept, stems):
+            s_ids.append(flat[j])
+            e_ids.append(flat[j + 1] if st != w else -1)
+            j += 2 if st != w else 1
+        it_s, it_e = iter(s_ids), iter(e_ids)
+        return ([-1 if w in stop else next(it_s) for w in new], [-1 if w in stop else next(it_e) for w in new])
+
+    def _emit(self, stem_ids: np.ndarray, exact_ids: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per raw token its stem id, followed by its exact form's id when it has one
+        (``-1`` slots are dropped by the caller, as stop words are)."""
+        if not self.exact:
+            return stem_ids, counts
+        return np.stack([stem_ids, exact_ids], axis=1).reshape(-1), counts * 2
 
     def ascii(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
@@ -244,8 +292,9 @@ class AnalysisStream:
         if new:
             if len(self.interner) > self.ctable.size:
                 self.ctable = np.resize(self.ctable, 2 * len(self.interner))
-            self.ctable[known:len(self.interner)] = self._terms(new)
-        return self.ctable[ids], counts
+                self.xctable = np.resize(self.xctable, 2 * len(self.interner))
+            self.ctable[known:len(self.interner)], self.xctable[known:len(self.interner)] = self._terms(new)
+        return self._emit(self.ctable[ids], self.xctable[ids], counts)
 
     def python(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         split, prepare, raw = self.analyzer._split, self.analyzer._prepare, self.raw
@@ -256,9 +305,10 @@ class AnalysisStream:
             raw.update(zip(new, range(len(raw), len(raw) + len(new))))
             if len(raw) > self.table.size:
                 self.table = np.resize(self.table, 2 * len(raw))
-            self.table[len(raw) - len(new):len(raw)] = self._terms(new)
-        t = self.table[np.fromiter(map(raw.__getitem__, flat), dtype=np.int64, count=len(flat))]
-        return t, np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+                self.xtable = np.resize(self.xtable, 2 * len(raw))
+            self.table[len(raw) - len(new):len(raw)], self.xtable[len(raw) - len(new):len(raw)] = self._terms(new)
+        at = np.fromiter(map(raw.__getitem__, flat), dtype=np.int64, count=len(flat))
+        return self._emit(self.table[at], self.xtable[at], np.fromiter(map(len, toks), dtype=np.int64, count=len(toks)))
 
 
 @dataclass

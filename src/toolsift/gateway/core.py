@@ -326,13 +326,16 @@ class Gateway:
         the worker (measured: more server CPU than a small BM25 search itself), so a
         search whose predecessor took under ``_INLINE_RANK_S`` runs on the event loop;
         a slow one (large index, dense encoder) keeps the loop free for other requests.
+        The search is timed in CPU time of its thread, not wall time: on a busy machine
+        a quick search preempted midway would otherwise look slow and send the next
+        one to a thread, adding the hand-off cost just when CPU is short.
         """
         def timed() -> Any:
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             try:
                 return rank(*args)
             finally:
-                self._last_rank_s = time.perf_counter() - t0
+                self._last_rank_s = time.thread_time() - t0
 
         if self._last_rank_s < _INLINE_RANK_S:
             return timed()

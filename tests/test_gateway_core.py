@@ -336,6 +336,16 @@ def test_session_schema_cache_and_etag_change_on_swap(index, runner):
     assert error_of(gw.find_tools(q, session="")).code == "bad_request"
 
 
+def test_schema_cache_off_sends_full_schemas_every_time(index):
+    gw = Gateway(index, config=GatewayConfig(schema_cache=False))
+    q = "convert 250 euros to japanese yen"
+    first = run(gw.find_tools(q, limit=3, session="s1"))
+    again = run(gw.find_tools(q, limit=3, session="s1"))
+    assert again == first and all("schema" in t for t in again["tools"])
+    assert gw.capabilities()["features"]["session_schema_cache"] is False
+    assert Gateway(index).capabilities()["features"]["session_schema_cache"] is True
+
+
 def test_etag_is_stable_and_sensitive(index):
     gw = Gateway(index)
     tool = index.catalog.get("send_email")
@@ -565,7 +575,7 @@ def test_config_round_trip_and_validation():
     cfg = GatewayConfig.from_dict({
         "format": "openai", "default_limit": 3, "max_limit": 10, "max_query_chars": 500,
         "routing": [{"pattern": r"\border", "tags": ["commerce"]}],
-        "high_risk_tags": ["risk:high", "payments"], "call_timeout": 2.5,
+        "high_risk_tags": ["risk:high", "payments"], "call_timeout": 2.5, "schema_cache": False,
     })
     assert cfg.routing == (RoutingRule(r"\border", ("commerce",)),)
     assert cfg.routing[0].matches("Where is my ORDER?") and not cfg.routing[0].matches("bordering")
@@ -583,6 +593,7 @@ def test_config_round_trip_and_validation():
         ({"routing": {"pattern": "a"}}, "gateway.routing"),
         ({"high_risk_tags": "risk:high"}, "gateway.high_risk_tags"),
         ({"call_timeout": -1}, "gateway.call_timeout"),
+        ({"schema_cache": "no"}, "gateway.schema_cache"),
         ({"limit": 3}, "limit"),
     ]
     for d, key in bad:

@@ -200,7 +200,7 @@ class Gateway:
             "tools": len(self._state.index.catalog),
             "meta_tools": list(META_TOOLS),
             "features": {
-                "session_schema_cache": True,
+                "session_schema_cache": cfg.schema_cache,
                 "etag": True,
                 "tag_filters": True,
                 "routing_rules": len(cfg.routing),
@@ -237,7 +237,8 @@ class Gateway:
             tags: Keep only tools that carry all of these tags.
             session: A client session id enabling the schema cache: a tool whose ETag
                 this session already received in this format comes back as
-                ``{"name", "etag", "unchanged": true}`` instead of in full.
+                ``{"name", "etag", "unchanged": true}`` instead of in full (unless
+                the config's ``schema_cache`` is off).
             token_budget: Return only the best tools whose schemas (in ``format``) fit
                 together in this many tokens (:mod:`toolsift.search.budget`); each entry
                 then carries its ``tokens``.
@@ -273,7 +274,7 @@ class Gateway:
         else:
             hits = await self._off_loop(self._rank_within, state, q, text, k, want, budget, fmt)
         tools: list[dict[str, Any]] = []
-        if session is None:
+        if session is None or not self._config.schema_cache:
             tools = [self._entry(state, h, fmt) for h in hits]
         else:
             with self._sessions.lock:

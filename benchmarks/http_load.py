@@ -55,6 +55,11 @@ class LoadResult:
     wall_s: float
     server_cpu_s: float
     pids: frozenset[str]
+    response_bytes: int = 0  # bodies of the counted requests
+
+    @property
+    def bytes_per_response(self) -> float:
+        return self.response_bytes / self.requests if self.requests else 0.0
 
     @property
     def requests_per_s(self) -> float:
@@ -95,14 +100,15 @@ class _Client:
         if status not in (200, 202):
             raise RuntimeError(f"notifications/initialized failed: {status} {body[:200]!r}")
 
-    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any] | None, int]:
+        """``(succeeded, result, response body bytes)``."""
         self.next_id += 1
         status, _, body = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                                      "params": {"name": name, "arguments": arguments}})
         if status != 200:
-            return False, None
+            return False, None, len(body)
         result = json.loads(body).get("result") or {}
-        return not result.get("isError", True), result
+        return not result.get("isError", True), result, len(body)
 
     def close(self) -> None:
         self.conn.close()
@@ -124,18 +130,19 @@ def run_load(host: str, port: int, *, server_pid: int, tool: str,
     for c in clients:
         c.handshake()
     lock = threading.Lock()
-    counts = {"ok": 0, "errors": 0}
+    counts = {"ok": 0, "errors": 0, "bytes": 0}
     pids: set[str] = set()
     phase = {"measure": False, "stop": False}
 
     def worker(k: int, client: _Client) -> None:
         i = k
         while not phase["stop"]:
-            ok, result = client.call(tool, arguments(i))
+            ok, result, size = client.call(tool, arguments(i))
             i += connections
             if phase["measure"] and not phase["stop"]:
                 with lock:
                     counts["ok" if ok else "errors"] += 1
+                    counts["bytes"] += size
                     pid = pid_of(result) if result else None
                     if pid:
                         pids.add(pid)
@@ -156,7 +163,7 @@ def run_load(host: str, port: int, *, server_pid: int, tool: str,
     for c in clients:
         c.close()
     return LoadResult(requests=done["ok"] + done["errors"], errors=done["errors"], wall_s=t1 - t0,
-                      server_cpu_s=cpu1 - cpu0, pids=frozenset(pids))
+                      server_cpu_s=cpu1 - cpu0, pids=frozenset(pids), response_bytes=done["bytes"])
 
 
 def queries() -> Sequence[str]:

@@ -336,6 +336,16 @@ def test_session_schema_cache_and_etag_change_on_swap(index, runner):
     assert error_of(gw.find_tools(q, session="")).code == "bad_request"
 
 
+def test_schema_cache_off_sends_full_schemas_every_time(index):
+    gw = Gateway(index, config=GatewayConfig(schema_cache=False))
+    q = "convert 250 euros to japanese yen"
+    first = run(gw.find_tools(q, limit=3, session="s1"))
+    again = run(gw.find_tools(q, limit=3, session="s1"))
+    assert again == first and all("schema" in t for t in again["tools"])
+    assert gw.capabilities()["features"]["session_schema_cache"] is False
+    assert Gateway(index).capabilities()["features"]["session_schema_cache"] is True
+
+
 def test_etag_is_stable_and_sensitive(index):
     gw = Gateway(index)
     tool = index.catalog.get("send_email")
@@ -565,7 +575,7 @@ def test_config_round_trip_and_validation():
     cfg = GatewayConfig.from_dict({
         "format": "openai", "default_limit": 3, "max_limit": 10, "max_query_chars": 500,
         "routing": [{"pattern": r"\border", "tags": ["commerce"]}],
-        "high_risk_tags": ["risk:high", "payments"], "call_timeout": 2.5,
+        "high_risk_tags": ["risk:high", "payments"], "call_timeout": 2.5, "schema_cache": False,
     })
     assert cfg.routing == (RoutingRule(r"\border", ("commerce",)),)
     assert cfg.routing[0].matches("Where is my ORDER?") and not cfg.routing[0].matches("bordering")
@@ -583,6 +593,7 @@ def test_config_round_trip_and_validation():
         ({"routing": {"pattern": "a"}}, "gateway.routing"),
         ({"high_risk_tags": "risk:high"}, "gateway.high_risk_tags"),
         ({"call_timeout": -1}, "gateway.call_timeout"),
+        ({"schema_cache": "no"}, "gateway.schema_cache"),
         ({"limit": 3}, "limit"),
     ]
     for d, key in bad:
@@ -616,3 +627,53 @@ def test_concurrent_requests_during_an_index_swap(index):
     for out in run(many()):
         assert names(out)[0] == "send_email"
     assert gw.index is other
+
+
+class _TimedIndex:
+    """The demo index, with each search first spending ``cost[i]`` seconds of CPU
+    (``"cpu"``) or of waiting (``"wait"``), recording the thread it ran on."""
+
+    def __init__(self, index: ToolIndex, costs: list[tuple[str, float]]) -> None:
+        self._index = index
+        self.catalog = index.catalog
+        self.costs = costs
+        self.threads: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._index, name)
+
+    def search(self, *args, **kwargs):
+        import threading
+        import time
+
+        self.threads.append(threading.get_ident())
+        kind, seconds = self.costs[len(self.threads) - 1]
+        if kind == "cpu":
+            end = time.thread_time() + seconds
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(seconds)  # off the CPU, as when other processes have the cores
+        return self._index.search(*args, **kwargs)
+
+
+def test_searches_run_inline_unless_the_last_one_cost_cpu(index):
+    import threading
+
+    for _ in range(3):  # warm: a first search pays one-off costs
+        index.search("send an email", k=1, explain=True)
+    timed = _TimedIndex(index, [("cpu", 0.0), ("cpu", 0.0), ("cpu", 0.02), ("cpu", 0.0),
+                                ("wait", 0.02), ("cpu", 0.0)])
+    gw = Gateway(timed)  # type: ignore[arg-type]
+
+    async def six():
+        loop_thread = threading.get_ident()
+        for _ in range(6):
+            assert names(await gw.find_tools("send an email", limit=1)) == ["send_email"]
+        return loop_thread
+
+    loop_thread = run(six())
+    on_loop = [t == loop_thread for t in timed.threads]
+    # 1st: no timing yet (thread); 2nd, 3rd: quick predecessors (inline); 4th: after a
+    # CPU-heavy search (thread); 5th inline; 6th inline too: the 5th only waited.
+    assert on_loop == [False, True, True, False, True, True]

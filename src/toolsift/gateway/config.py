@@ -161,6 +161,9 @@ class GatewayConfig(ConfigModel):
         max_result_items: Most JSON values (array elements, object members) in an
             upstream's result; more is refused with ``result_too_large`` before the
             result is validated.
+        schema_cache: Per client session, send a schema the session already received
+            as ``{"name", "etag", "unchanged": true}`` (docs/gateway.md); off for hosts
+            that do not keep earlier find_tools answers in the model's context.
     """
 
     _where: ClassVar[str] = "gateway"
@@ -175,6 +178,7 @@ class GatewayConfig(ConfigModel):
     validation_timeout: PositiveSeconds = 2.0
     max_result_bytes: PositiveInt = 4 * 1024 * 1024
     max_result_items: PositiveInt = 100_000
+    schema_cache: Annotated[bool, Field(strict=True)] = True
 
     @field_validator("default_limit")
     @classmethod
@@ -197,6 +201,7 @@ class GatewayConfig(ConfigModel):
             "validation_timeout": self.validation_timeout,
             "max_result_bytes": self.max_result_bytes,
             "max_result_items": self.max_result_items,
+            "schema_cache": self.schema_cache,
         }
 
     @classmethod

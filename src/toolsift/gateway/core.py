@@ -200,7 +200,7 @@ class Gateway:
             "tools": len(self._state.index.catalog),
             "meta_tools": list(META_TOOLS),
             "features": {
-                "session_schema_cache": True,
+                "session_schema_cache": cfg.schema_cache,
                 "etag": True,
                 "tag_filters": True,
                 "routing_rules": len(cfg.routing),
@@ -237,7 +237,8 @@ class Gateway:
             tags: Keep only tools that carry all of these tags.
             session: A client session id enabling the schema cache: a tool whose ETag
                 this session already received in this format comes back as
-                ``{"name", "etag", "unchanged": true}`` instead of in full.
+                ``{"name", "etag", "unchanged": true}`` instead of in full (unless
+                the config's ``schema_cache`` is off).
             token_budget: Return only the best tools whose schemas (in ``format``) fit
                 together in this many tokens (:mod:`toolsift.search.budget`); each entry
                 then carries its ``tokens``.
@@ -273,7 +274,7 @@ class Gateway:
         else:
             hits = await self._off_loop(self._rank_within, state, q, text, k, want, budget, fmt)
         tools: list[dict[str, Any]] = []
-        if session is None:
+        if session is None or not self._config.schema_cache:
             tools = [self._entry(state, h, fmt) for h in hits]
         else:
             with self._sessions.lock:
@@ -326,13 +327,16 @@ class Gateway:
         the worker (measured: more server CPU than a small BM25 search itself), so a
         search whose predecessor took under ``_INLINE_RANK_S`` runs on the event loop;
         a slow one (large index, dense encoder) keeps the loop free for other requests.
+        The search is timed in CPU time of its thread, not wall time: on a busy machine
+        a quick search preempted midway would otherwise look slow and send the next
+        one to a thread, adding the hand-off cost just when CPU is short.
         """
         def timed() -> Any:
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             try:
                 return rank(*args)
             finally:
-                self._last_rank_s = time.perf_counter() - t0
+                self._last_rank_s = time.thread_time() - t0
 
         if self._last_rank_s < _INLINE_RANK_S:
             return timed()

@@ -158,15 +158,15 @@ async def _learning(usage: Any, gateway: Gateway) -> AsyncIterator[None]:
 
 
 def _text_result(payload: dict[str, Any], *, is_error: bool = False,
-                 meta: dict[str, Any] | None = None) -> types.CallToolResult:
+                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
     # pydantic-core's serializer (a dependency of the SDK): compact UTF-8 JSON, several
     # times faster than json.dumps on a find_tools result.
     text = pydantic_core.to_json(payload, fallback=str).decode()
     return _mcp.text_result(payload, text, is_error=is_error, meta=meta)
 
 
-def error_result(err: GatewayError) -> types.CallToolResult:
-    """A :class:`GatewayError` as an MCP tool result (``isError: true``)."""
+def error_result(err: GatewayError) -> dict[str, Any]:
+    """A :class:`GatewayError` as an MCP tool result (``isError: true``), in JSON form."""
     return _text_result(err.to_dict(), is_error=True)
 
 
@@ -218,11 +218,11 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
     (the HTTP app builds it in its lifespan).
     """
 
-    async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
+    async def call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> Any:
         with client_scope(_client_key(request)):
             return await _call_tool(name, args, meta, request)
 
-    async def _call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> types.CallToolResult:
+    async def _call_tool(name: str, args: dict[str, Any], meta: dict[str, Any], request: Any) -> Any:
         gateway = runtime().gateway
         try:
             if name == "find_tools":

@@ -6,7 +6,7 @@ For each mftr-* data set under ``../shared/data`` (or ``--data``):
 * argument roles: recall (share of the LLM's roles matched by one of ours) and
   precision (share of ours matching one of the LLM's), micro-averaged over queries that
   have roles on the respective side;
-* retrieval: NDCG@10 of the default ``ToolIndex`` (BM25, untrained default parameters)
+* retrieval: NDCG@10 of the default ``ToolIndex`` (BM25, ``IndexConfig()``'s shipped weights)
   over the raw tools with (a) the raw text, (b) ``decompose(text)``, (c) the LLM rewrite
   (raw text where a query has no rewrite).
 

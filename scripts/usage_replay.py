@@ -14,12 +14,20 @@ For each shared mftr-* set (docs/usage-learning.md has the protocol and the numb
 3. Per fold k: learning sees only the log rows of sessions whose query is a training
    query of fold k (no test-fold query reaches examples or weights), cut after the
    first N logged uses (N = 0, 50, 200, all); the learned index then ranks the test
-   queries of fold k (``search_batch``, top 100). Runs are pooled over the five folds
-   and scored with pytrec_eval (NDCG@10, Recall@10).
+   queries of fold k (``search_batch``, top 100, score ties broken by the eval's hash of
+   the tool id, as ``toolsift eval`` does). Runs are pooled over the five folds and
+   scored with pytrec_eval (NDCG@10, Recall@10).
+4. References, computed in the same run with the eval code (``run_method`` + pytrec_eval):
+   ``toolsift eval``'s cold ``default`` method (the same index and tie rule: it equals the
+   0-uses point) and the offline feedback method
+   ``llm-free`` with feedback (rule-based docs, example intents from the labelled training
+   folds, weights trained per fold): what learning from labels reaches, to compare the
+   usage curve with. ``--no-offline`` skips it.
 
 Usage::
 
-    python scripts/usage_replay.py mftr-apibank mftr-toolink --json out.json --plot docs/usage-learning.png
+    python scripts/usage_replay.py mftr-apibank mftr-toolink --json out.json --plot docs/usage-learning.png \
+        --report docs/results/usage-learning-DATE.md
 """
 
 from __future__ import annotations
@@ -36,8 +44,7 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CURVE = (0, 50, 200, None)  # None = every logged use
-#: Offline feedback N@10 from the issue (llm-free, examples from labelled training folds).
-OFFLINE = {"mftr-apibank": 0.7325, "mftr-toolink": 0.7894}
+METRICS = ("ndcg@10", "recall@10")
 
 
 # ------------------------------------------------------------------ arguments
@@ -261,7 +268,7 @@ def replay(ds, base, db: Path, *, agents: int, noise: float, seed: int, transpor
 # ------------------------------------------------------------------ learn + score
 def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
     """NDCG@10 / Recall@10 of the test folds after learning from the first N uses."""
-    from toolsift.evaluate.cold import ranked_run
+    from toolsift.evaluate.cold import ranked_run, tie_keys
     from toolsift.evaluate.metrics import evaluate
     from toolsift.usage import UsageLog, attribute, learn
 
@@ -269,6 +276,8 @@ def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
         finds, uses = list(log.finds()), list(log.uses())
     qid = lambda session: sessions.get(session)  # noqa: E731
     texts = {q.id: q.text for q in ds.queries}
+    ids = [t.id for t in base.catalog]
+    keys = dict(zip(ids, tie_keys(ids)))
     out = {}
     notes = []
     for n in points:
@@ -293,8 +302,12 @@ def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
                               "weights": None if result.weights is None else result.weights.reason,
                               "params": result.params_after.to_dict()["weights"]})
             hits = index.search_batch([texts[i] for i in test], k=100)
-            run.update(ranked_run([[h.id for h in hs] for hs in hits], test))
-        res = evaluate(ds.qrels(), run, metrics=("ndcg@10", "recall@10")).mean
+            # Ties re-ranked by the eval's neutral rule, as `toolsift eval` does for `default`:
+            # search keeps catalogue order among ties, and ToolLink's order puts relevant
+            # tools first among its duplicates (docs/coldstart.md, "tie rules").
+            ordered = [sorted(hs, key=lambda h: (-h.score, keys[h.id])) for hs in hits]
+            run.update(ranked_run([[h.id for h in hs] for hs in ordered], test))
+        res = evaluate(ds.qrels(), run, metrics=METRICS).mean
         label = "all" if n is None else str(n)
         total = len(uses) if n is None else n
         out[label] = {"ndcg@10": round(res["ndcg@10"], 4), "recall@10": round(res["recall@10"], 4),
@@ -302,6 +315,79 @@ def curve(ds, base, db: Path, sessions: dict, *, config, points=CURVE) -> dict:
         print(f"  {ds.name} after {label} uses: N@10 {res['ndcg@10']:.4f}  R@10 {res['recall@10']:.4f}",
               file=sys.stderr, flush=True)
     return {"curve": out, "notes": notes}
+
+
+def reference(ds, method: str, *, feedback: bool) -> dict:
+    """N@10 / R@10 of one ``toolsift eval`` method on ``ds``, pooled over its folds."""
+    from toolsift.evaluate.metrics import evaluate
+    from toolsift.evaluate.methods import run_method
+
+    t0 = time.process_time()
+    out = run_method(ds, method, feedback=feedback)
+    res = evaluate(ds.qrels(), out.run, metrics=METRICS).mean
+    print(f"  {ds.name} {method} (feedback={feedback}): N@10 {res['ndcg@10']:.4f}  R@10 {res['recall@10']:.4f}",
+          file=sys.stderr, flush=True)
+    return {"method": method, "feedback": feedback, **{m: round(res[m], 4) for m in METRICS},
+            "cpu_seconds": round(time.process_time() - t0, 1)}
+
+
+def conditions(argv: list[str]) -> dict:
+    """What the run was measured on (quality numbers do not depend on load; timings do)."""
+    import os
+    import platform
+    from datetime import datetime, timezone
+
+    from toolsift import __version__
+
+    return {"date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()], "python": platform.python_version(),
+            "platform": platform.platform(), "toolsift": __version__,
+            "command": "python scripts/usage_replay.py " + " ".join(argv)}
+
+
+def _offline_n10(r: dict) -> float | None:
+    ref = r.get("offline_feedback")
+    # Older --json files stored a bare N@10 here.
+    return ref.get("ndcg@10") if isinstance(ref, dict) else ref
+
+
+def report(results: dict, run: dict, path: str) -> None:
+    """The run as a Markdown results file (docs/results/ style)."""
+    first = next(iter(results.values()))
+    points = list(first["curve"])
+    lines = ["# Learning from usage (simulated agents), " + run["start"]["date_utc"][:10], "",
+             "Command:", "", "```bash", run["start"]["command"], "```", "",
+             f"Machine: {run['start']['cpus']} CPUs, {run['start']['platform']}, Python {run['start']['python']}, "
+             f"toolsift {run['start']['toolsift']}; {run['start']['date_utc']}–{run['end']['date_utc'][11:]} UTC; "
+             f"1/5/15-min load average {' '.join(map(str, run['start']['load_avg']))} at the start, "
+             f"{' '.join(map(str, run['end']['load_avg']))} at the end (other jobs share the machine; "
+             "the quality numbers do not depend on load, the replay seconds do).", "",
+             f"Transport `{first['transport']}`, {first['agents']} agents per query, "
+             f"{round(first['noise'] * 100)}% noise, `LearnConfig(min_voters={first['min_voters']}, "
+             f"min_clients={first['min_clients']})`, seed {run['seed']}. Test folds pooled, N@10 / R@10:", ""]
+    head = ["set", *[f"{p} uses" for p in points], "`default` (eval)", "`llm-free` + feedback", "all ÷ llm-free"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cell = lambda d: f"{d['ndcg@10']:.4f} / {d['recall@10']:.4f}" if d else "–"  # noqa: E731
+    for name, r in results.items():
+        off = r.get("offline_feedback")
+        last = r["curve"][points[-1]]["ndcg@10"]
+        row = [name, *[cell(r["curve"][p]) for p in points], cell(r.get("cold_default")), cell(off),
+               f"{last / off['ndcg@10']:.3f}" if off else "–"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Replay (calls logged, noise calls, failed calls, finds whose 10 results held a gold tool, "
+              "wall seconds):", ""]
+    for name, r in results.items():
+        st = r["replay"]
+        lines.append(f"- {name}: {st['finds']} finds, {st['calls']} calls ({st['noise_calls']} noise, "
+                     f"{st['failed_calls']} failed), gold returned in {st['gold_returned'] / st['finds']:.0%} "
+                     f"of finds, {st['seconds']} s")
+    lines += ["", "`0 uses` is the served index (the `default` cold method's index: raw tools, LODO weights) "
+              "before any learning, score ties broken by the eval's hash of the tool id; `default` (eval) is "
+              "`toolsift eval --method default --no-feedback` on the same set, computed in the same run (the "
+              "two agree when the replay scores as the eval does). "
+              "`llm-free` + feedback is `toolsift eval --method llm-free` (rule-based docs, training-fold "
+              "queries as examples, weights trained per fold), run in the same process."]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def plot(results: dict, path: str) -> None:
@@ -320,8 +406,8 @@ def plot(results: dict, path: str) -> None:
         noise = int(round(r["noise"] * 100))
         line, = ax.plot(range(len(xs)), ys, marker="o", label=f"{name} ({r['agents']} agents/query, {noise}% noise)")
         ax.axhline(ys[0], color=line.get_color(), linestyle=":", linewidth=1)
-        if r.get("offline_feedback"):
-            ax.axhline(r["offline_feedback"], color=line.get_color(), linestyle="--", linewidth=1)
+        if _offline_n10(r):
+            ax.axhline(_offline_n10(r), color=line.get_color(), linestyle="--", linewidth=1)
     ax.set_xticks(range(len(xs)), [f"{x} uses" if x != "all" else "all uses" for x in xs])
     ax.set_ylabel("test-fold NDCG@10 (BM25 fields)")
     ax.set_title("Learning from usage (dotted: no usage; dashed: offline feedback)", fontsize=10)
@@ -343,17 +429,24 @@ def main(argv=None) -> int:
     ap.add_argument("--transport", choices=("http", "core"), default="http")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default="/tmp/toolsift-usage-replay")
+    ap.add_argument("--no-offline", action="store_true",
+                    help="skip the reference methods (eval `default`, `llm-free` with feedback)")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--report", help="write the results as a Markdown file (docs/results/ style)")
     ap.add_argument("--plot", help="write the learning curves (PNG)")
     ap.add_argument("--replot", metavar="JSON", help="only plot the results of an earlier --json run")
     args = ap.parse_args(argv)
     if args.replot:
-        plot(json.loads(Path(args.replot).read_text(encoding="utf-8")), args.plot or "usage-learning.png")
+        saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+        # Older --json files hold the sets at the top level, without the run's conditions.
+        plot(saved.get("sets", saved), args.plot or "usage-learning.png")
         return 0
     import logging
 
-    # The MCP client warns once per call that a gateway-routed tool is not in tools/list.
-    logging.getLogger("mcp").setLevel(logging.ERROR)
+    # The MCP client warns once per call that a gateway-routed tool is not in tools/list
+    # (under the logger "client" in mcp 2.x's client session, "mcp" in 1.x).
+    for logger in ("mcp", "client"):
+        logging.getLogger(logger).setLevel(logging.ERROR)
 
     from toolsift.evaluate import MftrDataset
     from toolsift.evaluate.cold import default_config
@@ -365,6 +458,7 @@ def main(argv=None) -> int:
         config = LearnConfig(min_voters=args.min_voters, min_clients=args.min_clients)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    start = conditions(sys.argv[1:] if argv is None else list(argv))
     results = {}
     for name in args.datasets:
         ds = MftrDataset.load(DATA / name)
@@ -377,12 +471,16 @@ def main(argv=None) -> int:
         stats, sessions = replay(ds, base, db, agents=args.agents, noise=args.noise, seed=args.seed, transport=args.transport)
         print(f"{name}: replay {stats}", file=sys.stderr, flush=True)
         got = curve(ds, base, db, sessions, config=config)
+        refs = {} if args.no_offline else {"cold_default": reference(ds, "default", feedback=False),
+                                           "offline_feedback": reference(ds, "llm-free", feedback=True)}
         results[name] = {"weights": weights, "replay": stats, "agents": args.agents, "noise": args.noise,
                          "transport": args.transport, "min_voters": config.min_voters,
-                         "min_clients": config.min_clients, **got,
-                         "offline_feedback": OFFLINE.get(name)}
+                         "min_clients": config.min_clients, **got, **refs}
+    run = {"start": start, "end": conditions([]), "seed": args.seed}
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"run": run, "sets": results}, indent=1), encoding="utf-8")
+    if args.report:
+        report(results, run, args.report)
     if args.plot:
         plot(results, args.plot)
     return 0

@@ -92,6 +92,24 @@ def stdlib_texts() -> list[str]:
     return list(out)
 
 
+def synthetic_phrases(n: int, *, seed: int = 0) -> list[str]:
+    """``n`` phrases of 2-6 whole-word vocabulary entries drawn uniformly (seeded): query-
+    length contexts for every word of the vocabulary, most of which the docstrings never
+    use ("weather", "flight", "recipe"); their rows otherwise stay at the prior."""
+    if n <= 0:
+        return []
+    vocab = load_tokenizer(VENDORED_TOKENIZER).get_vocab()
+    words = sorted(w for w in vocab if w.isalpha() and w.isascii() and len(w) >= 3)
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(2, 7, n)
+    picks = rng.integers(0, len(words), int(lens.sum()))
+    out, at = [], 0
+    for k in lens.tolist():
+        out.append(" ".join(words[i] for i in picks[at:at + k]))
+        at += k
+    return out
+
+
 def set_texts(sets: list[str]) -> list[str]:
     """Distinct non-blank documents of the ``hybrid`` preset's dense fields for the tools
     of shared benchmark sets (tool texts only: never a query)."""
@@ -117,10 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sif-a", type=float, default=1e-3)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--prior", default="", help="a .npy of the single-token prior to reuse (else computed)")
+    ap.add_argument("--phrases", type=int, default=0,
+                    help="also fit on this many synthetic phrases of 2-6 random vocabulary words (SIF weights "
+                         "still from the natural corpus only)")
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     t0 = time.time()
-    texts = stdlib_texts() + set_texts(sets)
+    natural = stdlib_texts() + set_texts(sets)
+    texts = natural + synthetic_phrases(args.phrases)
     print(f"corpus: {len(texts)} texts (Python {sys.version.split()[0]} standard library"
           f"{', ' + ', '.join(sets) if sets else ''})", flush=True)
     with eval_encoder_cache():
@@ -140,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             "corpus": f"Python {sys.version.split()[0]} standard library docstrings"
                       + (f" + tool texts of {', '.join(sets)}" if sets else ""),
             "texts": len(texts), "iters": args.iters}
+    meta["phrases"] = args.phrases
     table = fit_table(token_ids, y, prior, lam=args.lam, sif_a=args.sif_a, iters=args.iters, meta=meta,
+                      weight_texts=len(natural),
                       progress=lambda it, rel: print(f"  cg {it}: {rel:.2e}", flush=True) if it % 25 == 0 else None)
     out = table.save(args.out)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.time() - t0:.0f} s")

@@ -135,3 +135,18 @@ def test_encode_in_slices_equals_one_pass(monkeypatch):
     monkeypatch.setattr(static, "_CHUNK", 3)
     np.testing.assert_array_equal(enc.encode(TEXTS), whole)
     np.testing.assert_allclose(whole, _twin(enc.table, TEXTS), atol=2e-5)
+
+
+def test_single_token_prior_is_each_tokens_own_embedding():
+    """The fit script's prior (scripts/fit_static_encoder.py): row t = the model's
+    embedding of the text made of token t alone."""
+    pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
+    from toolsift.encoders import OnnxEncoder
+    from toolsift.encoders.static_fit import single_token_prior
+
+    enc = OnnxEncoder(threads=1)
+    tok = load_tokenizer(VENDORED_TOKENIZER)
+    words = ["the", "of", "and"]  # low ids: the prior is computed for every id below them
+    ids = [tok.token_to_id(w) for w in words]
+    prior = single_token_prior(enc, max(ids) + 1, batch=4096)
+    np.testing.assert_allclose(prior[ids], enc.encode(words), atol=1e-5)

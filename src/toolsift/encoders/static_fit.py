@@ -131,7 +131,7 @@ def single_token_prior(encoder, vocab_size: int, *, batch: int = 512,
         ids = np.empty((stop - start, 3), dtype=np.int64)
         ids[:, 0], ids[:, 1], ids[:, 2] = cls_id, np.arange(start, stop), sep_id
         mask = np.ones_like(ids)
-        out[start:stop] = encoder._pool(encoder._forward(ids, mask, encoder._output_name), mask)
+        out[start:stop] = encoder._pool_states(encoder._forward(ids, mask, encoder._output_name), mask)
         if progress is not None:
             progress(stop, vocab_size)
     return out
@@ -139,9 +139,12 @@ def single_token_prior(encoder, vocab_size: int, *, batch: int = 512,
 
 def fit_table(token_ids: Sequence[Sequence[int]], y: np.ndarray, prior: np.ndarray, *, lam: float,
               sif_a: float = 1e-3, iters: int = 200, meta: dict | None = None,
-              progress: Callable[[int, float], None] | None = None) -> StaticTable:
-    """Fit a :class:`StaticTable` to texts (as token ids) and their teacher embeddings."""
-    counts = token_counts(token_ids, prior.shape[0])
+              progress: Callable[[int, float], None] | None = None, weight_texts: int | None = None) -> StaticTable:
+    """Fit a :class:`StaticTable` to texts (as token ids) and their teacher embeddings.
+
+    ``weight_texts``: the SIF weights count tokens in the first this many texts only
+    (natural text; the rest may be synthetic, with meaningless frequencies)."""
+    counts = token_counts(token_ids if weight_texts is None else token_ids[:weight_texts], prior.shape[0])
     weights = sif_weights(counts, a=sif_a)
     x = mean_matrix(token_ids, weights)
     vecs = fit_vectors(x, y, prior, lam=lam, iters=iters, progress=progress)

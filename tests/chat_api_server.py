@@ -74,7 +74,9 @@ class ChatAPIServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        # shutdown() waits for serve_forever's next poll (0.5 s by default): a short
+        # interval keeps each test's teardown from idling that long.
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

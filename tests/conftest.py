@@ -3,7 +3,8 @@
 Tests that read the benchmark data (``../shared/data``, or ``$TOOLSIFT_TEST_DATA``) skip
 with the missing path as the reason when it is absent: call :func:`dataset`, or mark the
 test ``@needs_data``. Markers: ``slow`` (left out of the fast tier,
-``python -m pytest -m "not slow"``) and ``needs_data``.
+``python -m pytest -m "not slow" -n 2``, two pytest-xdist workers: tests must not share
+ports, files or environment) and ``needs_data``.
 """
 
 from __future__ import annotations
@@ -29,9 +30,42 @@ def dataset(name: str) -> Path:
     return path
 
 
+_SITECUSTOMIZE = """\
+import atexit, os, sys
+
+
+def _toolsift_modules():
+    mods = sorted(m for m in sys.modules if m == "toolsift" or m.startswith("toolsift."))
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)  # python -m toolsift...
+    if spec is not None and spec.name.startswith("toolsift."):
+        mods.append(spec.name)
+    if mods:
+        with open(os.path.join({out!r}, f"sub-{{os.getpid()}}.txt"), "w") as f:
+            f.write("".join(m + "\\n" for m in mods))
+
+
+atexit.register(_toolsift_modules)
+"""
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """With TOOLSIFT_TEST_INSTALLED=1 (CI's wheel run) the tests must exercise the
-    installed package, not the source tree."""
+    installed package, not the source tree.
+
+    With TOOLSIFT_IMPORTED_MODULES=DIR, the Pythons the tests start (the CLI, gateway
+    servers) record the toolsift modules they import too, at exit: the test processes
+    never import some modules that only those run (the HTTP gateway, ``__main__``). A
+    ``sitecustomize`` put first on the children's PYTHONPATH does it."""
+    out = os.environ.get("TOOLSIFT_IMPORTED_MODULES")
+    if out:
+        site = Path(out).resolve() / "_site"
+        site.mkdir(parents=True, exist_ok=True)
+        tmp = site / f".sitecustomize-{os.getpid()}"
+        tmp.write_text(_SITECUSTOMIZE.format(out=str(Path(out).resolve())))
+        tmp.replace(site / "sitecustomize.py")  # atomic: xdist workers write it at once
+        paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if str(site) not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), *paths) if p)
     if os.environ.get("TOOLSIFT_TEST_INSTALLED") == "1":
         import toolsift
 
@@ -39,6 +73,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         where = Path(toolsift.__file__).resolve()
         if src in where.parents:
             raise pytest.UsageError(f"TOOLSIFT_TEST_INSTALLED=1 but toolsift was imported from the source tree: {where}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With TOOLSIFT_IMPORTED_MODULES=DIR, each test process (each xdist worker) writes the
+    toolsift modules it imported there, for scripts/check_fast_tier_modules.py (CI checks
+    that the fast tier imports every one)."""
+    out = os.environ.get("TOOLSIFT_IMPORTED_MODULES")
+    if out:
+        import sys
+
+        mods = sorted(m for m in sys.modules if m == "toolsift" or m.startswith("toolsift."))
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / f"{worker}-{os.getpid()}.txt").write_text("".join(m + "\n" for m in mods))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -105,7 +105,10 @@ class FakeLLMServer:
 
         ThreadingHTTPServer.daemon_threads = True
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll (0.5 s by default): a short
+        # interval keeps each test's teardown from idling that long.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
         self._thread.start()
         return self
 

@@ -49,7 +49,8 @@ def _bits(a: np.ndarray) -> np.ndarray:
 def test_parallel_modes_give_the_single_thread_vectors(minilm, apibank_tools):
     from toolsift.encoders import OnnxEncoder
 
-    texts = [t.description for t in apibank_tools][:120] + TEXTS  # many batches of mixed widths
+    # ~512 padded tokens per batch: 40 descriptions make several batches of mixed widths.
+    texts = [t.description for t in apibank_tools][:40] + TEXTS
     ref = minilm.encode(texts)
     for enc in (OnnxEncoder(threads=2), OnnxEncoder(threads=2, parallel="intra-op"), OnnxEncoder(threads=0)):
         assert np.array_equal(_bits(enc.encode(texts)), _bits(ref)), enc
@@ -60,7 +61,7 @@ def test_sessions_encoder_is_thread_safe(minilm, apibank_tools):
     from toolsift.encoders import OnnxEncoder
 
     enc = OnnxEncoder(threads=2)
-    parts = [[t.description for t in apibank_tools][i::3][:40] for i in range(3)]
+    parts = [[t.description for t in apibank_tools][i::3][:20] for i in range(3)]  # a few batches each
     got: dict[int, np.ndarray] = {}
     threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, enc.encode(parts[i]))) for i in range(3)]
     for t in threads:
@@ -111,24 +112,31 @@ def hybrid():
     return preset_config("hybrid")
 
 
-def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, demo_catalog, minilm, hybrid):
+@pytest.fixture(scope="module")
+def small(demo_catalog):
+    """A fifth of the demo catalogue: every field kind, at a fifth of the encoding cost
+    (each test here builds it several times; what they check does not depend on size)."""
+    return Catalog(list(demo_catalog)[:12])
+
+
+def test_rebuild_and_updates_never_reencode_a_seen_text(tmp_path, small, minilm, hybrid):
     cache = tmp_path / "cache"
-    plain = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=False)
+    plain = ToolIndex.build(small, config=hybrid, embed_cache=False)
 
     first = Counting(minilm)
-    built = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=cache, encoder=first)
+    built = ToolIndex.build(small, config=hybrid, embed_cache=cache, encoder=first)
     assert first.texts and len(first.texts) == len(set(first.texts))  # each distinct text once
     _same_dense(built, plain)
 
     again = Counting(minilm)
-    rebuilt = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=cache, encoder=again)
+    rebuilt = ToolIndex.build(small, config=hybrid, embed_cache=cache, encoder=again)
     assert again.texts == []
     _same_dense(rebuilt, plain)
 
     # An update embeds only texts never seen before: the new tool's, then the replaced
     # tool's new ones.
     seen = set(first.texts)
-    tools = list(demo_catalog)
+    tools = list(small)
     new = Tool(id="brand_new_tool", name="brand_new_tool", description="Water the office plants on a schedule.")
     rebuilt.add_tools([new])
     added = list(again.texts)
@@ -192,22 +200,22 @@ def test_cache_location_and_switches(tmp_path, monkeypatch, demo_catalog, minilm
         ToolIndex.build(demo_catalog, config=hybrid, embed_cache=3)
 
 
-def test_cache_respects_its_size_cap(tmp_path, monkeypatch, demo_catalog, hybrid):
+def test_cache_respects_its_size_cap(tmp_path, monkeypatch, small, hybrid):
     from toolsift.encoders.cache import EmbeddingStore
 
     store = EmbeddingStore(tmp_path / "capped", max_bytes=40 * 4096)
-    ToolIndex.build(demo_catalog, config=hybrid, embed_cache=store)
+    ToolIndex.build(small, config=hybrid, embed_cache=store)
     assert store.size() <= 40 * 4096 and store.stats.evicted > 0
 
 
-def test_build_refuses_an_encoder_of_another_model(demo_catalog, minilm, hybrid):
+def test_build_refuses_an_encoder_of_another_model(small, minilm, hybrid):
     class Other(Counting):
         pass
 
     other = Other(minilm)
     other.fingerprint = "0" * 64
     with pytest.raises(EncoderMismatchError, match="0000000000"):
-        ToolIndex.build(demo_catalog, config=hybrid, encoder=other)
+        ToolIndex.build(small, config=hybrid, encoder=other)
 
 
 # ------------------------------------------------------- encoder in the manifest
@@ -258,45 +266,45 @@ def test_manifest_records_the_encoder_and_a_changed_model_is_refused(tmp_path, m
     assert ToolIndex.load(tmp_path / "ix").search("send an email", k=1)
 
 
-def test_update_with_another_encoder_is_refused(tmp_path, monkeypatch, demo_catalog, minilm, hybrid):
+def test_update_with_another_encoder_is_refused(tmp_path, monkeypatch, small, minilm, hybrid):
     from dataclasses import replace
 
     from toolsift.index import embed
 
     model = _model_copy(tmp_path, minilm)
     config = replace(hybrid, encoder=str(model), query_encoder="transformer")
-    index = ToolIndex.build(demo_catalog, config=config, embed_cache=False)
+    index = ToolIndex.build(small, config=config, embed_cache=False)
     tok = model / "tokenizer.json"
     tok.write_text(json.dumps(json.loads(tok.read_text()), indent=1))
     monkeypatch.setattr(embed, "_ENCODERS", {})
     with pytest.raises(EncoderMismatchError):
         index.add_tools([Tool(id="x_tool", name="x_tool", description="Something new.")])
-    assert len(index) == len(demo_catalog)  # nothing changed
-    index.remove_tools([demo_catalog[0].id])  # nothing to embed: allowed
+    assert len(index) == len(small)  # nothing changed
+    index.remove_tools([small[0].id])  # nothing to embed: allowed
 
 
-def test_old_manifest_without_encoder_loads_with_a_warning(tmp_path, demo_catalog, hybrid):
+def test_old_manifest_without_encoder_loads_with_a_warning(tmp_path, small, hybrid):
     from toolsift.index.persist import save_index
     from toolsift.toolindex import UnrecordedEncoderWarning
 
-    index = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=False)
+    index = ToolIndex.build(small, config=hybrid, embed_cache=False)
     save_index(tmp_path / "old", index._state, index.config, encoder=None)  # as before this change
     assert "encoder" not in json.loads((tmp_path / "old" / "manifest.json").read_text())
     with pytest.warns(UnrecordedEncoderWarning, match="records no encoder"):
         loaded = ToolIndex.load(tmp_path / "old")
     _same_dense(loaded, index)
     # A BM25 index has no encoder to record and loads silently.
-    ToolIndex.build(demo_catalog, config=IndexConfig()).save(tmp_path / "bm25")
+    ToolIndex.build(small, config=IndexConfig()).save(tmp_path / "bm25")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ToolIndex.load(tmp_path / "bm25").encoder_info is None
 
 
-def test_malformed_encoder_record_is_corruption(tmp_path, demo_catalog, hybrid):
+def test_malformed_encoder_record_is_corruption(tmp_path, small, hybrid):
     from toolsift.errors import IndexCorruptError
     from toolsift.index.persist import save_index
 
-    index = ToolIndex.build(demo_catalog, config=hybrid, embed_cache=False)
+    index = ToolIndex.build(small, config=hybrid, embed_cache=False)
     save_index(tmp_path / "bad", index._state, index.config, encoder={"fingerprint": "abc", "dim": 768})
     with pytest.raises(IndexCorruptError, match="width"):
         ToolIndex.load(tmp_path / "bad")

@@ -1,5 +1,6 @@
 """Ray Data scale-out: a local 2-CPU Ray cluster gives the single-process scores bit for
-bit (including error rows), through the dataset API and the file front end."""
+bit (including error rows), through the dataset API and the file front end (slow); the
+workers' batch callable and the error mapping without a cluster (fast)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from toolsift.batch.files import score_file
 from toolsift.batch.queries import query_json
 
 from .conftest import dataset
-
-pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
 
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 warnings.filterwarnings("ignore", category=UserWarning, module="toolsift")
@@ -59,6 +58,7 @@ def _same(a: pa.Table, b: pa.Table) -> None:
                                   equal_nan=True), c
 
 
+@pytest.mark.slow  # a local Ray cluster: left out of the fast tier
 def test_ray_dataset_equals_single_process(cluster, saved):
     from toolsift.distributed import score_dataset
 
@@ -73,6 +73,7 @@ def test_ray_dataset_equals_single_process(cluster, saved):
     _same(got, local)
 
 
+@pytest.mark.slow  # a local Ray cluster: left out of the fast tier
 def test_ray_file_engine_equals_local_file(cluster, saved, tmp_path):
     from toolsift.distributed import score_file_ray
 
@@ -98,6 +99,7 @@ def test_worker_errors_come_back_as_toolsift_errors():
     assert _toolsift_cause(RuntimeError("something else")) is None
 
 
+@pytest.mark.slow  # a local Ray cluster: left out of the fast tier
 def test_ray_hybrid_index_equals_single_process(cluster, saved, tmp_path):
     """Hybrid fields embed each batch's distinct queries on the worker, in batches
     that differ from the single process's: the default encoder's vectors do not
@@ -118,3 +120,23 @@ def test_ray_hybrid_index_equals_single_process(cluster, saved, tmp_path):
     got = pa.concat_tables(ray.get(out.to_arrow_refs())).sort_by("row")
     assert got["row"].to_pylist() == list(range(table.num_rows))
     _same(got, local)
+
+
+def test_the_workers_callable_scores_like_score_table(tmp_path, demo_index):
+    """IndexScorer is what each Ray worker runs on its batches: the single-process scores,
+    error rows included, over a batch of several record batches; an empty batch keeps the
+    output schema."""
+    from toolsift.distributed import IndexScorer
+
+    demo_index.save(tmp_path / "idx")
+    ids = [t.id for t in demo_index.catalog][:5] + ["not_a_tool"]
+    table = pa.table({"row": np.arange(12), "query": ["send an email", "weather tomorrow", "{broken"] * 4,
+                      "tool_id": ids * 2})
+    scorer = IndexScorer(str(tmp_path / "idx"), on_error="column")
+    got = scorer(pa.concat_tables([table.slice(0, 5), table.slice(5)]))
+    local = score_table(ToolIndex.load(tmp_path / "idx"), table, on_error="column")
+    assert got["row"].to_pylist() == list(range(12))
+    assert 0 < got["error"].null_count < table.num_rows
+    _same(got, local)
+    empty = scorer(table.slice(0, 0))
+    assert empty.num_rows == 0 and empty.schema.names == got.schema.names

@@ -1,5 +1,6 @@
 """Dense embeddings on Ray Data: a local 2-CPU Ray cluster embeds a real catalogue into
-exactly the index a local build makes (vectors bit for bit), through the embedding cache."""
+exactly the index a local build makes (vectors bit for bit), through the embedding cache
+(slow); the workers' embedding callable without a cluster (fast)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pytest
 
 pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
 ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
-pytestmark = pytest.mark.slow  # a local Ray cluster (the fast tier leaves Ray out)
 
 from toolsift import ToolIndex  # noqa: E402
 from toolsift.presets import preset_config  # noqa: E402
@@ -26,6 +26,7 @@ def _bits(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
 
 
+@pytest.mark.slow  # a local Ray cluster (the fast tier leaves Ray out)
 def test_embed_dataset_equals_the_local_encoder(cluster, apibank_tools):
     from toolsift.distributed import embed_dataset
     from toolsift.encoders import OnnxEncoder
@@ -40,6 +41,7 @@ def test_embed_dataset_equals_the_local_encoder(cluster, apibank_tools):
     assert np.array_equal(_bits(vecs), _bits(OnnxEncoder(threads=1).encode(texts)))
 
 
+@pytest.mark.slow  # a local Ray cluster (the fast tier leaves Ray out)
 def test_ray_build_is_the_local_build(cluster, tmp_path, apibank_tools):
     from toolsift.distributed import RayEncoder, build_index_ray
 
@@ -69,3 +71,19 @@ def test_ray_build_is_the_local_build(cluster, tmp_path, apibank_tools):
     # The index saved from the Ray build loads where the local model is installed.
     remote.save(tmp_path / "ix")
     assert ToolIndex.load(tmp_path / "ix").encoder_info == local.encoder_info
+
+
+def test_the_workers_embedder_is_the_local_encoder():
+    """TextEmbedder is what each Ray worker runs on its batches: the batch plus the local
+    encoder's vectors (a null embedded as the empty text); a missing column is named."""
+    from toolsift.batch.columns import BatchInputError
+    from toolsift.distributed import TextEmbedder
+    from toolsift.encoders import OnnxEncoder
+
+    embed = TextEmbedder()
+    out = embed(pa.table({"id": [0, 1, 2], "text": ["send an email", None, "x"]}))
+    assert out.column_names == ["id", "text", "embedding"]
+    vecs = out.column("embedding").combine_chunks().flatten().to_numpy().reshape(3, -1)
+    assert np.array_equal(_bits(vecs), _bits(OnnxEncoder(threads=1).encode(["send an email", "", "x"])))
+    with pytest.raises(BatchInputError, match="'text'"):
+        embed(pa.table({"query": ["a"]}))

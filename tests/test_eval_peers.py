@@ -9,10 +9,13 @@ import pytest
 from toolsift.evaluate import MftrDataset, evaluate
 from toolsift.evaluate.cold import COLD_METHODS, flat_text, openai_tool
 from toolsift.evaluate.methods import run_method
+from toolsift.evaluate.peers import PEERS
 
 from .conftest import dataset
 
-pytestmark = pytest.mark.slow  # left out of the fast tier (python -m pytest -m "not slow")
+# The whole-dataset runs are slow (left out of the fast tier, python -m pytest -m "not slow");
+# the peer wrappers' small-catalogue test and the tie rule's are fast.
+slow = pytest.mark.slow
 
 _BM25_METHODS = ("default", "bm25s-fulldoc", "peer-ratel", "peer-toolpicker", "peer-dehydrator")
 
@@ -22,6 +25,7 @@ def apibank() -> MftrDataset:
     return MftrDataset.load(dataset("mftr-apibank"))
 
 
+@slow
 @pytest.mark.parametrize("method", COLD_METHODS)
 def test_method_runs_on_apibank(apibank, method):
     out = run_method(apibank, method)
@@ -43,6 +47,7 @@ def test_method_runs_on_apibank(apibank, method):
     assert (note["llm"] is False) == (method not in STRUCTURED_METHODS)
 
 
+@slow
 def test_default_is_toolindex_search(apibank):
     """``default`` is exactly ToolIndex.build(catalog) + search (ties re-ranked by the
     cold runs' shared tie rule)."""
@@ -58,12 +63,14 @@ def test_default_is_toolindex_search(apibank):
         assert got == expected
 
 
+@slow
 def test_cold_methods_ignore_feedback_and_folds(apibank):
     a = run_method(apibank, "bm25s-fulldoc", feedback=True)
     b = run_method(apibank, "bm25s-fulldoc", feedback=False, docs="rules")
     assert a.run == b.run
 
 
+@slow
 def test_bm25s_fulldoc_matches_rank_bm25(apibank):
     """Same text, same tokens (bm25s's tokenizer, English stop words, PyStemmer), scored
     independently by rank_bm25 with Lucene's idf: the same tools and scores. Lucene's BM25
@@ -109,3 +116,18 @@ def test_cold_runs_break_ties_by_a_neutral_key():
     # The same tools in another catalogue order rank the same.
     rev = scores_run(scores[:, ::-1].copy(), ["q"], ids[::-1])
     assert sorted(rev["q"], key=lambda t: -rev["q"][t]) == got
+
+
+@pytest.mark.parametrize("peer", sorted(PEERS))
+def test_peer_wrappers_find_the_obvious_tool_in_the_demo_catalogue(demo_catalog, peer):
+    """Each peer, handed the catalogue as its wrapper hands it any data set: catalogue ids
+    back, best first, at most k, and the one obvious tool on top for a query naming it."""
+    schemas = [openai_tool(t) for t in demo_catalog]
+    queries = ["turn off the kitchen lights", "refund the last payment from customer 4411"]
+    ranked, note = PEERS[peer](demo_catalog, schemas, queries, k=5)
+    ids = {t.id for t in demo_catalog}
+    assert len(ranked) == len(queries) and note["peer"]
+    for got in ranked:
+        assert 0 < len(got) <= 5 and len(set(got)) == len(got) and set(got) <= ids
+    assert ranked[0][0] == "control_lights"
+    assert "refund_payment" in ranked[1][:3]

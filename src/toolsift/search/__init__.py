@@ -42,11 +42,13 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, ex
     """Search: the top ``k`` hits of each query, each scored with its own parameters
     (:meth:`IndexConfig.params_for`: raw text and structured queries differ)."""
     structured = [not is_raw(q) for q in queries]
+    # One kind of query (a single search always is) resolves only its own parameters
+    # (structured_scoring compares the params with the shipped ones).
+    if not any(structured):
+        return _run(st, config, queries, k=k, explain=explain, params=config.params)
     raw_p, st_p = config.params, config.structured_scoring
-    # One kind of query (a single search always is) needs no comparison of parameters.
-    if all(structured) or not any(structured) or raw_p == st_p:
-        return _run(st, config, queries, k=k, explain=explain,
-                    params=st_p if any(structured) else raw_p)
+    if all(structured) or raw_p == st_p:
+        return _run(st, config, queries, k=k, explain=explain, params=st_p)
     # A mixed batch: each kind as one batch with its parameters, results back in order.
     out: list[list[Hit]] = [[] for _ in queries]
     for kind, params in ((False, raw_p), (True, st_p)):

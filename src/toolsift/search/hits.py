@@ -128,7 +128,7 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         tool = st.catalog[t]
         fields = dict(zip(FIELDS, values))
         matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
-        contrib = sorted(((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True)
+        contrib = sorted(zip([w * v for w, v in zip(params.weights, values)], FIELDS), reverse=True)
         parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
         why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
         if penalize:

@@ -52,7 +52,7 @@ class FieldTexts:
 
     def __post_init__(self) -> None:
         # int64[len(texts)]: the query each text belongs to (the engine's text_query).
-        object.__setattr__(self, "owner", row_of(self.ptr))
+        object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
 
 
 @dataclass(frozen=True)
@@ -136,10 +136,21 @@ def _analyser(st: IndexState, config: IndexConfig):
         key = tuple(texts)
         got = batches.get(key)
         if got is None:
-            got = batches[key] = st.vocab.encode_batch([tokenize(t) for t in texts], grow=False)
+            got = st.vocab.encode_batch([tokenize(t) for t in texts], grow=False)
+            read_only(got.terms)
+            read_only(got.offsets)
+            batches[key] = got
         return got
 
     return analyse
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, made read-only. The engine reads a read-only array that owns its data as
+    it is; any other it copies first, as another thread could change it while the engine
+    runs without the GIL (a search passes each term batch to eight engine calls)."""
+    a.flags.writeable = False
+    return a
 
 
 def _memo(fn):

@@ -118,6 +118,7 @@ def _run_child(src: str | None, index_dir: Path, n: int, passes: int) -> dict[st
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", required=True, help="source folder holding the baseline's toolsift package")
+    ap.add_argument("--baseline-name", default="", help="what the baseline is (e.g. a commit), for the results file")
     ap.add_argument("--index-dir", type=Path, default=Path("/tmp/toolsift-query-overhead"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--searches", type=int, default=2000, help="searches per pass")
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     head = [f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, "
             f"Python {sys.version.split()[0]}",
             f"- load average before the run: {before}; after: {after} (other jobs share the machine)",
+            f"- baseline: {args.baseline_name or args.baseline}; this tree: {Path(__file__).resolve().parents[1]}",
             f"- {args.rounds} rounds, baseline and this tree alternating, each in a fresh process; per case "
             f"the best of {args.passes} passes of {args.searches} searches, then the median over rounds"]
     print("\n".join(head + [""] + rows))

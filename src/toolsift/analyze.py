@@ -398,10 +398,11 @@ class Vocabulary:
 
     def encode_batch(self, token_lists: Sequence[Sequence[str]], *, grow: bool) -> TermBatch:
         """Map token lists to a :class:`TermBatch`; with ``grow`` new terms get ids."""
-        lookup = self.add if grow else self.get
         offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-        flat: list[int] = []
-        for i, toks in enumerate(token_lists):
-            flat.extend(lookup(t) for t in toks)
-            offsets[i + 1] = len(flat)
+        np.cumsum(np.fromiter(map(len, token_lists), np.int64, count=len(token_lists)), out=offsets[1:])
+        if grow:
+            flat = [self.add(t) for toks in token_lists for t in toks]
+        else:
+            ids = self._ids  # every search looks its words up here: no method call per word
+            flat = [ids.get(t, -1) for toks in token_lists for t in toks]
         return TermBatch(np.asarray(flat, dtype=np.int32), offsets)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ptr_from_counts", "ranges"]
+__all__ = ["ptr_from_counts", "ranges", "row_of"]
 
 
 def ptr_from_counts(counts: np.ndarray) -> np.ndarray:
@@ -22,3 +22,11 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     offsets = np.zeros(counts.size, np.int64)
     np.cumsum(counts[:-1], out=offsets[1:])
     return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+
+
+def row_of(ptr: np.ndarray) -> np.ndarray:
+    """``int64[ptr[-1]]``: the row of every entry of a CSR layout with pointer ``ptr``."""
+    if ptr.size == 2:
+        # One row (a single search): a repeat over one row costs more than the zeros.
+        return np.zeros(int(ptr[1] - ptr[0]), np.int64)
+    return np.repeat(np.arange(ptr.size - 1, dtype=np.int64), ptr[1:] - ptr[:-1])

@@ -15,13 +15,15 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..kernels.int8 import quantize_rows, scan
-from ..kernels.select import top_positive
+from ..kernels.int8 import quantize_rows, scan, scan_trusted
+from ..kernels.select import top_positive_trusted
 from ..progress import progress_counter
 from .dense import Int8Matrix
 from .ivf import IvfIndex
 
 __all__ = ["DenseField", "encode_int8", "encode_texts"]
+
+_NO_GROUPS = np.zeros(0, np.int64)  # top_positive_trusted's "every row is its own tool"
 
 
 # Texts per encoder call when a progress bar is shown: enough batches to keep every
@@ -104,6 +106,10 @@ class DenseField:
             raise ValueError(f"dense field has {n_docs} documents but {groups.shape[0]} group entries")
         self.matrix = matrix
         self.groups = None if groups is None else np.ascontiguousarray(groups, dtype=np.int64)
+        # Checked once here, so that a search may select tools unchecked (top_tools).
+        if self.groups is not None and self.groups.size and (
+                int(self.groups.min()) < 0 or int(self.groups.max()) >= n_tools):
+            raise ValueError(f"dense field groups must lie in 0..{n_tools - 1}")
         self.n_tools = n_tools
         self.ivf = ivf
 
@@ -154,8 +160,11 @@ class DenseField:
         live, m = self.live_rows()
         if not live.size or not q_codes.shape[0]:
             return [np.zeros(0, np.int64) for _ in range(q_codes.shape[0])]
-        scores = scan(q_codes, q_scales, m.codes, m.scales)
-        return [top_positive(row, live, self.groups, self.n_tools, n) for row in scores]
+        # Unchecked kernels: the matrix, rows and groups are this field's own, checked
+        # when it was made, and the query codes come from quantize_rows.
+        scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)
+        groups = _NO_GROUPS if self.groups is None else self.groups
+        return [top_positive_trusted(row, live, groups, self.n_tools, n) for row in scores]
 
     def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of

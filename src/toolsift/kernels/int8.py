@@ -33,11 +33,13 @@ __all__ = [
     "SIG_SCAN",
     "gather",
     "gather_kernel",
+    "gather_trusted",
     "mean_rows_kernel",
     "quantize_kernel",
     "quantize_rows",
     "scan",
     "scan_kernel",
+    "scan_trusted",
 ]
 
 _ro_i1_2d = nt.Array(nt.int8, 2, "C", readonly=True)
@@ -260,13 +262,20 @@ def scan(
         ValueError: Wrong dtype (codes must be int8), shape or dim mismatch, or a
             negative / non-finite scale.
     """
-    qc, qs, c, s = _pair(q_codes, q_scales, codes, scales)
-    out = np.empty((qc.shape[0], c.shape[0]), dtype=np.float32)
+    return scan_trusted(*_pair(q_codes, q_scales, codes, scales))
+
+
+def scan_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """:func:`scan` without the checks, for the search path: the matrix is an
+    :class:`~toolsift.index.dense.Int8Matrix` (checked when made) and the query rows come
+    from :func:`quantize_rows`. Checking the matrix's scales again cost a pass over every
+    document per search. Arrays of another layout fail Numba's signature match."""
+    out = np.empty((q_codes.shape[0], codes.shape[0]), dtype=np.float32)
     if out.size:
-        if qc.shape[1] == 0:
+        if q_codes.shape[1] == 0:
             out.fill(0.0)
         else:
-            launch(scan_kernel, qc, qs, c, s, out, work=qc.shape[0] * c.size // 1000)
+            launch(scan_kernel, q_codes, q_scales, codes, scales, out, work=q_codes.shape[0] * codes.size // 1000)
     return out
 
 
@@ -322,7 +331,15 @@ def gather(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"cand_ids[{i}]={ids[i]} out of range for {n} rows")
-    out = np.zeros(k, dtype=np.float32)
-    if k and qc.shape[1]:
-        launch(gather_kernel, qc, qs, c, s, ptr, ids, out, work=k * qc.shape[1] // 1000)
+    return gather_trusted(qc, qs, c, s, ptr, ids)
+
+
+def gather_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray,
+                   cand_ptr: np.ndarray, cand_ids: np.ndarray) -> np.ndarray:
+    """:func:`gather` without the checks, for the search path (as :func:`scan_trusted`;
+    the candidate rows are the index's own, made by the search path)."""
+    out = np.zeros(cand_ids.shape[0], dtype=np.float32)
+    if out.size and q_codes.shape[1]:
+        launch(gather_kernel, q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out,
+               work=out.size * q_codes.shape[1] // 1000)
     return out

@@ -14,7 +14,7 @@ import numba
 import numpy as np
 from numba import types as nt
 
-from ..csr import ranges
+from ..csr import ranges, row_of
 
 __all__ = ["pack_needs", "pack_params", "pack_params_every_tool"]
 
@@ -93,7 +93,7 @@ def pack_params(ptr: np.ndarray, tool: np.ndarray, arg_ptr: np.ndarray, param_pt
     """``(ap_sims float32[k], ap_off int64[nc])`` from text-major parameter-document scores."""
     n_args = arg_ptr[1:] - arg_ptr[:-1]
     n_par = param_ptr[tool + 1] - param_ptr[tool]
-    q_of = np.repeat(np.arange(ptr.shape[0] - 1), ptr[1:] - ptr[:-1])
+    q_of = row_of(ptr)
     k = int((n_args[q_of] * n_par).sum())
     if par.shape[0] != k:
         raise ValueError(f"parameter scores: expected {k} entries, got {par.shape[0]}")

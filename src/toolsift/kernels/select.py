@@ -17,7 +17,7 @@ import numba
 import numpy as np
 from numba import types as nt
 
-__all__ = ["SIG_TOP_POSITIVE", "top_positive", "top_positive_kernel"]
+__all__ = ["SIG_TOP_POSITIVE", "top_positive", "top_positive_kernel", "top_positive_trusted"]
 
 _ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
@@ -126,6 +126,14 @@ def top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None
             raise ValueError(f"rows must lie in 0..{limit - 1}, got {lo}..{hi}")
         if groups is not None and g.size and (int(g.min()) < 0 or int(g.max()) >= n_keys):
             raise ValueError(f"groups must lie in 0..{n_keys - 1}")
+    return top_positive_trusted(scores, rows, g, n_keys, n)
+
+
+def top_positive_trusted(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray, n_keys: int,
+                         n: int) -> np.ndarray:
+    """:func:`top_positive` without the checks, for the search path: ``rows`` and
+    ``groups`` (``int64``, empty for none) are a dense field's own, checked when it was
+    made; checking them again cost a pass over every document per search."""
     out = np.empty(n, np.int64)
-    count = top_positive_kernel(scores, rows, g, n, np.zeros(n_keys, np.float32), out)
+    count = top_positive_kernel(scores, rows, groups, n, np.zeros(n_keys, np.float32), out)
     return out[:count]

@@ -29,7 +29,8 @@ __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "a
 def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
     """The retriever of every field of ``st``, made once per state and retriever settings
     (a dense retriever's tool -> rows map costs a pass over every document)."""
-    key = (config.scale, config.threads, config.hybrid_weight, config.ivf_nprobe, tuple(config.retriever(f) for f in FIELDS))
+    # config.retrievers is the (field, kind) tuple itself: no per-search dict to build.
+    key = (config.scale, config.threads, config.hybrid_weight, config.ivf_nprobe, config.retrievers)
     got = st.retrievers.get(key)
     if got is None:
         # Concurrent first searches may both build it: same value, last one kept.
@@ -40,15 +41,18 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:
     """Search: the top ``k`` hits of each query, each scored with its own parameters
     (:meth:`IndexConfig.params_for`: raw text and structured queries differ)."""
-    structured = np.fromiter((not is_raw(q) for q in queries), dtype=bool, count=len(queries))
+    structured = [not is_raw(q) for q in queries]
+    # One kind of query (a single search always is) resolves only its own parameters
+    # (structured_scoring compares the params with the shipped ones).
+    if not any(structured):
+        return _run(st, config, queries, k=k, explain=explain, params=config.params)
     raw_p, st_p = config.params, config.structured_scoring
-    if raw_p == st_p or structured.all() or not structured.any():
-        return _run(st, config, queries, k=k, explain=explain,
-                    params=st_p if structured.any() else raw_p)
+    if all(structured) or raw_p == st_p:
+        return _run(st, config, queries, k=k, explain=explain, params=st_p)
     # A mixed batch: each kind as one batch with its parameters, results back in order.
     out: list[list[Hit]] = [[] for _ in queries]
-    for mask, params in ((~structured, raw_p), (structured, st_p)):
-        idx = np.flatnonzero(mask)
+    for kind, params in ((False, raw_p), (True, st_p)):
+        idx = [i for i, s in enumerate(structured) if s == kind]
         for i, hits in zip(idx, _run(st, config, [queries[i] for i in idx], k=k, explain=explain, params=params)):
             out[i] = hits
     return out

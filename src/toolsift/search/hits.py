@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,44 +104,56 @@ def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.n
     for q in range(len(plan)):
         lo, hi = int(cands.ptr[q]), int(cands.ptr[q + 1])
         tools, s = cands.tool[lo:hi], scores[lo:hi]
-        order = np.lexsort((tools, -s))[:k]
-        hits = []
-        for r, j in enumerate(order, 1):
-            m = bool(matched[lo + j])
-            if terms is None:
-                hits.append(Hit(tool=st.catalog[int(tools[j])], score=float(s[j]), rank=r, matched=m))
-            else:
-                hits.append(_explain(st, plan, cands, q, lo + int(j), float(s[j]), r, terms[lo + j], params, m))
-        results.append(hits)
+        pos = np.lexsort((tools, -s))[:k] + lo  # the top k, as positions among all candidates
+        # Python values of the k hits in one conversion each, not one per hit and attribute.
+        top = zip(cands.tool[pos].tolist(), scores[pos].tolist(), matched[pos].tolist())
+        if terms is None:
+            results.append([Hit(tool=st.catalog[t], score=x, rank=r, matched=m) for r, (t, x, m) in enumerate(top, 1)])
+        else:
+            results.append(_explain(st, plan, cands, q, pos, top, terms, params))
     return results
 
 
-def _explain(st, plan: QueryPlan, cands: Candidates, q: int, i: int, score: float, rank: int,
-             terms: np.ndarray, params: ScoringParams, matched: bool) -> Hit:
-    t = int(cands.tool[i])
-    tool = st.catalog[t]
-    values = terms.tolist()
-    fields = {f: values[j] for j, f in enumerate(FIELDS)}
-    p0, p1 = int(st.param_ptr[t]), int(st.param_ptr[t + 1])
-    n_par, na = p1 - p0, int(cands.n_args[q])
-    names = plan.arg_names[q]
-    matches: dict[str, tuple[str | None, float]] = {}
-    if na and n_par:
-        block = cands.ap_sims[cands.ap_off[i]:cands.ap_off[i] + na * n_par].reshape(na, n_par)
-        # One argmax over all parameters (the first best argument on ties, as per column).
-        best = block.argmax(axis=0)
-        sims = block[best, np.arange(n_par)].tolist()
-        for p, (b, sim) in enumerate(zip(best.tolist(), sims)):
-            matches[tool.parameters[p].name] = (names[b] if sim > 0 else None, sim)
+def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
+             top: Iterable[tuple[int, float, bool]], terms: np.ndarray,
+             params: ScoringParams) -> list[Hit]:
+    """The hits at candidate positions ``pos`` of query ``q``, with their breakdown."""
+    tool_ids = cands.tool[pos]
+    rows = terms[pos].tolist()
+    p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
+    ap_off = cands.ap_off[pos].tolist()
+    na, names, penalize = int(cands.n_args[q]), plan.arg_names[q], bool(plan.penalize[q])
+    hits = []
+    for r, ((t, score, matched), values, p0, p1, a0) in enumerate(zip(top, rows, p_lo, p_hi, ap_off), 1):
+        tool = st.catalog[t]
+        fields = dict(zip(FIELDS, values))
+        matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
+        contrib = sorted(zip([w * v for w, v in zip(params.weights, values)], FIELDS), reverse=True)
+        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
+        why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+        if penalize:
+            missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
+            if missing:
+                why += "; no argument for required " + ", ".join(missing)
+        hits.append(Hit(tool=tool, score=score, rank=r, fields=fields, penalty=values[4],
+                        parameters=matches, why=why, matched=matched))
+    return hits
+
+
+def _parameter_matches(tool: Tool, sims: np.ndarray, na: int, n_par: int,
+                       names: list[str | None]) -> dict[str, tuple[str | None, float]]:
+    """Per parameter of ``tool``, its best argument (the first on ties; ``None`` when
+    no argument scores above 0) and that similarity; ``sims`` is arg-major
+    ``[a * n_par + p]``."""
+    if not (na and n_par):
+        return {p.name: (None, 0.0) for p in tool.parameters[:n_par]}
+    if na == 1:
+        # One argument text (a raw query's intent): it is every parameter's best.
+        best, values = [0] * n_par, sims.tolist()
     else:
-        for p in range(n_par):
-            matches[tool.parameters[p].name] = (None, 0.0)
-    contrib = sorted(((w * fields[f], f) for w, f in zip(params.weights, FIELDS)), reverse=True)
-    parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
-    why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
-    if plan.penalize[q]:
-        missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
-        if missing:
-            why += "; no argument for required " + ", ".join(missing)
-    return Hit(tool=tool, score=score, rank=rank, fields=fields, penalty=float(terms[4]),
-               parameters=matches, why=why, matched=matched)
+        block = sims.reshape(na, n_par)
+        # One argmax over all parameters (the first best argument on ties, as per column).
+        idx = block.argmax(axis=0)
+        best, values = idx.tolist(), block[idx, np.arange(n_par)].tolist()
+    return {tool.parameters[p].name: (names[b] if sim > 0 else None, sim)
+            for p, (b, sim) in enumerate(zip(best, values))}

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..analyze import TermBatch
 from ..config import IndexConfig
+from ..csr import row_of
 from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.fields import argument_text
@@ -51,8 +52,7 @@ class FieldTexts:
 
     def __post_init__(self) -> None:
         # int64[len(texts)]: the query each text belongs to (the engine's text_query).
-        owner = np.repeat(np.arange(self.ptr.size - 1, dtype=np.int64), self.ptr[1:] - self.ptr[:-1])
-        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
 
 
 @dataclass(frozen=True)
@@ -115,15 +115,42 @@ def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> Q
         need_ptr[i + 1] = len(texts["description"])
         arg_ptr[i + 1] = len(texts["parameters"])
 
-    tokenize = _memo(config.analyzer.tokenize)
+    analyse = _analyser(st, config)
     vectors, codes = _embed(st, config, texts)
     fields = {
-        f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr,
-                      st.vocab.encode_batch([tokenize(t) for t in texts[f]], grow=False), vectors.get(f),
+        f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr, analyse(texts[f]), vectors.get(f),
                       codes.get(f))
         for f in FIELDS
     }
     return QueryPlan(queries, fields, arg_names, penalize)
+
+
+def _analyser(st: IndexState, config: IndexConfig):
+    """Texts -> :class:`TermBatch` for one plan. A raw query is the same text in every
+    field: its term batch is made once and shared (read-only), and a text that recurs
+    across fields or queries is tokenized once."""
+    tokenize = _memo(config.analyzer.tokenize)
+    batches: dict[tuple[str, ...], TermBatch] = {}
+
+    def analyse(texts: list[str]) -> TermBatch:
+        key = tuple(texts)
+        got = batches.get(key)
+        if got is None:
+            got = st.vocab.encode_batch([tokenize(t) for t in texts], grow=False)
+            read_only(got.terms)
+            read_only(got.offsets)
+            batches[key] = got
+        return got
+
+    return analyse
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, made read-only. The engine reads a read-only array that owns its data as
+    it is; any other it copies first, as another thread could change it while the engine
+    runs without the GIL (a search passes each term batch to eight engine calls)."""
+    a.flags.writeable = False
+    return a
 
 
 def _memo(fn):

@@ -22,7 +22,7 @@ from ..config import IndexConfig
 from ..csr import ranges
 from ..index.dense_field import DenseField
 from ..index.field_index import FieldIndex, union_candidates
-from ..kernels.int8 import gather as int8_gather
+from ..kernels.int8 import gather_trusted as int8_gather
 from ..kernels.int8 import quantize_rows
 from .plan import FieldTexts
 
@@ -182,6 +182,12 @@ def _csr_unique(rows: np.ndarray, ids: np.ndarray, nq: int) -> tuple[np.ndarray,
     ids = ids.astype(np.int64, copy=False)
     if not ids.size:
         return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
+    if nq == 1:
+        # A single search: no row keys to encode, and a sort beats np.unique's hash
+        # table on a few hundred ids (5 vs 14 µs).
+        keys = np.sort(ids)
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+        return np.array([0, keys.size], np.int64), keys
     span = int(ids.max()) + 1
     keys = np.unique(rows.astype(np.int64) * span + ids)
     ptr = np.searchsorted(keys // span, np.arange(nq + 1)).astype(np.int64)

@@ -213,3 +213,20 @@ def test_encode_int8_in_slices_equals_quantized_floats(monkeypatch):
     np.testing.assert_array_equal(got.codes, want.codes)
     np.testing.assert_array_equal(got.scales, want.scales)
     assert not got.scales[1] and not got.codes[4].any()  # blank texts: zero rows
+
+
+def test_static_document_encoder_skips_the_embedding_cache(demo, tmp_path):
+    """A static encoder embeds a text faster than a cache file is written and read back:
+    builds with it neither read nor write the cache (a 100k-tool build spent 34 of its 56
+    encoding seconds on cache files), and give the same index as without a cache."""
+    from toolsift.presets import preset_config
+
+    cfg = preset_config("hybrid", encoder="static")
+    cache = tmp_path / "cache"
+    with_cache = ToolIndex.build(demo, config=cfg, embed_cache=cache)
+    without = ToolIndex.build(demo, config=cfg, embed_cache=False)
+    assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+    for f, dn in with_cache._state.dense.items():
+        np.testing.assert_array_equal(dn.matrix.codes, without._state.dense[f].matrix.codes)
+    q = "send an email to my manager"
+    assert [h.id for h in with_cache.search(q, k=5)] == [h.id for h in without.search(q, k=5)]

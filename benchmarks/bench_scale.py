@@ -319,8 +319,6 @@ if pytest is not None and __name__ != "__main__":
     @pytest.mark.parametrize("n", _sizes(), ids=_label)
     @pytest.mark.parametrize("engine", ["bm25s", "toolsift", "hybrid"])
     def test_scale(benchmark, engine, n):
-        if engine == "bm25s":
-            pytest.importorskip("bm25s")
         out = benchmark.pedantic(run_worker, args=(engine, n), rounds=1, iterations=1)
         _record(engine, n, out)
 

@@ -12,8 +12,6 @@ import warnings
 import numpy as np
 import pytest
 
-pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
-
 from toolsift import ToolIndex
 from toolsift.config import IndexConfig
 from toolsift.errors import ConfigError, EncoderMismatchError, IndexFormatError

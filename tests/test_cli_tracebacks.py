@@ -48,14 +48,12 @@ def test_search_structured_file_not_utf8(index_dir, tmp_path, capsys):
 
 
 def test_serve_config_deep_json(tmp_path, capsys):
-    pytest.importorskip("mcp")
     deep = tmp_path / "deep.json"
     deep.write_text(DEEP)
     _one_line(capsys, main(["serve", "--config", str(deep)]), "nested too deeply")
 
 
 def test_serve_config_not_utf8(tmp_path, capsys):
-    pytest.importorskip("mcp")
     bad = tmp_path / "bad.json"
     bad.write_bytes(b'{"upstreams": "\xff"}')
     _one_line(capsys, main(["serve", "--config", str(bad)]), "not UTF-8")

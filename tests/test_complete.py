@@ -141,7 +141,6 @@ def test_stays_within_k_and_consumer_kept(shop_index):
 
 
 def test_token_budget(shop_index):
-    pytest.importorskip("tiktoken")
     q = Query(needs=(ToolNeed("send a text message to a user's inbox", "send a message to a user",
                               "the message sent"),), arguments={"text": "the message body"})
     got = shop_index.search(q, k=2, complete=True, token_budget=10_000)

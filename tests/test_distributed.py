@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import ray
 
 from toolsift import ToolIndex
 from toolsift.batch import SCORE_COLUMNS, score_table
@@ -18,7 +19,6 @@ from toolsift.batch.queries import query_json
 
 from .conftest import dataset
 
-ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
 warnings.filterwarnings("ignore", category=UserWarning, module="toolsift")
 
 

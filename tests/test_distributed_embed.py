@@ -8,11 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
-ray = pytest.importorskip("ray", reason="needs the 'ray' extra")
+import ray
 
-from toolsift import ToolIndex  # noqa: E402
-from toolsift.presets import preset_config  # noqa: E402
+from toolsift import ToolIndex
+from toolsift.presets import preset_config
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("tokenizers")
-
 from toolsift.encoders import EncoderError, EncoderInputError
 from toolsift.encoders.static import StaticEncoder, StaticTable, load_tokenizer
 from toolsift.encoders.models import VENDORED_TOKENIZER
@@ -63,7 +61,6 @@ def test_batched_equals_one_by_one():
 def test_shipped_table_is_close_to_minilm():
     """The shipped table lives in MiniLM's space: its query vectors point where the
     transformer's do (mean cosine over tool-like texts well above unrelated pairs)."""
-    pytest.importorskip("onnxruntime")
     from toolsift.encoders import OnnxEncoder
 
     enc = StaticEncoder()
@@ -140,7 +137,6 @@ def test_encode_in_slices_equals_one_pass(monkeypatch):
 def test_single_token_prior_is_each_tokens_own_embedding():
     """The fit script's prior (scripts/fit_static_encoder.py): row t = the model's
     embedding of the text made of token t alone."""
-    pytest.importorskip("onnxruntime", reason="needs the 'dense' extra")
     from toolsift.encoders import OnnxEncoder
     from toolsift.encoders.static_fit import single_token_prior
 

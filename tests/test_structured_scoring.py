@@ -20,7 +20,7 @@ from toolsift.kernels.params import (
     shipped_params,
     structured_twin,
 )
-from toolsift.presets import dense_available, preset_config
+from toolsift.presets import preset_config
 from toolsift.train import TrainConfig, make_pairs, train
 
 WEIGHTS = Path(files("toolsift") / "data" / "weights")
@@ -221,7 +221,6 @@ def test_trained_index_scores_lie_on_the_unit_scale(demo, index):
     _check_scale(ToolIndex.build(demo, config=IndexConfig(params=p, structured_params=p)))
 
 
-@pytest.mark.skipif(not dense_available(), reason="needs the dense extra (hybrid preset)")
 def test_hybrid_index_scores_lie_on_the_unit_scale(demo):
     cfg = preset_config("hybrid")
     assert cfg.params.on_unit_scale() and cfg.structured_scoring.on_unit_scale()

@@ -10,8 +10,6 @@ import string
 
 import pytest
 
-pytest.importorskip("tokenizers")
-
 from toolsift.encoders.models import VENDORED_TOKENIZER
 from toolsift.encoders.static import StaticEncoder, load_tokenizer
 from toolsift.encoders.wordpiece import FastWordPiece

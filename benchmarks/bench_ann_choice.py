@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from toolsift.index.dense import Int8Matrix
-from toolsift.index.dense_field import DenseField, _top_positive
+from toolsift.index.dense_field import DenseField
+from toolsift.kernels.select import top_positive
 from toolsift.index.ivf import IvfIndex
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ivf_apigen.npz"
@@ -42,7 +43,7 @@ def _recall(truth: list[set], got: list) -> float:
 def main() -> None:
     docs, q = _load()
     exact = DenseField(docs, None, docs.n_rows).score_tools(q)
-    truth = {n: [set(_top_positive(r, np.arange(r.size), None, n).tolist()) for r in exact] for n in (10, 100)}
+    truth = {n: [set(top_positive(r, np.arange(r.size), None, r.size, n).tolist()) for r in exact] for n in (10, 100)}
     load = os.getloadavg()[0]
     for k in (30, 60, 120):
         ivf = IvfIndex.fit(docs, n_lists=k)

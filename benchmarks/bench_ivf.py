@@ -28,7 +28,8 @@ import numpy as np
 
 from toolsift import IndexConfig
 from toolsift.index.dense import Int8Matrix
-from toolsift.index.dense_field import DenseField, _top_positive
+from toolsift.index.dense_field import DenseField
+from toolsift.kernels.select import top_positive
 from toolsift.index.ivf import IvfIndex
 
 D = 384
@@ -69,7 +70,7 @@ def measure(n: int, seed: int = 0) -> dict:
     for i in range(N_QUERIES):
         t0 = time.process_time()
         s = dn.score_tools(q[i:i + 1])[0]
-        truth = _top_positive(s, np.arange(n), None, TOP)
+        truth = top_positive(s, np.arange(n), None, n, TOP)
         t1 = time.process_time()
         got = dn.top_tools_ivf(q[i:i + 1], TOP, nprobe)[0]
         t2 = time.process_time()

@@ -158,7 +158,7 @@ def _ivf_recall(index, texts: list[str], n: int = 100) -> dict:
     """Recall@n of each IVF field's candidates against an exact scan of the same field,
     over query texts embedded by the index's encoder (the raw query text, as a raw
     query's first need is)."""
-    from toolsift.index.dense_field import _top_positive
+    from toolsift.kernels.select import top_positive
     from toolsift.index.embed import get_encoder
 
     st = index._state
@@ -171,7 +171,7 @@ def _ivf_recall(index, texts: list[str], n: int = 100) -> dict:
         exact = dn.score_tools(vecs)
         rec = []
         for i, g in enumerate(got):
-            truth = _top_positive(exact[i], np.arange(exact.shape[1]), None, n)
+            truth = top_positive(exact[i], np.arange(exact.shape[1]), None, exact.shape[1], n)
             if truth.size:
                 rec.append(len(set(truth.tolist()) & set(g.tolist())) / truth.size)
         out[name] = {"recall_at_100": float(np.mean(rec)) if rec else None, "queries": len(rec),

@@ -12,7 +12,8 @@ import pytest
 from toolsift import IndexConfig, Tool, ToolIndex
 from toolsift.errors import IndexCorruptError
 from toolsift.index.dense import Int8Matrix
-from toolsift.index.dense_field import DenseField, _top_positive
+from toolsift.index.dense_field import DenseField
+from toolsift.kernels.select import top_positive
 from toolsift.index.embed import encoder_wrapper
 from toolsift.index.ivf import IvfIndex, fit_centroids, n_lists_for
 from toolsift.kernels.int8 import quantize_rows, scan
@@ -135,7 +136,7 @@ def test_top_positive_grouped_equals_max_over_documents():
     scores = rng.standard_normal(400).astype(np.float32)
     rows = np.arange(400)
     for n in (1, 5, 30, 60):
-        got = np.sort(_top_positive(scores, rows, groups, n))
+        got = np.sort(top_positive(scores, rows, groups, 50, n))
         best = np.full(50, -np.inf)
         np.maximum.at(best, groups, scores)
         tools = np.flatnonzero(best > 0)
@@ -160,7 +161,7 @@ def _recall_at(dn: DenseField, queries: np.ndarray, n: int, nprobe: int) -> floa
     exact = dn.score_tools(queries)
     rec = []
     for i, g in enumerate(got):
-        truth = _top_positive(exact[i], np.arange(exact.shape[1]), None, n)
+        truth = top_positive(exact[i], np.arange(exact.shape[1]), None, exact.shape[1], n)
         rec.append(len(set(truth.tolist()) & set(g.tolist())) / max(truth.size, 1))
     return float(np.mean(rec))
 

@@ -176,26 +176,7 @@ class DenseField:
         if self.ivf is None:
             raise ValueError("dense field has no IVF index")
         ptr, scores, rows = self.ivf.probe(queries, nprobe)
-        return [_top_positive(scores[a:b], rows[a:b], self.groups, n) for a, b in pairwise(ptr)]
-
-
-def _top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None, n: int) -> np.ndarray:
-    """The ``n`` best tools among scored rows (tool of row ``r``: ``groups[r]`` or ``r``)."""
-    pos = scores > 0
-    s, r = scores[pos], rows[pos]
-    if groups is None:
-        return r if r.size <= n else r[np.argpartition(-s, n - 1)[:n]]
-    # Several rows per tool: the best 4n rows usually hold n distinct tools; a tool's
-    # best row among them is its best row overall. Otherwise rank every row.
-    for cap in (4 * n, s.size):
-        if cap < s.size:
-            top = np.argpartition(-s, cap - 1)[:cap]
-            s_c, t_c = s[top], groups[r[top]]
-        else:
-            s_c, t_c = s, groups[r]
-        order = np.argsort(-s_c, kind="stable")
-        tools, first = np.unique(t_c[order], return_index=True)
-        if tools.size >= n or cap >= s.size:
-            best = s_c[order][first]
-            return tools if tools.size <= n else tools[np.argpartition(-best, n - 1)[:n]]
-    return np.zeros(0, np.int64)  # unreachable: the last cap ranks every row
+        # The probed rows are this field's own (its lists), so the selection runs
+        # unchecked, as for a full scan.
+        groups = _NO_GROUPS if self.groups is None else self.groups
+        return [top_positive_trusted(scores[a:b], rows[a:b], groups, self.n_tools, n) for a, b in pairwise(ptr)]

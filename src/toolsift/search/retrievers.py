@@ -140,8 +140,8 @@ class HybridRetriever(FieldRetriever):
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         bm = self.bm25.gather(ft, ptr, ids, docs=docs)
         w = self.weight
-        if self.dense_empty:
-            return (w * bm + (1.0 - w) * np.zeros_like(bm)).astype(np.float32)
+        if self.dense_empty:  # the cosine half is 0 for every document
+            return (w * bm).astype(np.float32)
         cos = self.dense.gather(ft, ptr, ids, docs=docs)
         return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
 

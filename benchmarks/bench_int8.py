@@ -6,7 +6,8 @@ spinning OpenMP workers measured 8x slower than single-threaded on 2 cores). All
 from the same run on the same data (20,000 L2-normalised rows of dimension 384, the
 MiniLM size):
 
-* the Numba kernel :func:`toolsift.kernels.int8.scan` (1 and 64 queries);
+* the scan :func:`toolsift.kernels.int8.scan` (the C++ core's; its instruction set is
+  printed) for 1 and 64 queries;
 * the plain NumPy integer path ``q.astype(int32) @ codes.T.astype(int32)``;
 * a NumPy fp32 matmul (BLAS) on the float32 rows;
 * memory bandwidth measured here: ``np.sum`` and ``np.copyto`` over a 256 MB array.
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from toolsift import _core
 from toolsift.index.dense import Int8Matrix
 from toolsift.kernels import get_threads
 from toolsift.kernels import int8 as k8
@@ -98,6 +100,7 @@ def test_scan_int8(benchmark, data, bandwidth, m: int) -> None:
         "int8_GBps": gbps,
         "fp32_matmul_s": t_f32,
         "numpy_int32_matmul_s": t_i32,
+        "isa": _core.int8_dot_isa(),
         "speedup_vs_fp32": t_f32 / t_kernel,
         "speedup_vs_numpy_int32": t_i32 / t_kernel,
         "read_bandwidth_GBps": bandwidth["read_GBps"],
@@ -106,7 +109,8 @@ def test_scan_int8(benchmark, data, bandwidth, m: int) -> None:
     }
     benchmark.extra_info.update(info)
     line = (
-        f"int8 scan {N_ROWS:,}x{DIM}, {m} quer{'y' if m == 1 else 'ies'}, {get_threads()} thread(s): "
+        f"int8 scan ({_core.int8_dot_isa()}) {N_ROWS:,}x{DIM}, {m} quer{'y' if m == 1 else 'ies'}, "
+        f"{get_threads()} thread(s): "
         f"{t_kernel * 1e3:.3f} ms = {N_ROWS / t_kernel / 1e6:.1f} M rows/s, {gbps:.1f} GB/s of codes "
         f"({gbps / bandwidth['read_GBps']:.2f}x of measured read bandwidth "
         f"{bandwidth['read_GBps']:.1f} GB/s; copy {bandwidth['copy_GBps']:.1f} GB/s); "

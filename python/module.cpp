@@ -15,6 +15,7 @@
 
 #include "arrow_bridge.h"
 #include "toolsift/csr.h"
+#include "toolsift/int8_dot.h"
 #include "toolsift/inverted_index.h"
 
 namespace py = pybind11;
@@ -40,6 +41,8 @@ namespace {
 
 using I32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using I8Array = py::array_t<int8_t, py::array::c_style>;
+using F32Array = py::array_t<float, py::array::c_style>;
 
 Bm25Params make_params(double k1, double b, const std::string& method) {
   Bm25Params p;
@@ -107,6 +110,16 @@ template <class A>
 A stable(const A& a) {
   if (a.ref_count() == 1 || (!a.writeable() && a.owndata())) return a;
   return A(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()), a.data());
+}
+
+// A dense field's matrix, read in place while the GIL is released when read-only (an
+// index's own matrix: toolsift freezes the arrays it makes, and a loaded one is a
+// read-only file mapping), else copied like any caller's array: a scan reads megabytes,
+// and copying them per search would cost more than the scan.
+template <class A>
+A frozen(const A& a) {
+  if (!a.writeable()) return a;
+  return stable(a);
 }
 
 std::string method_name(Bm25Method m) { return m == Bm25Method::kAtire ? "atire" : "lucene"; }
@@ -274,6 +287,35 @@ py::tuple gather(const InvertedIndex& idx, const I32Array& terms_in, const I64Ar
   return py::make_tuple(to_array(std::move(off)), out);
 }
 
+// Exact int8 scores of every query row against every matrix row: float32[m, n].
+py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                             const F32Array& scales_in, int threads) {
+  const I8Array q_codes = stable(q_codes_in);
+  const F32Array q_scales = stable(q_scales_in);
+  const I8Array codes = frozen(codes_in);
+  const F32Array scales = frozen(scales_in);
+  if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
+  require_1d(q_scales, "q_scales");
+  require_1d(scales, "scales");
+  const auto m = q_codes.shape(0), d = q_codes.shape(1), n = codes.shape(0);
+  if (codes.shape(1) != d) {
+    throw std::invalid_argument("q_codes has dim " + std::to_string(d) + ", codes has dim " +
+                                std::to_string(codes.shape(1)));
+  }
+  if (q_scales.shape(0) != m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
+  if (scales.shape(0) != n) throw std::invalid_argument("scales must have one entry per row of codes");
+  if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
+  check_output_bytes(static_cast<double>(m) * static_cast<double>(n), 4.0, "int8_scan");
+  py::array_t<float> out({m, n});
+  const toolsift::Int8Rows rows{codes.data(), scales.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(d)};
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_scan(q_codes.data(), q_scales.data(), static_cast<std::size_t>(m), rows, dst, threads);
+  }
+  return out;
+}
+
 py::tuple union_csr(const std::vector<I64Array>& ptrs_in, const std::vector<I64Array>& ids_in) {
   std::vector<I64Array> ptrs, ids;
   for (const auto& a : ptrs_in) ptrs.push_back(stable(a));
@@ -330,6 +372,26 @@ PYBIND11_MODULE(_core, m) {
     const I32Array kept = stable(a);
     return reinterpret_cast<std::uintptr_t>(kept.data());
   }, py::arg("a"));
+  m.def("int8_scan", &int8_scan, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::kw_only(), py::arg("threads") = 1,
+        "Exact int8 dot products times both scales: float32[m, n] (toolsift/int8_dot.h).");
+  m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
+                                 const F32Array& scales) {
+    // For tests: the portable loop on the same inputs, to compare with the vector path.
+    const I8Array qc = stable(q_codes), c = stable(codes);
+    const F32Array qs = stable(q_scales), s = stable(scales);
+    if (qc.ndim() != 2 || c.ndim() != 2 || qc.shape(1) != c.shape(1) || qs.ndim() != 1 || s.ndim() != 1 ||
+        qs.shape(0) != qc.shape(0) || s.shape(0) != c.shape(0)) {
+      throw std::invalid_argument("int8_scan_portable: shapes do not match");
+    }
+    py::array_t<float> out({qc.shape(0), c.shape(0)});
+    const toolsift::Int8Rows rows{c.data(), s.data(), static_cast<std::size_t>(c.shape(0)),
+                                  static_cast<std::size_t>(c.shape(1))};
+    toolsift::int8_scan_portable(qc.data(), qs.data(), static_cast<std::size_t>(qc.shape(0)), rows,
+                                 out.mutable_data());
+    return out;
+  }, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"));
+  m.def("int8_dot_isa", &toolsift::int8_dot_isa, "The instruction set the int8 scan uses on this CPU.");
   m.def("union_csr", &union_csr, py::arg("ptrs"), py::arg("ids"),
         "Row-wise sorted union of several CSR id lists with the same rows: (ptr int64[], ids int64[]).");
 

@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from toolsift import _core
 from toolsift.errors import IndexCorruptError, IndexFormatError
-from toolsift.index.dense import Int8Matrix
+from toolsift.index.dense import Int8Matrix, freeze
 from toolsift.kernels import int8 as k8
 from toolsift.kernels.int8_reference import (
     gather_reference,
@@ -392,6 +393,35 @@ def test_top10_overlap_with_fp32(seed: int) -> None:
 # --------------------------------------------------------------------------------------
 # NUMBA_DISABLE_JIT
 # --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", (1, 17, 64, 100, 384))
+def test_scan_vector_path_equals_portable_loop_bit_for_bit(d: int) -> None:
+    # The core picks the CPU's widest int8 dot product at run time; every path must give
+    # the portable loop's bits (exact int32 sums, then the same two float multiplies).
+    rng = np.random.default_rng(d)
+    c = k8.quantize_rows(rng.standard_normal((1031, d)).astype(np.float32))
+    q = k8.quantize_rows(rng.standard_normal((3, d)).astype(np.float32))
+    got = k8.scan(*q, *c)
+    np.testing.assert_array_equal(got.view(np.uint32), _core.int8_scan_portable(*q, *c).view(np.uint32))
+    assert _core.int8_dot_isa() in ("avx512-vnni", "avx2", "portable")
+
+
+def test_matrix_never_changes_after_construction() -> None:
+    # The scan reads a matrix without the GIL: a caller's writable array is copied, a
+    # fresh array handed over with freeze() is not, and neither can be written after.
+    rng = np.random.default_rng(5)
+    codes, scales = k8.quantize_rows(rng.standard_normal((20, 8)).astype(np.float32))
+    m = Int8Matrix(codes, scales)
+    before = m.codes.copy()
+    codes[:] = 0
+    np.testing.assert_array_equal(m.codes, before)
+    assert not m.codes.flags.writeable and not m.scales.flags.writeable
+    own = freeze(before.copy())
+    assert Int8Matrix(own, freeze(scales.copy())).codes is own
+    view = codes.view()
+    view.flags.writeable = False  # read-only view of a writable base: still copied
+    assert Int8Matrix(view, scales).codes is not view
 
 
 @pytest.mark.slow  # the whole module again, in plain Python

@@ -48,6 +48,7 @@ def test_scratch_is_left_clean_and_reuse_is_safe():
     dict(scores=np.ones(2, np.float32), rows=np.array([0, 5]), n=1),
     dict(scores=np.ones(2, np.float32), rows=np.array([-1, 0]), n=1),
     dict(scores=np.ones(2, np.float32), rows=np.arange(2), n=0),
+    dict(scores=np.ones(2, np.float32), rows=np.array([1, 1]), n=1),
 ])
 def test_bad_input_is_a_value_error(bad):
     with pytest.raises(ValueError):

@@ -30,7 +30,7 @@ from pyarrow import ipc
 from ..errors import IndexCorruptError, IndexFormatError
 from ..kernels.int8 import quantize_rows
 
-__all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix"]
+__all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix", "freeze"]
 
 INT8_FORMAT = "toolsift-int8-matrix"
 INT8_FORMAT_VERSION = 1
@@ -69,6 +69,26 @@ def _view(arr: pa.Array, dtype: type[np.generic], count: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=count, offset=arr.offset * item)
 
 
+def freeze(a: np.ndarray) -> np.ndarray:
+    """Mark a fresh array (one nothing else references) read-only and return it, so that
+    :class:`Int8Matrix` takes it without a copy."""
+    a.flags.writeable = False
+    return a
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` if no writable array reaches its memory, else a read-only copy."""
+    if not a.flags.writeable:
+        base = a.base
+        while isinstance(base, np.ndarray):
+            if base.flags.writeable:
+                break
+            base = base.base
+        else:
+            return a
+    return freeze(a.copy())
+
+
 def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
     # combine_chunks() copies even a lone chunk of a nested type; take it as is instead.
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
@@ -78,8 +98,10 @@ class Int8Matrix:
     """Rows quantized to int8 with one symmetric float32 scale per row.
 
     ``row[i] ≈ codes[i] * scales[i]`` with ``scales[i] = max|row[i]| / 127``; an all-zero
-    row has scale 0. Instances are immutable views: arrays from :meth:`from_arrow` and
-    :meth:`load` share memory with Arrow buffers or a file mapping and are read-only.
+    row has scale 0. Instances are immutable: arrays from :meth:`from_arrow` and
+    :meth:`load` share memory with Arrow buffers or a file mapping and are read-only, and
+    arrays something else could still write are copied (see :func:`freeze` for handing
+    over fresh ones without a copy). The scan reads them without the GIL.
 
     Attributes:
         codes: ``int8[n, d]``, C-contiguous.
@@ -114,8 +136,8 @@ class Int8Matrix:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"scales[{i}]={scales[i]} must be finite and >= 0")
-        self.codes = np.ascontiguousarray(codes)
-        self.scales = np.ascontiguousarray(scales)
+        self.codes = _frozen(np.ascontiguousarray(codes))
+        self.scales = _frozen(np.ascontiguousarray(scales))
         self._keepalive = _keepalive  # Arrow table / memory map the views point into
 
     # ---------------------------------------------------------------- construction
@@ -131,7 +153,7 @@ class Int8Matrix:
             ValueError: ``x`` is not 2-D, not floating point, or not finite.
         """
         codes, scales = quantize_rows(x)
-        return cls(codes, scales)
+        return cls(freeze(codes), freeze(scales))
 
     def dequantize(self) -> np.ndarray:
         """Return the approximated rows, ``float32[n, d] = codes * scales[:, None]``."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..kernels.int8 import quantize_rows, scan, scan_trusted
 from ..kernels.select import top_positive_trusted
 from ..progress import progress_counter
-from .dense import Int8Matrix
+from .dense import Int8Matrix, freeze
 from .ivf import IvfIndex
 
 __all__ = ["DenseField", "encode_int8", "encode_texts"]
@@ -66,7 +66,7 @@ def encode_int8(encoder, texts: Sequence[str], *, progress: bool = False) -> Int
             u_codes[s:s + len(vecs)], u_scales[s:s + len(vecs)] = quantize_rows(vecs)
         has = row >= 0
         codes[has], scales[has] = u_codes[row[has]], u_scales[row[has]]
-    return Int8Matrix(codes, scales)
+    return Int8Matrix(freeze(codes), freeze(scales))
 
 
 def _distinct(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -149,7 +149,8 @@ class DenseField:
         if got is None:
             live = np.flatnonzero(self.matrix.scales > 0)
             m = self.matrix if live.size == self.matrix.n_rows else \
-                Int8Matrix(np.ascontiguousarray(self.matrix.codes[live]), np.ascontiguousarray(self.matrix.scales[live]))
+                Int8Matrix(freeze(np.ascontiguousarray(self.matrix.codes[live])),
+                           freeze(np.ascontiguousarray(self.matrix.scales[live])))
             got = self.__dict__["_live"] = (live, m)  # same value if two first searches race
         return got
 

@@ -47,18 +47,55 @@ def _sift_down(hs, hk, i, size):
         i = c
 
 
+@numba.njit(cache=True, nogil=True)
+def _top_rows(scores, rows, n, out):
+    # Every row is its own key, so no key can score twice: the heap takes the entries
+    # as they come, with no per-key best to gather first (a scatter into an n_keys
+    # scratch and a second pass cost 4x the heap on 6,000 rows).
+    hs = np.empty(n, np.float32)
+    hk = np.empty(n, np.int64)
+    size = 0
+    for i in range(scores.shape[0]):
+        s = scores[i]
+        if s > 0:
+            key = rows[i]
+            if size < n:
+                # Sift up: the root stays the worst kept entry.
+                c = size
+                size += 1
+                hs[c] = s
+                hk[c] = key
+                while c > 0:
+                    p = (c - 1) // 2
+                    if not _worse(hs[c], hk[c], hs[p], hk[p]):
+                        break
+                    hs[c], hs[p] = hs[p], hs[c]
+                    hk[c], hk[p] = hk[p], hk[c]
+                    c = p
+            elif _worse(hs[0], hk[0], s, key):
+                hs[0] = s
+                hk[0] = key
+                _sift_down(hs, hk, 0, n)
+    for j in range(size):
+        out[j] = hk[j]
+    return size
+
+
 @numba.njit(SIG_TOP_POSITIVE, cache=True, nogil=True)
 def top_positive_kernel(scores, rows, groups, n, best, out):
     """Write the best ``min(n, #keys)`` keys with a positive score to ``out`` (unordered)
     and return how many (unchecked).
 
     Entry ``i`` belongs to key ``groups[rows[i]]``, or ``rows[i]`` when ``groups`` is
-    empty. ``best`` is a zeroed ``float32[n_keys]`` scratch, zeroed again on return.
+    empty (``rows`` then distinct). ``best`` is a zeroed ``float32[n_keys]`` scratch,
+    zeroed again on return (unused without groups).
     """
     m = scores.shape[0]
+    if groups.shape[0] == 0:
+        return _top_rows(scores, rows, n, out)
     touched = np.empty(m, np.int64)
     cnt = 0
-    grouped = groups.shape[0] > 0
+    grouped = True
     for i in range(m):
         s = scores[i]
         if s > 0:
@@ -104,13 +141,15 @@ def top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None
 
     Args:
         scores: ``float32[m]`` scores of entries.
-        rows: ``int64[m]``: the row each entry is.
+        rows: ``int64[m]``: the row each entry is (distinct when ``groups`` is ``None``:
+            a row is then a key, and a key is one entry).
         groups: ``int64[rows]``: the key of each row, or ``None`` (a row is its own key).
         n_keys: Number of keys (every key is below it).
         n: How many keys to return at most (>= 1).
 
     Raises:
-        ValueError: Mismatched lengths, ``n`` < 1, or a key outside ``0..n_keys-1``.
+        ValueError: Mismatched lengths, ``n`` < 1, a key outside ``0..n_keys-1``, or
+            a repeated row without ``groups``.
     """
     scores = np.ascontiguousarray(scores, dtype=np.float32)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -126,6 +165,8 @@ def top_positive(scores: np.ndarray, rows: np.ndarray, groups: np.ndarray | None
             raise ValueError(f"rows must lie in 0..{limit - 1}, got {lo}..{hi}")
         if groups is not None and g.size and (int(g.min()) < 0 or int(g.max()) >= n_keys):
             raise ValueError(f"groups must lie in 0..{n_keys - 1}")
+        if groups is None and np.unique(rows).size != rows.size:
+            raise ValueError("rows must be distinct when there are no groups (each row is a key)")
     return top_positive_trusted(scores, rows, g, n_keys, n)
 
 

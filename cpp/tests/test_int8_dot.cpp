@@ -1,0 +1,85 @@
+// The int8 scan on this CPU's vector path against a plain int64 loop, bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "toolsift/int8_dot.h"
+
+using namespace toolsift;
+
+namespace {
+
+struct Case {
+  std::vector<int8_t> q, codes;
+  std::vector<float> q_scales, scales;
+  std::size_t m, n, d;
+};
+
+Case random_case(std::mt19937& rng, std::size_t m, std::size_t n, std::size_t d, bool extreme) {
+  std::uniform_int_distribution<int> code(-127, 127), sign(0, 1);
+  std::uniform_real_distribution<float> scale(0.0f, 0.02f);
+  Case c{std::vector<int8_t>(m * d), std::vector<int8_t>(n * d), std::vector<float>(m), std::vector<float>(n), m, n, d};
+  // Extreme: every code +-127, the largest sums the int32 accumulator must hold exactly.
+  auto draw = [&] { return static_cast<int8_t>(extreme ? (sign(rng) ? 127 : -127) : code(rng)); };
+  for (auto& v : c.q) v = draw();
+  for (auto& v : c.codes) v = draw();
+  for (auto& v : c.q_scales) v = scale(rng);
+  for (auto& v : c.scales) v = scale(rng);
+  if (n > 0) c.scales[0] = 0.0f;  // an empty document
+  return c;
+}
+
+std::vector<float> naive(const Case& c) {
+  std::vector<float> out(c.m * c.n);
+  for (std::size_t i = 0; i < c.m; ++i) {
+    for (std::size_t j = 0; j < c.n; ++j) {
+      int64_t acc = 0;
+      for (std::size_t k = 0; k < c.d; ++k) acc += int64_t{c.q[i * c.d + k]} * int64_t{c.codes[j * c.d + k]};
+      out[i * c.n + j] = static_cast<float>(static_cast<int32_t>(acc)) * c.q_scales[i] * c.scales[j];
+    }
+  }
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("int8_scan equals the plain loop bit for bit (every dim tail, row tail, batch)") {
+  std::mt19937 rng(11);
+  const std::size_t dims[] = {1, 7, 16, 33, 64, 100, 127, 128, 384, 768};
+  const std::size_t rows[] = {0, 1, 3, 4, 5, 255, 256, 257, 1030};
+  for (std::size_t d : dims) {
+    for (std::size_t n : rows) {
+      for (std::size_t m : {std::size_t{1}, std::size_t{3}}) {
+        for (bool extreme : {false, true}) {
+          const Case c = random_case(rng, m, n, d, extreme);
+          const Int8Rows r{c.codes.data(), c.scales.data(), n, d};
+          std::vector<float> fast(m * n, -1.0f), portable(m * n, -1.0f), threaded(m * n, -1.0f);
+          int8_scan(c.q.data(), c.q_scales.data(), m, r, fast.data(), 1);
+          int8_scan(c.q.data(), c.q_scales.data(), m, r, threaded.data(), 3);
+          int8_scan_portable(c.q.data(), c.q_scales.data(), m, r, portable.data());
+          const std::vector<float> want = naive(c);
+          const std::string at = std::string(int8_dot_isa()) + " d=" + std::to_string(d) + " n=" + std::to_string(n);
+          if (!same_bits(fast, want)) toolsift_test::report(__FILE__, __LINE__, "vector path differs: " + at);
+          if (!same_bits(threaded, want)) toolsift_test::report(__FILE__, __LINE__, "threaded differs: " + at);
+          if (!same_bits(portable, want)) toolsift_test::report(__FILE__, __LINE__, "portable differs: " + at);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int8_scan with dim 0 writes zeros") {
+  std::vector<int8_t> q, codes;
+  std::vector<float> qs{1.0f}, s{1.0f, 2.0f}, out(2, -1.0f);
+  const Int8Rows r{codes.data(), s.data(), 2, 0};
+  int8_scan(q.data(), qs.data(), 1, r, out.data(), 1);
+  CHECK_EQ(out[0], 0.0f);
+  CHECK_EQ(out[1], 0.0f);
+}

@@ -230,3 +230,37 @@ def test_static_document_encoder_skips_the_embedding_cache(demo, tmp_path):
         np.testing.assert_array_equal(dn.matrix.codes, without._state.dense[f].matrix.codes)
     q = "send an email to my manager"
     assert [h.id for h in with_cache.search(q, k=5)] == [h.id for h in without.search(q, k=5)]
+
+
+def test_hybrid_dense_candidates_are_the_cosine_top_at_least_k(demo, tmp_path):
+    """A hybrid field adds each text's top-``dense_candidates`` tools by cosine (exact,
+    checked against scoring every tool), at least ``k`` of them; the depth is saved with
+    the index, and a manifest written before the option keeps BM25's depth."""
+    from toolsift.config import IndexConfig
+    from toolsift.presets import preset_config
+    from toolsift.search import retrievers as retrievers_for
+    from toolsift.search.plan import plan_queries
+    from toolsift.search.query import as_query
+
+    cfg = preset_config("hybrid", dense_candidates=4)
+    index = ToolIndex.build(demo, config=cfg)
+    st = index._state
+    hybrid = retrievers_for(st, cfg)["description"]
+    dn = st.dense["description"]
+    for text in ("send a message to a colleague", "what's the weather like", "refund my order"):
+        plan = plan_queries(st, cfg, [as_query(text, "q")])
+        ft = plan.fields["description"]
+        cos = dn.score_tools(ft.vectors)[0]
+        for k, depth in ((1, 4), (4, 4), (9, 9)):
+            _, dense_ids = hybrid.dense.candidates(ft, max(hybrid.dense_depth, k))
+            order = np.lexsort((np.arange(cos.size), -cos))
+            want = np.sort(order[:depth][cos[order[:depth]] > 0])
+            np.testing.assert_array_equal(dense_ids, want)
+            _, ids = hybrid.candidates(ft, cfg.candidates, k=k)
+            _, bm_ids = hybrid.bm25.candidates(ft, cfg.candidates)
+            np.testing.assert_array_equal(ids, np.union1d(bm_ids, want))
+    index.save(tmp_path / "idx")
+    assert ToolIndex.load(tmp_path / "idx").config.dense_candidates == 4
+    legacy = cfg.to_dict()
+    del legacy["dense_candidates"]
+    assert IndexConfig.from_dict(legacy).dense_candidates == cfg.candidates

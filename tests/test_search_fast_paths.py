@@ -157,3 +157,18 @@ def test_rank_equals_per_hit_twin(demo_index, explain, k):
             want = _rank_twin(st, plan, cands, scores, terms, matched, k, params)
             assert got == want
             assert all(type(h.score) is float and type(h.matched) is bool for hs in got for h in hs)
+
+
+def test_hybrid_single_search_equals_its_batch_row(demo_catalog):
+    """One raw query takes the single-text shortcuts (dense candidates without the CSR
+    union, the static encoder's one-text path, encode_texts' one call); the same query
+    inside a batch of several takes the general ones: same hits, same scores."""
+    from toolsift import ToolIndex
+    from toolsift.presets import preset_config
+
+    index = ToolIndex.build(demo_catalog, config=preset_config("hybrid", dense_candidates=7))
+    texts = ["send an email to my boss", "weather in Paris tomorrow", "?!", "zzzz qqqq", "refund order 42"]
+    batch = index.search_batch(texts + ["book a flight"], k=12)
+    for text, want in zip(texts, batch):
+        got = index.search(text, k=12)
+        assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]

@@ -218,6 +218,10 @@ class StaticEncoder:
             if not isinstance(text, str):
                 raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if len(texts) == 1:  # a query: no chunking, its ids straight into the kernel
+            ids = np.array(self.token_ids(texts)[0], dtype=np.int64)
+            mean_rows_kernel(self._codes, self._row_mult, np.array([0, ids.size], np.int64), ids, out)
+            return out
         # A slice of texts at a time: a catalogue's token ids at once would be large.
         for start in range(0, len(texts), _CHUNK):
             ids = self.token_ids(texts[start:start + _CHUNK])

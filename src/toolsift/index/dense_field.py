@@ -42,6 +42,10 @@ def encode_texts(encoder, texts: Sequence[str], *, progress: bool = False) -> np
     ``progress`` shows a bar (texts done, rate, ETA) once the work outlasts a second.
     """
     uniq, row = _distinct(texts)
+    if uniq and not progress and len(uniq) <= _SLICE and (row >= 0).all():
+        # A search's few query texts, none blank: one encoder call, no slicing or bar
+        # (their bookkeeping cost a third of a static query's encoding).
+        return np.asarray(encoder.encode(uniq), dtype=np.float32)[row]
     out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
     if uniq:
         emb = np.empty((len(uniq), encoder.dim), dtype=np.float32)

@@ -192,12 +192,16 @@ def query_encoder_for(st, config):
     rows when it has them (made once per state)."""
     from .embed import get_query_encoder
 
-    base = get_query_encoder(config)
-    qt = getattr(st, "query_table", None)
-    if qt is None or not len(qt) or getattr(base, "table", None) is None:
-        return base
+    # A static query encoder (the table, with this state's rows) is fixed for the state
+    # and table path: found without the encoder registry's lock on every search.
+    key = (config.query_encoder, config.encoder, config.static_table)
     enc = getattr(st, "_query_encoder", None)
-    if enc is None or enc[0] is not base:
-        enc = (base, qt.encoder(base))
-        st._query_encoder = enc  # same value if two first queries race
+    if enc is not None and enc[0] == key:
+        return enc[1]
+    base = get_query_encoder(config)
+    if getattr(base, "table", None) is None:  # a transformer: the registry decides (wrappers)
+        return base
+    qt = getattr(st, "query_table", None)
+    enc = (key, base if qt is None or not len(qt) else qt.encoder(base))
+    st._query_encoder = enc  # same value if two first queries race
     return enc[1]

@@ -32,8 +32,9 @@ __all__ = ["FieldRetriever", "retriever_for"]
 class FieldRetriever:
     """Candidates and scores of one field (see the module docstring)."""
 
-    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per query the sorted union of its texts' top-``n`` tools: ``(ptr, ids)``."""
+    def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Per query the sorted union of its texts' top-``n`` tools: ``(ptr, ids)``
+        (``k``: the hits the search asks for; a retriever may go deeper for it)."""
         raise NotImplementedError
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
@@ -50,7 +51,7 @@ class Bm25Retriever(FieldRetriever):
         self.scale = config.scale
         self.threads = config.threads
 
-    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         return self.fi.candidates(ft.terms, ft.owner, ft.ptr.size - 1, n, scale=self.scale, threads=self.threads)
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
@@ -73,7 +74,7 @@ class DenseRetriever(FieldRetriever):
         else:
             self.tool_ptr = np.searchsorted(dn.groups, np.arange(dn.n_tools + 1)).astype(np.int64)
 
-    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         nq = ft.ptr.size - 1
         if not ft.texts:
             return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
@@ -84,6 +85,10 @@ class DenseRetriever(FieldRetriever):
             # Without an IVF, dense candidates need every (non-empty) document's score:
             # there are no postings to skip with.
             tops = self.dn.top_tools(*_codes(ft), n)
+        if nq == 1 and len(tops) == 1:
+            # One query, one text (a raw query): its tools are distinct already.
+            ids = np.sort(tops[0])
+            return np.array([0, ids.size], np.int64), ids
         sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
         ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
         return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
@@ -121,20 +126,27 @@ class DenseRetriever(FieldRetriever):
 
 
 class HybridRetriever(FieldRetriever):
-    """``w``·BM25 + (1 − ``w``)·max(cosine, 0), on the bounded or linear BM25 scale."""
+    """``w``·BM25 + (1 − ``w``)·max(cosine, 0), on the bounded or linear BM25 scale.
 
-    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, weight: float) -> None:
+    Candidates: each text's top-``n`` by BM25 and its top-``dense_depth`` (at least
+    ``k``) by cosine. Every document has a cosine, so the dense list's tail is tools
+    that match nothing else well; with half the field score from BM25 they do not reach
+    the top (IndexConfig.dense_candidates, docs/dense.md "Dense candidates").
+    """
+
+    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, weight: float, *, dense_depth: int) -> None:
         self.bm25, self.dense, self.weight = bm25, dense, weight
+        self.dense_depth = dense_depth
         # A field whose documents are all empty (no tool has an example intent, say)
         # has cosine 0 everywhere: its dense half adds no candidate and no score, so it
         # is not searched at all.
         self.dense_empty = not dense.dn.live_rows()[0].size
 
-    def candidates(self, ft: FieldTexts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         p1, i1 = self.bm25.candidates(ft, n)
         if self.dense_empty:
             return p1, i1
-        p2, i2 = self.dense.candidates(ft, n)
+        p2, i2 = self.dense.candidates(ft, max(self.dense_depth, k))
         return merge_csr([(p1, i1), (p2, i2)])
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
@@ -154,7 +166,8 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
     dense = DenseRetriever(dn, floor_docs=(kind == "dense"), nprobe=config.ivf_nprobe)
     if kind == "dense":
         return dense
-    return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight)
+    return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight,
+                           dense_depth=config.dense_candidates)
 
 
 def union_by_query(owner: np.ndarray, ids: np.ndarray, keep: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,9 @@ Layouts:
 * a query batch is the same thing with ``m`` rows;
 * candidate sets are CSR: query ``i`` scores ``cand_ids[cand_ptr[i]:cand_ptr[i+1]]``.
 
-The full scan is the C++ core's (``toolsift/int8_dot.h``: the CPU's widest integer dot
-product, chosen at run time); the others are Numba kernels. As in
+The scan and the gather are the C++ core's (``toolsift/int8_dot.h``: one dot product on
+the CPU's widest integer instructions, chosen at run time); the others are Numba
+kernels. As in
 :mod:`toolsift.kernels.mftr`, every jitted function has an explicit signature with
 read-only inputs (memory-mapped and Arrow buffers are accepted without a copy), is cached
 on disk, releases the GIL, and runs as plain Python under ``NUMBA_DISABLE_JIT=1``. The
@@ -30,10 +31,8 @@ from .. import _core
 from .launch import SERIAL_WORK, current_threads, launch
 
 __all__ = [
-    "SIG_GATHER",
     "SIG_QUANTIZE",
     "gather",
-    "gather_kernel",
     "gather_trusted",
     "mean_rows_kernel",
     "quantize_kernel",
@@ -51,8 +50,6 @@ _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 SIG_QUANTIZE = nt.void(_ro_f4_2d, nt.int8[:, ::1], nt.float32[::1])
 #: ``mean_rows_kernel(codes, mult, ptr, ids, out[m, d])``.
 SIG_MEAN_ROWS = nt.void(_ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, nt.float32[:, ::1])
-#: ``gather_kernel(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out[k])``.
-SIG_GATHER = nt.void(_ro_i1_2d, _ro_f4, _ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, nt.float32[::1])
 
 # Largest |code|: symmetric, so -128 is never produced.
 _QMAX = 127.0
@@ -80,24 +77,6 @@ def quantize_kernel(x, codes, scales):
             # |x * inv| <= 127 up to one rounding, and rint keeps it there: no clip needed.
             codes[i, k] = np.int8(np.rint(float(x[i, k]) * inv))
         scales[i] = np.float32(amax / _QMAX)
-
-
-@numba.njit(SIG_GATHER, cache=True, nogil=True, parallel=True)
-def gather_kernel(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out):
-    """Write the score of every candidate into ``out`` (unchecked, parallel over candidates).
-
-    Parallel over the flat candidate list rather than over queries, so one query with
-    many candidates uses every thread; a binary search in ``cand_ptr`` (log m steps)
-    finds each candidate's query, negligible next to a d-long dot product.
-    """
-    d = q_codes.shape[1]
-    for t in numba.prange(out.shape[0]):
-        i = np.searchsorted(cand_ptr, t, side="right") - 1
-        j = cand_ids[t]
-        acc = np.int32(0)
-        for k in range(d):
-            acc = np.int32(acc + np.int32(np.int16(q_codes[i, k]) * np.int16(codes[j, k])))
-        out[t] = np.float32(acc) * q_scales[i] * scales[j]
 
 
 @numba.njit(SIG_MEAN_ROWS, cache=True, nogil=True)
@@ -296,15 +275,16 @@ def gather(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"cand_ids[{i}]={ids[i]} out of range for {n} rows")
-    return gather_trusted(qc, qs, c, s, ptr, ids)
+    from ..index.dense import _frozen
+
+    return gather_trusted(qc, qs, _frozen(c), _frozen(s), ptr, ids)
 
 
 def gather_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray,
                    cand_ptr: np.ndarray, cand_ids: np.ndarray) -> np.ndarray:
-    """:func:`gather` without the checks, for the search path (as :func:`scan_trusted`;
-    the candidate rows are the index's own, made by the search path)."""
-    out = np.zeros(cand_ids.shape[0], dtype=np.float32)
-    if out.size and q_codes.shape[1]:
-        launch(gather_kernel, q_codes, q_scales, codes, scales, cand_ptr, cand_ids, out,
-               work=out.size * q_codes.shape[1] // 1000)
-    return out
+    """:func:`gather` without the Python checks, for the search path (as :func:`scan_trusted`;
+    the candidate rows are the index's own, made by the search path). The core still
+    checks the CSR and the id range, at C++ speed. Same dot product as the scan."""
+    work = cand_ids.shape[0] * q_codes.shape[1] // 1000
+    threads = 1 if work < SERIAL_WORK else current_threads()
+    return _core.int8_gather(q_codes, q_scales, codes, scales, cand_ptr, cand_ids, threads=threads)

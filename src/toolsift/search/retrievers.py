@@ -95,10 +95,14 @@ class DenseRetriever(FieldRetriever):
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         owner = ft.owner
-        counts = np.diff(ptr)[owner]
-        text_ptr = np.zeros(owner.size + 1, np.int64)
-        np.cumsum(counts, out=text_ptr[1:])
-        per_text = ids[ranges(ptr[owner], counts)]
+        if owner.size == 1 and ptr.size == 2 and ptr[0] == 0:
+            # One query with one text (a raw query): its block is the ids as they are.
+            text_ptr, per_text = ptr, ids
+        else:
+            counts = np.diff(ptr)[owner]
+            text_ptr = np.zeros(owner.size + 1, np.int64)
+            np.cumsum(counts, out=text_ptr[1:])
+            per_text = ids[ranges(ptr[owner], counts)]
         if not per_text.size or not self.dn.live_rows()[0].size:
             # Nothing to gather, or every document empty: every similarity is 0.
             return np.zeros(per_text.size, np.float32)

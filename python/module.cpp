@@ -287,6 +287,31 @@ py::tuple gather(const InvertedIndex& idx, const I32Array& terms_in, const I64Ar
   return py::make_tuple(to_array(std::move(off)), out);
 }
 
+// The shapes of an int8 query batch and matrix, checked: (m, n, d).
+struct Int8Shapes {
+  py::ssize_t m, n, d;
+};
+
+Int8Shapes check_int8(const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
+                      const F32Array& scales) {
+  if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
+  require_1d(q_scales, "q_scales");
+  require_1d(scales, "scales");
+  const Int8Shapes s{q_codes.shape(0), codes.shape(0), q_codes.shape(1)};
+  if (codes.shape(1) != s.d) {
+    throw std::invalid_argument("q_codes has dim " + std::to_string(s.d) + ", codes has dim " +
+                                std::to_string(codes.shape(1)));
+  }
+  if (q_scales.shape(0) != s.m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
+  if (scales.shape(0) != s.n) throw std::invalid_argument("scales must have one entry per row of codes");
+  if (s.d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
+  return s;
+}
+
+toolsift::Int8Rows int8_rows(const I8Array& codes, const F32Array& scales, const Int8Shapes& s) {
+  return {codes.data(), scales.data(), static_cast<std::size_t>(s.n), static_cast<std::size_t>(s.d)};
+}
+
 // Exact int8 scores of every query row against every matrix row: float32[m, n].
 py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                              const F32Array& scales_in, int threads) {
@@ -294,24 +319,48 @@ py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales
   const F32Array q_scales = stable(q_scales_in);
   const I8Array codes = frozen(codes_in);
   const F32Array scales = frozen(scales_in);
-  if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
-  require_1d(q_scales, "q_scales");
-  require_1d(scales, "scales");
-  const auto m = q_codes.shape(0), d = q_codes.shape(1), n = codes.shape(0);
-  if (codes.shape(1) != d) {
-    throw std::invalid_argument("q_codes has dim " + std::to_string(d) + ", codes has dim " +
-                                std::to_string(codes.shape(1)));
-  }
-  if (q_scales.shape(0) != m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
-  if (scales.shape(0) != n) throw std::invalid_argument("scales must have one entry per row of codes");
-  if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
-  check_output_bytes(static_cast<double>(m) * static_cast<double>(n), 4.0, "int8_scan");
-  py::array_t<float> out({m, n});
-  const toolsift::Int8Rows rows{codes.data(), scales.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(d)};
+  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
+  check_output_bytes(static_cast<double>(s.m) * static_cast<double>(s.n), 4.0, "int8_scan");
+  py::array_t<float> out({s.m, s.n});
+  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_scan(q_codes.data(), q_scales.data(), static_cast<std::size_t>(m), rows, dst, threads);
+    toolsift::int8_scan(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, dst, threads);
+  }
+  return out;
+}
+
+// Exact int8 scores of query i against rows cand_ids[cand_ptr[i]:cand_ptr[i+1]]: float32[k].
+py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                               const F32Array& scales_in, const I64Array& cand_ptr_in, const I64Array& cand_ids_in,
+                               int threads) {
+  const I8Array q_codes = stable(q_codes_in);
+  const F32Array q_scales = stable(q_scales_in);
+  const I8Array codes = frozen(codes_in);
+  const F32Array scales = frozen(scales_in);
+  const I64Array cand_ptr = stable(cand_ptr_in);
+  const I64Array cand_ids = stable(cand_ids_in);
+  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
+  require_1d(cand_ptr, "cand_ptr");
+  require_1d(cand_ids, "cand_ids");
+  if (cand_ptr.shape(0) != s.m + 1) throw std::invalid_argument("cand_ptr must have one entry per query + 1");
+  const toolsift::CsrView c{cand_ptr.data(), cand_ids.data(), static_cast<std::size_t>(cand_ids.shape(0))};
+  toolsift::check_csr(c, static_cast<std::size_t>(s.m), "cand_ptr");
+  const int64_t* ids = cand_ids.data();
+  for (py::ssize_t t = 0; t < cand_ids.shape(0); ++t) {
+    if (ids[t] < 0 || ids[t] >= s.n) {
+      throw std::invalid_argument("cand_ids[" + std::to_string(t) + "]=" + std::to_string(ids[t]) +
+                                  " out of range for " + std::to_string(s.n) + " rows");
+    }
+  }
+  py::array_t<float> out(cand_ids.shape(0));
+  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_gather(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, cand_ptr.data(),
+                          ids, dst, threads);
   }
   return out;
 }
@@ -375,19 +424,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("int8_scan", &int8_scan, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::kw_only(), py::arg("threads") = 1,
         "Exact int8 dot products times both scales: float32[m, n] (toolsift/int8_dot.h).");
+  m.def("int8_gather", &int8_gather, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("cand_ptr"), py::arg("cand_ids"), py::kw_only(), py::arg("threads") = 1,
+        "Exact int8 scores of each query's candidate rows: float32[len(cand_ids)] (toolsift/int8_dot.h).");
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.
     const I8Array qc = stable(q_codes), c = stable(codes);
     const F32Array qs = stable(q_scales), s = stable(scales);
-    if (qc.ndim() != 2 || c.ndim() != 2 || qc.shape(1) != c.shape(1) || qs.ndim() != 1 || s.ndim() != 1 ||
-        qs.shape(0) != qc.shape(0) || s.shape(0) != c.shape(0)) {
-      throw std::invalid_argument("int8_scan_portable: shapes do not match");
-    }
-    py::array_t<float> out({qc.shape(0), c.shape(0)});
-    const toolsift::Int8Rows rows{c.data(), s.data(), static_cast<std::size_t>(c.shape(0)),
-                                  static_cast<std::size_t>(c.shape(1))};
-    toolsift::int8_scan_portable(qc.data(), qs.data(), static_cast<std::size_t>(qc.shape(0)), rows,
+    const Int8Shapes sh = check_int8(qc, qs, c, s);
+    py::array_t<float> out({sh.m, sh.n});
+    toolsift::int8_scan_portable(qc.data(), qs.data(), static_cast<std::size_t>(sh.m), int8_rows(c, s, sh),
                                  out.mutable_data());
     return out;
   }, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"));

@@ -83,3 +83,36 @@ TEST_CASE("int8_scan with dim 0 writes zeros") {
   CHECK_EQ(out[0], 0.0f);
   CHECK_EQ(out[1], 0.0f);
 }
+
+TEST_CASE("int8_gather equals the scan's entries bit for bit (repeats, empty queries, threads)") {
+  std::mt19937 rng(12);
+  for (std::size_t d : {std::size_t{5}, std::size_t{64}, std::size_t{100}, std::size_t{384}}) {
+    const std::size_t n = 300, m = 150;  // m above one thread's share: the threaded path runs
+    const Case c = random_case(rng, m, n, d, false);
+    const Int8Rows r{c.codes.data(), c.scales.data(), n, d};
+    std::vector<float> full(m * n);
+    int8_scan_portable(c.q.data(), c.q_scales.data(), m, r, full.data());
+    std::uniform_int_distribution<int> count(0, 9), row(0, static_cast<int>(n) - 1);
+    std::vector<int64_t> ptr{0}, ids;
+    for (std::size_t i = 0; i < m; ++i) {
+      const int k = i % 7 == 0 ? 0 : count(rng);  // some queries with no candidate
+      for (int j = 0; j < k; ++j) ids.push_back(row(rng));  // repeats allowed
+      ptr.push_back(static_cast<int64_t>(ids.size()));
+    }
+    std::vector<float> want(ids.size());
+    for (std::size_t i = 0; i < m; ++i) {
+      for (int64_t t = ptr[i]; t < ptr[i + 1]; ++t) want[t] = full[i * n + static_cast<std::size_t>(ids[t])];
+    }
+    for (int threads : {1, 2}) {
+      std::vector<float> got(ids.size(), -1.0f);
+      int8_gather(c.q.data(), c.q_scales.data(), m, r, ptr.data(), ids.data(), got.data(), threads);
+      if (!same_bits(got, want)) {
+        toolsift_test::report(__FILE__, __LINE__, std::string("gather differs: ") + int8_dot_isa() + " d=" +
+                                                      std::to_string(d) + " threads=" + std::to_string(threads));
+      }
+    }
+    std::vector<float> portable(ids.size(), -1.0f);
+    int8_gather_portable(c.q.data(), c.q_scales.data(), m, r, ptr.data(), ids.data(), portable.data());
+    CHECK(same_bits(portable, want));
+  }
+}

@@ -1,8 +1,9 @@
-// Int8 dot products of query rows against a matrix of int8 rows: the dense field's scan.
+// Int8 dot products of query rows against int8 matrix rows: a dense field's scan (every
+// row) and gather (given rows per query).
 //
-// out[i * n + j] = float(q[i] . codes[j]) * q_scales[i] * scales[j], the dot product
-// accumulated exactly in int32 (|q|, |c| <= 127 and d < 131,000), then the two float32
-// multiplies in that order: the same bits on every instruction set.
+// score = float(q . c) * q_scale * c_scale, the dot product accumulated exactly in int32
+// (|q|, |c| <= 127 and d < 131,072), then the two float32 multiplies in that order: the
+// same bits on every instruction set.
 #pragma once
 
 #include <cstddef>
@@ -17,17 +18,24 @@ struct Int8Rows {
   std::size_t d;
 };
 
-// The instruction set the scan runs on here: "avx512-vnni", "avx2" or "portable".
+// The instruction set the dot products run on here: "avx512-vnni", "avx2" or "portable".
 const char* int8_dot_isa();
 
-// Scores of m query rows (q [m, d], q_scales [m]) against every row of `rows`, into
-// out [m, n]. Parallel over blocks of matrix rows on `threads` threads (<= 0: all CPUs);
-// small scans run on the calling thread. Inputs are trusted (checked by the caller).
+// out[i * n + j]: query row i (q [m, d], q_scales [m]) against every row j of `rows`.
+// Parallel over blocks of matrix rows on `threads` threads (<= 0: all CPUs); small scans
+// run on the calling thread. Inputs are trusted (checked by the caller).
 void int8_scan(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows, float* out,
                int threads);
 
-// Forces the portable loop (tests compare it with the vector paths on this machine).
+// out[t] for t in [cand_ptr[i], cand_ptr[i + 1]): query row i against row cand_ids[t].
+// cand_ptr has m + 1 entries; ids lie in [0, rows.n). Parallel over queries. Trusted.
+void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
+                 const int64_t* cand_ptr, const int64_t* cand_ids, float* out, int threads);
+
+// The portable loops (tests compare them with the vector paths on this machine).
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                         float* out);
+void int8_gather_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
+                          const int64_t* cand_ptr, const int64_t* cand_ids, float* out);
 
 }  // namespace toolsift

@@ -159,7 +159,11 @@ class HybridRetriever(FieldRetriever):
         if self.dense_empty:  # the cosine half is 0 for every document
             return (w * bm).astype(np.float32)
         cos = self.dense.gather(ft, ptr, ids, docs=docs)
-        return (w * bm + (1.0 - w) * np.maximum(cos, 0.0)).astype(np.float32)
+        # w*bm + (1-w)*max(cos, 0) in float32, in place: both arrays are this call's own.
+        bm = np.multiply(bm, np.float32(w), out=bm, dtype=np.float32)
+        np.maximum(cos, np.float32(0.0), out=cos)
+        np.multiply(cos, np.float32(1.0 - w), out=cos)
+        return np.add(bm, cos, out=bm)
 
 
 def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: IndexConfig) -> FieldRetriever:

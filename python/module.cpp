@@ -365,6 +365,33 @@ py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scal
   return out;
 }
 
+// Per query row, the best n keys (keys[j] for matrix row j, distinct) with a positive
+// int8 score: (ids int64[m, n], counts int64[m]); row i's ids are ids[i, :counts[i]].
+py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                   const F32Array& scales_in, const I64Array& keys_in, py::ssize_t n, int threads) {
+  const I8Array q_codes = stable(q_codes_in);
+  const F32Array q_scales = stable(q_scales_in);
+  const I8Array codes = frozen(codes_in);
+  const F32Array scales = frozen(scales_in);
+  const I64Array keys = frozen(keys_in);
+  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
+  require_1d(keys, "keys");
+  if (keys.shape(0) != s.n) throw std::invalid_argument("keys must have one entry per row of codes");
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  check_output_bytes(static_cast<double>(s.m) * static_cast<double>(n), 8.0, "int8_top");
+  py::array_t<int64_t> out({s.m, n});
+  py::array_t<int64_t> counts(s.m);
+  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
+  int64_t* dst = out.mutable_data();
+  int64_t* cnt = counts.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_top(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, keys.data(),
+                       static_cast<std::size_t>(n), dst, cnt, threads);
+  }
+  return py::make_tuple(out, counts);
+}
+
 py::tuple union_csr(const std::vector<I64Array>& ptrs_in, const std::vector<I64Array>& ids_in) {
   std::vector<I64Array> ptrs, ids;
   for (const auto& a : ptrs_in) ptrs.push_back(stable(a));
@@ -427,6 +454,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("int8_gather", &int8_gather, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::arg("cand_ptr"), py::arg("cand_ids"), py::kw_only(), py::arg("threads") = 1,
         "Exact int8 scores of each query's candidate rows: float32[len(cand_ids)] (toolsift/int8_dot.h).");
+  m.def("int8_top", &int8_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("keys"), py::arg("n"), py::kw_only(), py::arg("threads") = 1,
+        "Per query row the best n keys with a positive int8 score, unordered: (ids int64[m, n], counts int64[m]).");
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.

@@ -53,3 +53,27 @@ def test_scratch_is_left_clean_and_reuse_is_safe():
 def test_bad_input_is_a_value_error(bad):
     with pytest.raises(ValueError):
         top_positive(bad["scores"], bad["rows"], None, 3, bad["n"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fused_scan_top_equals_scan_then_select(seed):
+    """The core's one-pass scan + selection (kernels.int8.top_trusted, used by a dense
+    field without groups) against the full scan followed by this module's kernel and
+    the NumPy twin: coarse codes make many ties and non-positive scores."""
+    from toolsift.index.dense import freeze
+    from toolsift.kernels.int8 import scan, top_trusted
+
+    rng = np.random.default_rng(seed)
+    n_rows, d = int(rng.integers(1, 700)), int(rng.integers(1, 70))
+    codes = freeze(rng.integers(-2, 3, (n_rows, d)).astype(np.int8))
+    scales = freeze(np.full(n_rows, 0.01, np.float32))
+    q_codes = rng.integers(-2, 3, (5, d)).astype(np.int8)
+    q_scales = np.full(5, 0.01, np.float32)
+    keys = freeze(np.sort(rng.choice(3 * n_rows, n_rows, replace=False)).astype(np.int64))
+    full = scan(q_codes, q_scales, codes, scales)
+    for n in (1, 7, 100, 1000):
+        got = top_trusted(q_codes, q_scales, codes, scales, keys, n)
+        for i in range(5):
+            want = top_positive(full[i], keys, None, 3 * n_rows, n)
+            np.testing.assert_array_equal(np.sort(got[i]), np.sort(want))
+            np.testing.assert_array_equal(np.sort(got[i]), _twin(full[i], keys, None, 3 * n_rows, n))

@@ -11,6 +11,8 @@
 #include "toolsift/int8_dot.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "toolsift/parallel.h"
 
@@ -37,6 +39,12 @@ struct Consecutive {
   const Int8Rows& r;
   const int8_t* row(std::size_t t) const { return r.codes + t * r.d; }
   float scale(std::size_t t) const { return r.scales[t]; }
+};
+struct FromRow {  // consecutive rows from `base` on (slot t is row base + t)
+  const Int8Rows& r;
+  std::size_t base;
+  const int8_t* row(std::size_t t) const { return r.codes + (base + t) * r.d; }
+  float scale(std::size_t t) const { return r.scales[base + t]; }
 };
 struct ById {
   const Int8Rows& r;
@@ -199,6 +207,77 @@ void gather(Isa path, const int8_t* q, const float* q_scales, std::size_t m, con
   });
 }
 
+// A bounded min-heap on "worse" (lower score, or equal score and higher key): its root
+// is the worst kept entry, replaced whenever a better one arrives.
+class TopN {
+ public:
+  TopN(float* s, int64_t* k, std::size_t n) : s_(s), k_(k), n_(n) {}
+
+  void offer(float score, int64_t key) {
+    if (!(score > 0.0f)) return;
+    if (size_ < n_) {
+      std::size_t c = size_++;
+      s_[c] = score;
+      k_[c] = key;
+      while (c > 0) {
+        const std::size_t p = (c - 1) / 2;
+        if (!worse(c, p)) break;
+        swap(c, p);
+        c = p;
+      }
+    } else if (n_ > 0 && (s_[0] < score || (s_[0] == score && k_[0] > key))) {
+      s_[0] = score;
+      k_[0] = key;
+      sift_down();
+    }
+  }
+
+  std::size_t size() const { return size_; }
+
+ private:
+  bool worse(std::size_t a, std::size_t b) const { return s_[a] < s_[b] || (s_[a] == s_[b] && k_[a] > k_[b]); }
+  void swap(std::size_t a, std::size_t b) {
+    std::swap(s_[a], s_[b]);
+    std::swap(k_[a], k_[b]);
+  }
+  void sift_down() {
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= size_) return;
+      if (c + 1 < size_ && worse(c + 1, c)) ++c;
+      if (!worse(c, i)) return;
+      swap(c, i);
+      i = c;
+    }
+  }
+
+  float* s_;
+  int64_t* k_;
+  std::size_t n_, size_ = 0;
+};
+
+void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, const int64_t* keys,
+         std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  parallel_chunks(m, threads, kMinQueriesPerThread / 8, [&](int, std::size_t i0, std::size_t i1) {
+    std::vector<float> heap_scores(n * (i1 - i0));
+    std::vector<TopN> heaps;
+    heaps.reserve(i1 - i0);
+    for (std::size_t i = i0; i < i1; ++i) heaps.emplace_back(heap_scores.data() + (i - i0) * n, out + i * n, n);
+    // A block of rows at a time for every query of the chunk: the block stays in cache.
+    std::vector<float> buf(kBlockRows);
+    for (std::size_t lo = 0; lo < r.n; lo += kBlockRows) {
+      const std::size_t hi = std::min(r.n, lo + kBlockRows);
+      for (std::size_t i = i0; i < i1; ++i) {
+        dots(path, q + i * r.d, q_scales[i], r.d, FromRow{r, lo}, 0, hi - lo, buf.data());
+        TopN& h = heaps[i - i0];
+        for (std::size_t j = lo; j < hi; ++j) h.offer(buf[j - lo], keys[j]);
+      }
+    }
+    for (std::size_t i = i0; i < i1; ++i) counts[i] = static_cast<int64_t>(heaps[i - i0].size());
+  });
+}
+
 }  // namespace
 
 const char* int8_dot_isa() {
@@ -220,6 +299,11 @@ void int8_scan(const int8_t* q, const float* q_scales, std::size_t m, const Int8
 void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                  const int64_t* cand_ptr, const int64_t* cand_ids, float* out, int threads) {
   gather(isa(), q, q_scales, m, rows, cand_ptr, cand_ids, out, threads);
+}
+
+void int8_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows, const int64_t* keys,
+              std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  top(isa(), q, q_scales, m, rows, keys, n, out, counts, threads);
 }
 
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,

@@ -1,6 +1,8 @@
 // The int8 scan on this CPU's vector path against a plain int64 loop, bit for bit.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -114,5 +116,44 @@ TEST_CASE("int8_gather equals the scan's entries bit for bit (repeats, empty que
     std::vector<float> portable(ids.size(), -1.0f);
     int8_gather_portable(c.q.data(), c.q_scales.data(), m, r, ptr.data(), ids.data(), portable.data());
     CHECK(same_bits(portable, want));
+  }
+}
+
+TEST_CASE("int8_top keeps the best n positive keys, ties to the lower key (against a sort)") {
+  std::mt19937 rng(13);
+  for (std::size_t n_rows : {std::size_t{0}, std::size_t{3}, std::size_t{257}, std::size_t{1000}}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{5}, std::size_t{30}, std::size_t{2000}}) {
+      const std::size_t m = 70, d = 8;  // d = 8 and few code values: many ties, many non-positive
+      Case c = random_case(rng, m, n_rows, d, false);
+      std::uniform_int_distribution<int> small(-2, 2);
+      for (auto& v : c.codes) v = static_cast<int8_t>(small(rng));
+      for (auto& v : c.scales) v = 1.0f;
+      const Int8Rows r{c.codes.data(), c.scales.data(), n_rows, d};
+      std::vector<int64_t> keys(n_rows);
+      for (std::size_t j = 0; j < n_rows; ++j) keys[j] = static_cast<int64_t>(3 * j + 1);  // distinct, not 0..n
+      std::vector<float> full(m * n_rows);
+      int8_scan_portable(c.q.data(), c.q_scales.data(), m, r, full.data());
+      for (int threads : {1, 2}) {
+        std::vector<int64_t> out(m * n, -1), counts(m, -1);
+        int8_top(c.q.data(), c.q_scales.data(), m, r, keys.data(), n, out.data(), counts.data(), threads);
+        for (std::size_t i = 0; i < m; ++i) {
+          std::vector<std::pair<float, int64_t>> all;
+          for (std::size_t j = 0; j < n_rows; ++j) {
+            if (full[i * n_rows + j] > 0.0f) all.emplace_back(full[i * n_rows + j], keys[j]);
+          }
+          std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+            return a.first > b.first || (a.first == b.first && a.second < b.second);
+          });
+          if (all.size() > n) all.resize(n);
+          std::vector<int64_t> want, got(out.begin() + static_cast<std::ptrdiff_t>(i * n),
+                                          out.begin() + static_cast<std::ptrdiff_t>(i * n + counts[i]));
+          for (const auto& p : all) want.push_back(p.second);
+          std::sort(want.begin(), want.end());
+          std::sort(got.begin(), got.end());
+          CHECK_EQ(static_cast<std::size_t>(counts[i]), want.size());
+          CHECK(got == want);
+        }
+      }
+    }
   }
 }

@@ -32,6 +32,14 @@ void int8_scan(const int8_t* q, const float* q_scales, std::size_t m, const Int8
 void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                  const int64_t* cand_ptr, const int64_t* cand_ids, float* out, int threads);
 
+// Per query row i, the best min(n, #positive) keys by score against every row j of
+// `rows` (row j's key is keys[j]; keys distinct), written unordered to out[i * n ...]
+// with the count in counts[i]. Only positive scores count; ties go to the lower key. The
+// scores are consumed as the scan makes them (no [m, n_rows] matrix). Parallel over
+// queries; trusted inputs.
+void int8_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows, const int64_t* keys,
+              std::size_t n, int64_t* out, int64_t* counts, int threads);
+
 // The portable loops (tests compare them with the vector paths on this machine).
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                         float* out);

@@ -15,7 +15,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..kernels.int8 import quantize_rows, scan, scan_trusted
+from ..kernels.int8 import quantize_rows, scan, scan_trusted, top_trusted
 from ..kernels.select import top_positive_trusted
 from ..progress import progress_counter
 from .dense import Int8Matrix, freeze
@@ -151,7 +151,7 @@ class DenseField:
         live, else a compact copy of the live rows, made once."""
         got = self.__dict__.get("_live")
         if got is None:
-            live = np.flatnonzero(self.matrix.scales > 0)
+            live = freeze(np.flatnonzero(self.matrix.scales > 0))  # read in place by the core
             m = self.matrix if live.size == self.matrix.n_rows else \
                 Int8Matrix(freeze(np.ascontiguousarray(self.matrix.codes[live])),
                            freeze(np.ascontiguousarray(self.matrix.scales[live])))
@@ -167,9 +167,10 @@ class DenseField:
             return [np.zeros(0, np.int64) for _ in range(q_codes.shape[0])]
         # Unchecked kernels: the matrix, rows and groups are this field's own, checked
         # when it was made, and the query codes come from quantize_rows.
+        if self.groups is None:  # a row is a tool: scan and select in one pass
+            return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n)
         scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)
-        groups = _NO_GROUPS if self.groups is None else self.groups
-        return [top_positive_trusted(row, live, groups, self.n_tools, n) for row in scores]
+        return [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]
 
     def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of

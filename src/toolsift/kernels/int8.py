@@ -39,6 +39,7 @@ __all__ = [
     "quantize_rows",
     "scan",
     "scan_trusted",
+    "top_trusted",
 ]
 
 _ro_i1_2d = nt.Array(nt.int8, 2, "C", readonly=True)
@@ -221,6 +222,19 @@ def scan_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, s
     work = q_codes.shape[0] * codes.size // 1000
     threads = 1 if work < SERIAL_WORK else current_threads()
     return _core.int8_scan(q_codes, q_scales, codes, scales, threads=threads)
+
+
+def top_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray,
+                keys: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per query row, its best ``n`` keys (``keys[j]`` for matrix row ``j``, distinct and
+    read-only) with a positive score, unordered; ties go to the lower key. The scan and
+    the selection in one pass of the C++ core: no ``[m, rows]`` score matrix, and the
+    heap's work hides under the scan's memory reads. Equal to :func:`scan` followed by
+    :func:`toolsift.kernels.select.top_positive` (tested)."""
+    work = q_codes.shape[0] * codes.size // 1000
+    threads = 1 if work < SERIAL_WORK else current_threads()
+    ids, counts = _core.int8_top(q_codes, q_scales, codes, scales, keys, n, threads=threads)
+    return [ids[i, :c] for i, c in enumerate(counts.tolist())]
 
 
 def gather(

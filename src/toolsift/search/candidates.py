@@ -74,7 +74,8 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
     of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
     ``matched`` is False for tools added only to fill ``k``."""
-    parts = [retrievers[f].candidates(plan.fields[f], n, k=k) for f in FIELDS if plan.fields[f].texts]
+    parts = [part for f in FIELDS if plan.fields[f].texts
+             for part in retrievers[f].candidate_parts(plan.fields[f], n, k=k)]
     ptr, tool = merge_csr(parts)
     return _top_up(ptr, tool, min(k, len(st.catalog)))
 

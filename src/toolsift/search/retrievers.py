@@ -37,6 +37,11 @@ class FieldRetriever:
         (``k``: the hits the search asks for; a retriever may go deeper for it)."""
         raise NotImplementedError
 
+    def candidate_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`candidates` as one or more CSRs whose union it is: the search unions
+        every field's parts in one call rather than each field's first."""
+        return [self.candidates(ft, n, k=k)]
+
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         """``float32``: text-major scores of ``ids[ptr[q]:ptr[q+1]]`` for each text of
         query ``q``; ``ids`` are document ids when ``docs`` else tool ids."""
@@ -147,11 +152,13 @@ class HybridRetriever(FieldRetriever):
         self.dense_empty = not dense.dn.live_rows()[0].size
 
     def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        p1, i1 = self.bm25.candidates(ft, n)
-        if self.dense_empty:
-            return p1, i1
-        p2, i2 = self.dense.candidates(ft, max(self.dense_depth, k))
-        return merge_csr([(p1, i1), (p2, i2)])
+        return merge_csr(self.candidate_parts(ft, n, k=k))
+
+    def candidate_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        parts = [self.bm25.candidates(ft, n)]
+        if not self.dense_empty:
+            parts.append(self.dense.candidates(ft, max(self.dense_depth, k)))
+        return parts
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         bm = self.bm25.gather(ft, ptr, ids, docs=docs)
@@ -176,13 +183,6 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
         return dense
     return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight,
                            dense_depth=config.dense_candidates)
-
-
-def union_by_query(owner: np.ndarray, ids: np.ndarray, keep: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``ids`` (one per text; ``keep`` masks entries) merged per query into a
-    sorted, duplicate-free CSR ``(ptr, ids)``."""
-    rows = np.broadcast_to(owner[:, None], ids.shape)[keep]
-    return _csr_unique(rows, np.asarray(ids)[keep], nq)
 
 
 def merge_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

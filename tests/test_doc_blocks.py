@@ -159,4 +159,13 @@ def test_doc_block_runs(doc, line, code, doc_state, tmp_path_factory, monkeypatc
         monkeypatch.setenv("OPENAI_API_KEY", "test")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        # A block may use names an earlier block of its doc made. Under pytest-xdist the
+        # earlier blocks can run in another worker: run any this worker has not, in order.
+        done = state.setdefault("done", set())
+        for p in BLOCKS:
+            d, ln, earlier = p.values
+            if d == doc and ln < line and ln not in done and not any(m.name == "skip" for m in p.marks):
+                _run(earlier, state["ns"], f"{doc}:{ln}")
+                done.add(ln)
         _run(code, state["ns"], f"{doc}:{line}")
+        done.add(line)

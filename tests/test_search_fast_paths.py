@@ -157,3 +157,36 @@ def test_rank_equals_per_hit_twin(demo_index, explain, k):
             want = _rank_twin(st, plan, cands, scores, terms, matched, k, params)
             assert got == want
             assert all(type(h.score) is float and type(h.matched) is bool for hs in got for h in hs)
+
+
+def _bare(h: Hit) -> tuple:
+    return h.tool.id, h.score, h.rank, h.matched, h.why
+
+
+@pytest.mark.parametrize("k", [1, 5, 60])
+def test_why_only_explanation_equals_the_full_one(demo_index, k):
+    """``explain="why"`` (what the gateway asks for) gives the same hits and the same
+    reason, missing-argument clause included, without the breakdown's dicts."""
+    from benchmarks.http_load import queries
+
+    many = list(QUERIES) + list(queries()) + ["delete", "get the stock price of ACME", "translate text to french"]
+    for q in many:
+        full = demo_index.search(q, k=k, explain=True)
+        why = demo_index.search(q, k=k, explain="why")
+        assert [_bare(h) for h in why] == [_bare(h) for h in full]
+        assert all(h.why and h.fields is None and h.parameters is None for h in why)
+    assert any("no argument for required" in (h.why or "") for q in QUERIES
+               for h in demo_index.search(q, k=k, explain="why"))
+    batch = demo_index.search_batch(many, k=k, explain="why")
+    assert [[_bare(h) for h in hs] for hs in batch] == [[_bare(h) for h in demo_index.search(q, k=k, explain=True)]
+                                                       for q in many]
+
+
+def test_explain_rejects_other_strings(demo_index):
+    from toolsift.errors import QueryError
+
+    for bad in ("yes", "full", ""):
+        with pytest.raises(QueryError, match="explain"):
+            demo_index.search("weather", explain=bad)
+        with pytest.raises(QueryError, match="explain"):
+            demo_index.search_batch(["weather"], explain=bad)

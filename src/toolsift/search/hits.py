@@ -98,8 +98,12 @@ class Hit:
 
 
 def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.ndarray | None,
-         matched: np.ndarray, k: int, params: ScoringParams) -> list[list[Hit]]:
-    """The top ``k`` hits of every query: score descending, then catalogue order."""
+         matched: np.ndarray, k: int, params: ScoringParams, *, why_only: bool = False) -> list[list[Hit]]:
+    """The top ``k`` hits of every query: score descending, then catalogue order.
+
+    With ``terms`` (the kernel's breakdown) each hit is explained; ``why_only`` fills
+    just its ``why`` (the same text), without the per-field and per-parameter dicts.
+    """
     results: list[list[Hit]] = []
     for q in range(len(plan)):
         lo, hi = int(cands.ptr[q]), int(cands.ptr[q + 1])
@@ -109,9 +113,23 @@ def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.n
         top = zip(cands.tool[pos].tolist(), scores[pos].tolist(), matched[pos].tolist())
         if terms is None:
             results.append([Hit(tool=st.catalog[t], score=x, rank=r, matched=m) for r, (t, x, m) in enumerate(top, 1)])
+        elif why_only:
+            results.append(_reasons(st, plan, cands, q, pos, top, terms, params))
         else:
             results.append(_explain(st, plan, cands, q, pos, top, terms, params))
     return results
+
+
+def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
+    """The one-line reason from a hit's field similarities (in ``FIELDS`` order)."""
+    contrib = sorted(zip([w * v for w, v in zip(weights, values)], FIELDS, values), reverse=True)
+    parts = [f"{f} {v:.2f}" for c, f, v in contrib if c > 0][:2]
+    return "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+
+
+def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float) -> str:
+    missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < tau]
+    return "; no argument for required " + ", ".join(missing) if missing else ""
 
 
 def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
@@ -123,20 +141,42 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
     ap_off = cands.ap_off[pos].tolist()
     na, names, penalize = int(cands.n_args[q]), plan.arg_names[q], bool(plan.penalize[q])
+    weights = params.weights
     hits = []
     for r, ((t, score, matched), values, p0, p1, a0) in enumerate(zip(top, rows, p_lo, p_hi, ap_off), 1):
         tool = st.catalog[t]
         fields = dict(zip(FIELDS, values))
         matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
-        contrib = sorted(zip([w * v for w, v in zip(params.weights, values)], FIELDS), reverse=True)
-        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
-        why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+        why = _why(values, weights, matched)
         if penalize:
-            missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
-            if missing:
-                why += "; no argument for required " + ", ".join(missing)
+            why += _missing(tool, matches, params.tau)
         hits.append(Hit(tool=tool, score=score, rank=r, fields=fields, penalty=values[4],
                         parameters=matches, why=why, matched=matched))
+    return hits
+
+
+def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
+             top: Iterable[tuple[int, float, bool]], terms: np.ndarray,
+             params: ScoringParams) -> list[Hit]:
+    """:func:`_explain`'s hits with only ``why`` filled: parameter matches are worked out
+    only where the reason names a missing argument (a query with the penalty on)."""
+    rows = terms[pos].tolist()
+    weights = params.weights
+    penalize = bool(plan.penalize[q])
+    if penalize:
+        tool_ids = cands.tool[pos]
+        p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
+        ap_off = cands.ap_off[pos].tolist()
+        na, names = int(cands.n_args[q]), plan.arg_names[q]
+    hits = []
+    for r, ((t, score, matched), values) in enumerate(zip(top, rows), 1):
+        tool = st.catalog[t]
+        why = _why(values, weights, matched)
+        if penalize:
+            p0, p1, a0 = p_lo[r - 1], p_hi[r - 1], ap_off[r - 1]
+            matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
+            why += _missing(tool, matches, params.tau)
+        hits.append(Hit(tool=tool, score=score, rank=r, why=why, matched=matched))
     return hits
 
 

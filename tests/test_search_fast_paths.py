@@ -8,6 +8,8 @@ replaced, kept here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -174,6 +176,7 @@ def test_why_only_explanation_equals_the_full_one(demo_index, k):
         full = demo_index.search(q, k=k, explain=True)
         why = demo_index.search(q, k=k, explain="why")
         assert [_bare(h) for h in why] == [_bare(h) for h in full]
+        assert why == [dataclasses.replace(h, fields=None, penalty=None, parameters=None) for h in full]
         assert all(h.why and h.fields is None and h.parameters is None for h in why)
     assert any("no argument for required" in (h.why or "") for q in QUERIES
                for h in demo_index.search(q, k=k, explain="why"))
@@ -190,3 +193,77 @@ def test_explain_rejects_other_strings(demo_index):
             demo_index.search("weather", explain=bad)
         with pytest.raises(QueryError, match="explain"):
             demo_index.search_batch(["weather"], explain=bad)
+
+
+def _unfused(fr: dict) -> dict:
+    """The same BM25 retrievers, of a subclass: the search then takes the general path
+    (one engine call per field, NumPy and the pack kernels) instead of the fused one."""
+    from toolsift.search.retrievers import Bm25Retriever
+
+    class General(Bm25Retriever):
+        pass
+
+    out = {}
+    for f, r in fr.items():
+        g = General.__new__(General)
+        g.__dict__.update(r.__dict__)
+        out[f] = g
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 5, 60])
+def test_fused_bm25_candidates_and_pack_equal_the_general_path(demo_index, k):
+    from benchmarks.http_load import queries
+
+    st, cfg = demo_index._state, demo_index.config
+    fr = retrievers(st, cfg)
+    assert all(type(r).__name__ == "Bm25Retriever" for r in fr.values())  # the fused path is the one taken
+    slow = _unfused(fr)
+    raw = [as_query(q, "q") for q in [*QUERIES, *queries(), "zzzz qqqq", "delete", "a"]]
+    for batch in ([q] for q in raw):
+        _same_candidates(st, cfg, batch, fr, slow, k)
+    _same_candidates(st, cfg, raw, fr, slow, k)
+
+
+def _same_candidates(st, cfg, batch, fr, slow, k):
+    plan = plan_queries(st, cfg, batch)
+    got = find_candidates(st, plan, fr, n=cfg.candidates, k=k)
+    want = find_candidates(st, plan, slow, n=cfg.candidates, k=k)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    ptr, tool, _ = got
+    fast, general = pack(st, plan, fr, ptr, tool), pack(st, plan, slow, ptr, tool)
+    for name in ("ptr", "tool", "n_needs", "n_args", "penalize", "need_sims", "need_off", "ap_sims", "ap_off"):
+        a, b = getattr(fast, name), getattr(general, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert fast.need_sims.size and fast.ap_sims.size  # both layouts were exercised
+
+
+def test_pack_fields_rejects_inconsistent_input(demo_index):
+    from toolsift import _core
+
+    st, cfg = demo_index._state, demo_index.config
+    fr = retrievers(st, cfg)
+    plan = plan_queries(st, cfg, [as_query("send an email to my boss", "q")])
+    ptr, tool, _ = find_candidates(st, plan, fr, n=cfg.candidates, k=5)
+    need = [plan.fields[f] for f in ("description", "response", "examples")]
+    par = plan.fields["parameters"]
+
+    def call(tool=tool, need_ptr=plan.need_ptr, param_ptr=st.param_ptr):
+        return _core.pack_fields([fr[f].fi.core for f in ("description", "response", "examples")],
+                                 [t.terms.terms for t in need], [t.terms.offsets for t in need],
+                                 [t.owner for t in need], fr["parameters"].fi.core, par.terms.terms,
+                                 par.terms.offsets, par.owner, ptr, tool, need_ptr, plan.arg_ptr, param_ptr,
+                                 "bounded", 1)
+
+    call()
+    with pytest.raises(ValueError, match="outside"):
+        call(tool=np.where(tool == tool[-1], 10_000, tool))
+    with pytest.raises(ValueError, match="need_ptr"):
+        call(need_ptr=np.array([0, 2]))
+    with pytest.raises(ValueError, match="param_ptr"):
+        call(param_ptr=st.param_ptr[:3])
+    with pytest.raises(ValueError, match="param_ptr decreases"):
+        call(param_ptr=st.param_ptr[::-1].copy())

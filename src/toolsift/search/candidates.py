@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _core
 from ..csr import ranges, row_of
 from ..index.state import IndexState
 from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
 from .plan import QueryPlan
-from .retrievers import FieldRetriever, merge_csr
+from .retrievers import Bm25Retriever, FieldRetriever, merge_csr
 
 __all__ = ["Candidates", "find_candidates", "pack"]
 
@@ -74,9 +75,32 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
     of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
     ``matched`` is False for tools added only to fill ``k``."""
-    parts = [retrievers[f].candidates(plan.fields[f], n) for f in FIELDS if plan.fields[f].texts]
-    ptr, tool = merge_csr(parts)
+    fields = [f for f in FIELDS if plan.fields[f].texts]
+    bm25 = _bm25_only(retrievers, fields)
+    if bm25 is not None and fields:
+        # All BM25: every field's candidates and their union in one engine call.
+        texts = [plan.fields[f] for f in fields]
+        ptr, tool = _core.candidates_union(
+            [retrievers[f].fi.core for f in fields], [t.terms.terms for t in texts],  # type: ignore[attr-defined]
+            [t.terms.offsets for t in texts], [t.owner for t in texts], len(plan), n, bm25[0], True, bm25[1], "auto")
+    else:
+        ptr, tool = merge_csr([retrievers[f].candidates(plan.fields[f], n) for f in fields])
     return _top_up(ptr, tool, min(k, len(st.catalog)))
+
+
+def _bm25_only(retrievers: dict[str, FieldRetriever], fields: list[str]) -> tuple[str, int] | None:
+    """``(scale, threads)`` when every one of ``fields`` is searched by plain BM25 with
+    the same settings (the engine can then take them all in one call), else ``None``."""
+    got = None
+    for f in fields:
+        r = retrievers[f]
+        if type(r) is not Bm25Retriever:
+            return None
+        if got is None:
+            got = (r.scale, r.threads)
+        elif got != (r.scale, r.threads):
+            return None
+    return got
 
 
 def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -117,13 +141,26 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
     """Score the candidates ``(ptr, tool)`` in every field and lay the result out as
     :class:`Candidates`."""
     need_ptr = plan.need_ptr
+    arg_ptr = plan.arg_ptr
+    param_ptr = st.param_ptr
+    bm25 = _bm25_only(retrievers, [*NEED_FIELDS, "parameters"])
+    if bm25 is not None:
+        # All BM25: the four fields' scores and both transposes in one engine call,
+        # the same values as the general path below.
+        need = [plan.fields[f] for f in NEED_FIELDS]
+        par_t = plan.fields["parameters"]
+        need_sims, need_off, ap_sims, ap_off = _core.pack_fields(
+            [retrievers[f].fi.core for f in NEED_FIELDS], [t.terms.terms for t in need],  # type: ignore[attr-defined]
+            [t.terms.offsets for t in need], [t.owner for t in need],
+            retrievers["parameters"].fi.core, par_t.terms.terms, par_t.terms.offsets, par_t.owner,  # type: ignore[attr-defined]
+            ptr, tool, need_ptr, arg_ptr, param_ptr, bm25[0], bm25[1])
+        return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], arg_ptr[1:] - arg_ptr[:-1], plan.penalize,
+                          need_sims, need_off, ap_sims, ap_off)
     sims = [retrievers[f].gather(plan.fields[f], ptr, tool, docs=False) for f in NEED_FIELDS]
     need_sims, need_off = pack_needs(ptr, tool, need_ptr, *sims)
 
     # The parameters field scores the candidates' parameter documents: query q asks
     # for the parameters of each of its candidates, in candidate order.
-    arg_ptr = plan.arg_ptr
-    param_ptr = st.param_ptr
     if arg_ptr[-1]:
         n_par = param_ptr[tool + 1] - param_ptr[tool]
         doc_ids = ranges(param_ptr[tool], n_par)

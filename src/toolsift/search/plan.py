@@ -48,11 +48,13 @@ class FieldTexts:
     terms: TermBatch
     vectors: np.ndarray | None = None
     codes: tuple[np.ndarray, np.ndarray] | None = None
-    owner: np.ndarray = field(init=False, repr=False)
+    owner: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]  # derived when not given
 
     def __post_init__(self) -> None:
         # int64[len(texts)]: the query each text belongs to (the engine's text_query).
-        object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
+        # A plan passes one array to every field with the same ptr.
+        if self.owner is None:
+            object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
 
 
 @dataclass(frozen=True)
@@ -117,9 +119,14 @@ def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> Q
 
     analyse = _analyser(st, config)
     vectors, codes = _embed(st, config, texts)
+    need_owner = read_only(row_of(need_ptr))
+    if len(queries) == 1 and arg_ptr[1] == need_ptr[1]:
+        arg_ptr, arg_owner = need_ptr, need_owner  # one query, one text per need in each field (raw text)
+    else:
+        arg_owner = read_only(row_of(arg_ptr))
     fields = {
         f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr, analyse(texts[f]), vectors.get(f),
-                      codes.get(f))
+                      codes.get(f), arg_owner if f == "parameters" else need_owner)
         for f in FIELDS
     }
     return QueryPlan(queries, fields, arg_names, penalize)

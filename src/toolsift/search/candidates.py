@@ -110,6 +110,8 @@ def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     Few queries need it (only those sharing a term with fewer than ``k`` tools), and the
     added tools score by the same model as the rest: the hit list is never cut short.
     """
+    if ptr.size == 2 and tool.size >= k:  # one query (ptr[0] is 0) with enough candidates
+        return ptr, tool, np.ones(tool.size, dtype=bool)
     short = np.flatnonzero(ptr[1:] - ptr[:-1] < k)
     if not short.size:
         return ptr, tool, np.ones(tool.size, dtype=bool)

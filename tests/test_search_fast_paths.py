@@ -267,3 +267,23 @@ def test_pack_fields_rejects_inconsistent_input(demo_index):
         call(param_ptr=st.param_ptr[:3])
     with pytest.raises(ValueError, match="param_ptr decreases"):
         call(param_ptr=st.param_ptr[::-1].copy())
+
+
+def test_one_raw_query_plan_equals_the_general_plan(demo_index):
+    from toolsift.search.plan import _plan
+
+    st, cfg = demo_index._state, demo_index.config
+    for text in ["send an email to my boss", "weather", "zzzz qqqq", "Ünïcode naïve café 42", "a"]:
+        q = as_query(text, "q")
+        got, want = plan_queries(st, cfg, [q]), _plan(st, cfg, [q])
+        assert got.queries == want.queries and got.arg_names == want.arg_names
+        np.testing.assert_array_equal(got.penalize, want.penalize)
+        assert got.penalize.dtype == want.penalize.dtype
+        for f in FIELDS:
+            a, b = got.fields[f], want.fields[f]
+            assert a.texts == b.texts and a.vectors is None and b.vectors is None and a.codes is b.codes is None
+            for x, y in ((a.ptr, b.ptr), (a.owner, b.owner), (a.terms.terms, b.terms.terms),
+                         (a.terms.offsets, b.terms.offsets)):
+                assert x.dtype == y.dtype
+                np.testing.assert_array_equal(x, y)
+            assert not a.owner.flags.writeable and not a.terms.terms.flags.writeable

@@ -90,6 +90,25 @@ class QueryPlan:
 
 def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
     """Analyse (and, for dense fields, embed) the texts of ``queries``."""
+    if len(queries) == 1 and not st.dense and config.no_argument_params == "intent" and is_raw(queries[0]):
+        return _plan_one_raw(st, config, queries[0])
+    return _plan(st, config, queries)
+
+
+def _plan_one_raw(st: IndexState, config: IndexConfig, q: Query) -> QueryPlan:
+    """:func:`_plan` of one raw-text query on BM25 fields (the usual single search): the
+    same text in every field (the parameters field sees the intent), so one
+    :class:`FieldTexts` serves all four."""
+    terms = st.vocab.encode_batch([config.analyzer.tokenize(q.text)], grow=False)
+    read_only(terms.terms)
+    read_only(terms.offsets)
+    ptr = np.array([0, 1], dtype=np.int64)
+    ft = FieldTexts([q.text], ptr, terms, None, None, read_only(np.zeros(1, dtype=np.int64)))
+    return QueryPlan([q], dict.fromkeys(FIELDS, ft), [[None]], np.zeros(1, dtype=np.uint8))
+
+
+def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
+    """:func:`plan_queries`, for any batch."""
     texts: dict[str, list[str]] = {f: [] for f in FIELDS}
     need_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
     arg_ptr = np.zeros(len(queries) + 1, dtype=np.int64)

@@ -287,3 +287,24 @@ def test_one_raw_query_plan_equals_the_general_plan(demo_index):
                 assert x.dtype == y.dtype
                 np.testing.assert_array_equal(x, y)
             assert not a.owner.flags.writeable and not a.terms.terms.flags.writeable
+
+
+def test_why_equals_sorting_every_contribution():
+    """The one-pass reason equals the sort it replaced, on random similarities, weights
+    (zero and negative ones included) and ties."""
+    import random
+
+    from toolsift.search.hits import _why
+
+    def by_sort(values, weights, matched):
+        fields = dict(zip(FIELDS, values))
+        contrib = sorted(zip([w * v for w, v in zip(weights, values)], FIELDS), reverse=True)
+        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
+        return "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+
+    rng = random.Random(0)
+    for _ in range(20_000):
+        values = [rng.choice([0.0, 0.5, rng.random()]) for _ in range(5)]
+        weights = tuple(rng.choice([0.0, 0.25, -0.1, rng.random()]) for _ in range(4))
+        matched = rng.random() < 0.5
+        assert _why(values, weights, matched) == by_sort(values, weights, matched)

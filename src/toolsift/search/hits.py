@@ -122,14 +122,24 @@ def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.n
 
 def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
     """The one-line reason from a hit's field similarities (in ``FIELDS`` order): the
-    two fields that add most to the score, largest contribution first."""
-    # Only positive contributions are named, so they are kept before sorting: the same
-    # order as sorting all four and dropping the rest, with less to sort.
-    contrib = [(w * v, f, v) for w, f, v in zip(weights, FIELDS, values) if w * v > 0]
-    if not contrib:
+    (at most) two fields with the largest positive contributions ``weight * value``,
+    largest first (ties: the later field name first, as a reverse sort of
+    ``(contribution, field)`` orders them)."""
+    # The best two in one pass: a sort of four and a join cost a third more per hit.
+    best = second = None
+    for w, f, v in zip(weights, FIELDS, values):
+        c = w * v
+        if c > 0:
+            item = (c, f, v)
+            if best is None or item > best:
+                best, second = item, best
+            elif second is None or item > second:
+                second = item
+    if best is None:
         return "weak lexical match" if matched else "no field matches"
-    contrib.sort(reverse=True)
-    return "matches " + " and ".join([f"{f} {v:.2f}" for _, f, v in contrib[:2]])
+    if second is None:
+        return f"matches {best[1]} {best[2]:.2f}"
+    return f"matches {best[1]} {best[2]:.2f} and {second[1]} {second[2]:.2f}"
 
 
 def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float) -> str:

@@ -308,3 +308,16 @@ def test_why_equals_sorting_every_contribution():
         weights = tuple(rng.choice([0.0, 0.25, -0.1, rng.random()]) for _ in range(4))
         matched = rng.random() < 0.5
         assert _why(values, weights, matched) == by_sort(values, weights, matched)
+
+
+def test_query_from_text_equals_the_checked_constructor():
+    from toolsift.errors import QueryError
+
+    for text in ["send an email", "  padded  ", "Ünïcode ☃", "x" * 1000]:
+        got = Query.from_text(text)
+        want = Query(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
+        assert got == want and hash(got.needs) == hash(want.needs) and type(got.needs) is tuple
+        assert got.needs[0] == ToolNeed(text, text, text)
+    for bad in ["", "   ", "a\ud800b", "x" * 100_001, 3]:
+        with pytest.raises(QueryError):
+            Query.from_text(bad)

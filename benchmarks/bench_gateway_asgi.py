@@ -121,10 +121,10 @@ def _search_ms(requests: int) -> float:
 
     index = ToolIndex.build(load_catalog(demo_catalog_path()))
     for q in QS:
-        index.search(q, k=5)
+        index.search(q, k=5, explain="why")
     t0 = time.thread_time()
     for i in range(requests):
-        index.search(QS[i % len(QS)], k=5)
+        index.search(QS[i % len(QS)], k=5, explain="why")
     return 1e3 * (time.thread_time() - t0) / requests
 
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, values in got.items():
         print(f"{label:22s} {min(values):.3f} ms CPU/request (best of {args.rounds}; response {sizes[label]} bytes)")
     print(f"ratio {min(got['gateway find_tools']) / min(got['bare SDK echo']):.2f}x")
-    print(f"of which ToolIndex.search alone: {_search_ms(args.requests):.3f} ms CPU/query (same queries, k=5)")
+    print(f"of which ToolIndex.search alone: {_search_ms(args.requests):.3f} ms CPU/query (same queries, k=5, explain='why')")
     return 0
 
 

@@ -16,7 +16,7 @@ Servers, each started in a subprocess on loopback and measured in the same run:
   (five full schemas per answer, as stateless workers always send).
 
 The search itself is work the bare server does not do: its CPU per query is measured
-in this process on the same index (same queries, ``k=5``, explanations on, as the
+in this process on the same index (same queries, ``k=5``, ``explain="why"``, as the
 gateway asks), so the gateway's overhead can be read with and without it.
 
 The load generator (``benchmarks/http_load.py``) speaks raw HTTP/1.1 over keep-alive
@@ -154,12 +154,12 @@ def _search_ms() -> tuple[int, float]:
     index = ToolIndex.build(list(load_catalog(demo_catalog_path())), config=preset_config(None))
     qs, n = queries(), 2000
     for q in qs:
-        index.search(q, k=5, explain=True)
+        index.search(q, k=5, explain="why")
     best = float("inf")
     for _ in range(3):  # best of three: the search's own cost, not the neighbours' bursts
         t0 = time.thread_time()
         for i in range(n):
-            index.search(qs[i % len(qs)], k=5, explain=True)
+            index.search(qs[i % len(qs)], k=5, explain="why")
         best = min(best, (time.thread_time() - t0) / n * 1e3)
     return len(index.catalog), best
 
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, server in by.items():
             lines.append(f"| {label} | {server.median('requests_per_s'):.0f} | {cpu[label]:.2f} | "
                          f"{server.median('bytes_per_response'):.0f} | {server.errors()} | {server.pids() or '-'} |")
-        lines += ["", f"The search alone (BM25, {n_tools} tools, k=5 with explanations, as `find_tools` runs it) "
+        lines += ["", f"The search alone (BM25, {n_tools} tools, k=5 with each hit's `why`, as `find_tools` runs it) "
                       f"costs {s_ms:.3f} ms of CPU per query, measured in the benchmark process between rounds "
                       "(best of three per round, median over rounds).", "",
                   "| gateway | against | CPU per request, ratio | without the search | answers |",

@@ -123,6 +123,26 @@ def test_find_tools_ranks_and_explains(gw):
     assert len(run(gw.find_tools("convert 250 euros to yen and send an email to the customer"))["tools"]) == 5  # default
 
 
+def test_find_tools_answers_equal_the_fully_explained_search(gw, index):
+    """Every entry is the fully explained search's hit (name, score, reason), in order,
+    and the same tool always carries the same schema, ETag and risk fields: whatever
+    the gateway skips or caches per request must not change an answer."""
+    from benchmarks.http_load import queries
+
+    structured = {"tool_needs": [{"user_intent": "convert 100 dollars to euros", "tool_description": "convert currency",
+                                  "expected_response": "converted amount"}],
+                  "extracted_arguments": {"amount": "money amount"}}
+    for q in [*queries(), "delete", "weather in paris", "zzzz qqqq", structured]:
+        for limit in (1, 5, 12):
+            got = run(gw.find_tools(q, limit=limit))["tools"]
+            hits = [h for h in index.search(q, k=limit, explain=True) if h.matched]
+            assert [(t["name"], t["score"], t["why"]) for t in got] == \
+                [(h.name, round(h.score, 4), h.why) for h in hits]
+            for t, h in zip(got, hits):
+                assert t["schema"] == h.tool.to_mcp() and t["etag"] == gw.etag(h.tool)
+                assert t["risk"] == gw.risk(h.tool) and t["requires_confirmation"] == (t["risk"] == "high")
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_find_tools_in_each_host_format(gw, index, fmt):
     out = run(gw.find_tools("what's the weather in Paris right now", limit=2, format=fmt))

@@ -8,6 +8,8 @@ replaced, kept here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,202 @@ def test_hybrid_single_search_equals_its_batch_row(demo_catalog):
     for text, want in zip(texts, batch):
         got = index.search(text, k=12)
         assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]
+
+
+def _bare(h: Hit) -> tuple:
+    return h.tool.id, h.score, h.rank, h.matched, h.why
+
+
+@pytest.mark.parametrize("k", [1, 5, 60])
+def test_why_only_explanation_equals_the_full_one(demo_index, k):
+    """``explain="why"`` (what the gateway asks for) gives the same hits and the same
+    reason, missing-argument clause included, without the breakdown's dicts."""
+    from benchmarks.http_load import queries
+
+    many = list(QUERIES) + list(queries()) + ["delete", "get the stock price of ACME", "translate text to french"]
+    for q in many:
+        full = demo_index.search(q, k=k, explain=True)
+        why = demo_index.search(q, k=k, explain="why")
+        assert [_bare(h) for h in why] == [_bare(h) for h in full]
+        assert why == [dataclasses.replace(h, fields=None, penalty=None, parameters=None) for h in full]
+        assert all(h.why and h.fields is None and h.parameters is None for h in why)
+    assert any("no argument for required" in (h.why or "") for q in QUERIES
+               for h in demo_index.search(q, k=k, explain="why"))
+    batch = demo_index.search_batch(many, k=k, explain="why")
+    assert [[_bare(h) for h in hs] for hs in batch] == [[_bare(h) for h in demo_index.search(q, k=k, explain=True)]
+                                                       for q in many]
+
+
+def test_explain_rejects_other_strings(demo_index):
+    from toolsift.errors import QueryError
+
+    for bad in ("yes", "full", ""):
+        with pytest.raises(QueryError, match="explain"):
+            demo_index.search("weather", explain=bad)
+        with pytest.raises(QueryError, match="explain"):
+            demo_index.search_batch(["weather"], explain=bad)
+
+
+def _unfused(fr: dict) -> dict:
+    """The same retrievers with their BM25 (halves) of a subclass: the search then takes
+    the general path (one engine call per field, NumPy and the pack kernels, a hybrid
+    field's own gather and mix) instead of the fused one."""
+    from toolsift.search.retrievers import Bm25Retriever, HybridRetriever
+
+    class General(Bm25Retriever):
+        pass
+
+    def general(r):
+        g = General.__new__(General)
+        g.__dict__.update(r.__dict__)
+        g.lexical = g
+        return g
+
+    out = {}
+    for f, r in fr.items():
+        if isinstance(r, HybridRetriever):
+            h = HybridRetriever.__new__(HybridRetriever)
+            h.__dict__.update(r.__dict__)
+            h.bm25 = h.lexical = general(r.bm25)
+            out[f] = h
+        else:
+            out[f] = general(r)
+    return out
+
+
+@pytest.mark.parametrize("examples", [True, False])
+@pytest.mark.parametrize("k", [1, 10, 60])
+def test_fused_hybrid_candidates_and_pack_equal_the_general_path(demo_catalog, k, examples):
+    """Hybrid fields: their BM25 halves go through the fused engine calls and the
+    dense halves are mixed into the packed scores afterwards; the general path gathers
+    and mixes field by field. Same arrays, bit for bit."""
+    from toolsift import ToolIndex
+    from toolsift.presets import preset_config
+    from toolsift.search.retrievers import HybridRetriever
+
+    from dataclasses import replace
+
+    tools = list(demo_catalog) if examples else [replace(t, examples=()) for t in demo_catalog]
+    index = ToolIndex.build(tools, config=preset_config("hybrid", dense_candidates=5))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    assert sum(isinstance(r, HybridRetriever) for r in fr.values()) == 3
+    # Without examples, that field's dense half is empty and scores w * BM25.
+    assert fr["examples"].dense_empty is not examples
+    slow = _unfused(fr)
+    raw = [as_query(q, "q") for q in [*QUERIES, "zzzz qqqq", "delete", "a", "what is the weather in Paris"]]
+    for batch in ([q] for q in raw):
+        _same_candidates(st, cfg, batch, fr, slow, k)
+    _same_candidates(st, cfg, raw, fr, slow, k)
+
+
+@pytest.mark.parametrize("k", [1, 5, 60])
+def test_fused_bm25_candidates_and_pack_equal_the_general_path(demo_index, k):
+    from benchmarks.http_load import queries
+
+    st, cfg = demo_index._state, demo_index.config
+    fr = retrievers(st, cfg)
+    assert all(type(r).__name__ == "Bm25Retriever" for r in fr.values())  # the fused path is the one taken
+    slow = _unfused(fr)
+    raw = [as_query(q, "q") for q in [*QUERIES, *queries(), "zzzz qqqq", "delete", "a"]]
+    for batch in ([q] for q in raw):
+        _same_candidates(st, cfg, batch, fr, slow, k)
+    _same_candidates(st, cfg, raw, fr, slow, k)
+
+
+def _same_candidates(st, cfg, batch, fr, slow, k):
+    plan = plan_queries(st, cfg, batch)
+    got = find_candidates(st, plan, fr, n=cfg.candidates, k=k)
+    want = find_candidates(st, plan, slow, n=cfg.candidates, k=k)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    ptr, tool, _ = got
+    fast, general = pack(st, plan, fr, ptr, tool), pack(st, plan, slow, ptr, tool)
+    for name in ("ptr", "tool", "n_needs", "n_args", "penalize", "need_sims", "need_off", "ap_sims", "ap_off"):
+        a, b = getattr(fast, name), getattr(general, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    assert fast.need_sims.size and fast.ap_sims.size  # both layouts were exercised
+
+
+def test_pack_fields_rejects_inconsistent_input(demo_index):
+    from toolsift import _core
+
+    st, cfg = demo_index._state, demo_index.config
+    fr = retrievers(st, cfg)
+    plan = plan_queries(st, cfg, [as_query("send an email to my boss", "q")])
+    ptr, tool, _ = find_candidates(st, plan, fr, n=cfg.candidates, k=5)
+    need = [plan.fields[f] for f in ("description", "response", "examples")]
+    par = plan.fields["parameters"]
+
+    def call(tool=tool, need_ptr=plan.need_ptr, param_ptr=st.param_ptr):
+        return _core.pack_fields([fr[f].fi.core for f in ("description", "response", "examples")],
+                                 [t.terms.terms for t in need], [t.terms.offsets for t in need],
+                                 [t.owner for t in need], fr["parameters"].fi.core, par.terms.terms,
+                                 par.terms.offsets, par.owner, ptr, tool, need_ptr, plan.arg_ptr, param_ptr,
+                                 "bounded", 1)
+
+    call()
+    with pytest.raises(ValueError, match="outside"):
+        call(tool=np.where(tool == tool[-1], 10_000, tool))
+    with pytest.raises(ValueError, match="need_ptr"):
+        call(need_ptr=np.array([0, 2]))
+    with pytest.raises(ValueError, match="param_ptr"):
+        call(param_ptr=st.param_ptr[:3])
+    with pytest.raises(ValueError, match="param_ptr decreases"):
+        call(param_ptr=st.param_ptr[::-1].copy())
+
+
+def test_one_raw_query_plan_equals_the_general_plan(demo_index):
+    from toolsift.search.plan import _plan
+
+    st, cfg = demo_index._state, demo_index.config
+    for text in ["send an email to my boss", "weather", "zzzz qqqq", "Ünïcode naïve café 42", "a"]:
+        q = as_query(text, "q")
+        got, want = plan_queries(st, cfg, [q]), _plan(st, cfg, [q])
+        assert got.queries == want.queries and got.arg_names == want.arg_names
+        np.testing.assert_array_equal(got.penalize, want.penalize)
+        assert got.penalize.dtype == want.penalize.dtype
+        for f in FIELDS:
+            a, b = got.fields[f], want.fields[f]
+            assert a.texts == b.texts and a.vectors is None and b.vectors is None and a.codes is b.codes is None
+            for x, y in ((a.ptr, b.ptr), (a.owner, b.owner), (a.terms.terms, b.terms.terms),
+                         (a.terms.offsets, b.terms.offsets)):
+                assert x.dtype == y.dtype
+                np.testing.assert_array_equal(x, y)
+            assert not a.owner.flags.writeable and not a.terms.terms.flags.writeable
+
+
+def test_why_equals_sorting_every_contribution():
+    """The one-pass reason equals the sort it replaced, on random similarities, weights
+    (zero and negative ones included) and ties."""
+    import random
+
+    from toolsift.search.hits import _why
+
+    def by_sort(values, weights, matched):
+        fields = dict(zip(FIELDS, values))
+        contrib = sorted(zip([w * v for w, v in zip(weights, values)], FIELDS), reverse=True)
+        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
+        return "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+
+    rng = random.Random(0)
+    for _ in range(20_000):
+        values = [rng.choice([0.0, 0.5, rng.random()]) for _ in range(5)]
+        weights = tuple(rng.choice([0.0, 0.25, -0.1, rng.random()]) for _ in range(4))
+        matched = rng.random() < 0.5
+        assert _why(values, weights, matched) == by_sort(values, weights, matched)
+
+
+def test_query_from_text_equals_the_checked_constructor():
+    from toolsift.errors import QueryError
+
+    for text in ["send an email", "  padded  ", "Ünïcode ☃", "x" * 1000]:
+        got = Query.from_text(text)
+        want = Query(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
+        assert got == want and hash(got.needs) == hash(want.needs) and type(got.needs) is tuple
+        assert got.needs[0] == ToolNeed(text, text, text)
+    for bad in ["", "   ", "a\ud800b", "x" * 100_001, 3]:
+        with pytest.raises(QueryError):
+            Query.from_text(bad)

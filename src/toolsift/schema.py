@@ -378,7 +378,18 @@ class Query:
         if not text.strip():
             raise QueryError("query", "the query is empty")
         _text(text, "query", error=QueryError)
-        return cls(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
+        if cls is not Query:
+            return cls(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
+        # ``text`` has passed every check ToolNeed and Query would make again (four
+        # more passes over it per search): set the fields directly.
+        need = object.__new__(ToolNeed)
+        for name in ("user_intent", "tool_description", "expected_response"):
+            object.__setattr__(need, name, text)
+        query = object.__new__(Query)
+        object.__setattr__(query, "needs", (need,))
+        object.__setattr__(query, "arguments", {})
+        object.__setattr__(query, "text", text)
+        return query
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "query") -> Query:

@@ -50,7 +50,7 @@ from .kernels.params import ScoringParams
 from .progress import progress_bar
 from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
-from .search import Hit, QueryLike, as_query, check_k
+from .search import Hit, QueryLike, as_query, check_explain, check_k
 from .search.complete import complete_hits, fetch_depth
 
 __all__ = ["Dependency", "Hit", "QueryLike", "ToolIndex", "UnrecordedEncoderWarning", "get_encoder"]
@@ -369,7 +369,7 @@ class ToolIndex:
             rows += [int(r) for r in g.out_of(pos) if int(r) not in seen]
         return [g.dependency(r, st.catalog) for r in rows]
 
-    def search(self, query: QueryLike, *, k: int = 5, explain: bool = False, token_budget: int | None = None,
+    def search(self, query: QueryLike, *, k: int = 5, explain: bool | str = False, token_budget: int | None = None,
                format: str = "openai", complete: bool = False) -> list[Hit]:
         """Rank tools for one query.
 
@@ -378,7 +378,9 @@ class ToolIndex:
                 :class:`Query`, or its dict form (``{"tool_needs": [...],
                 "extracted_arguments": {...}}``).
             k: Number of hits to return (``min(k, len(index))`` of them).
-            explain: Fill the per-field breakdown, penalty and a one-line reason.
+            explain: Fill the per-field breakdown, penalty and a one-line reason;
+                ``"why"``: only the reason (the same text, without the breakdown's
+                dicts; for callers that show just the reason).
             token_budget: Return at most ``k`` of the best-ranked tools whose schemas in
                 ``format`` fit together in this many tokens (``o200k_base``, the
                 ``tokens`` extra); a tool that does not fit is skipped, never truncated,
@@ -400,6 +402,7 @@ class ToolIndex:
             FormatError: Unknown ``format``.
         """
         check_k(k)
+        check_explain(explain)
         st, cfg = self._state, self._config
         if token_budget is None and format == _DEFAULT_FORMAT and not complete:
             # The common call: no budget, nothing to count. The schema writers (the whole
@@ -409,7 +412,7 @@ class ToolIndex:
         return self._search_one(st, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
                                 format=format, complete=complete)
 
-    def _search_one(self, st: IndexState, q: Query, *, k: int, explain: bool, token_budget: int | None,
+    def _search_one(self, st: IndexState, q: Query, *, k: int, explain: bool | str, token_budget: int | None,
                     format: str, complete: bool) -> list[Hit]:
         """``search`` past the common case: a budget, another format, or a tool set."""
         from .search.budget import check_format, fit_budget, search_within_budget
@@ -443,7 +446,7 @@ class ToolIndex:
         return complete_hits(hits, query=q, k=k, graph=_graph_of(st, cfg), catalog=st.catalog,
                              analyzer=cfg.analyzer)
 
-    def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool = False,
+    def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool | str = False,
                      progress: bool = False, token_budget: int | None = None, format: str = "openai",
                      complete: bool = False) -> list[list[Hit]]:
         """Rank tools for many queries; the same results as :meth:`search` one by one
@@ -457,6 +460,7 @@ class ToolIndex:
         if isinstance(queries, (str, Query, Mapping)):
             raise QueryError("queries", "expected a list of queries; use search() for one query")
         check_k(k)
+        check_explain(explain)
         if token_budget is not None or format != _DEFAULT_FORMAT:
             from .search.budget import check_budget, check_format
 

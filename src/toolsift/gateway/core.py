@@ -373,7 +373,8 @@ class Gateway:
         fetch = limit if not (tags or rules) else min(n_tools, max(4 * limit, _MIN_FETCH))
         while True:
             try:
-                hits = state.index.search(query, k=fetch, explain=True)
+                # An answer carries only the reason of each hit, not the breakdown.
+                hits = state.index.search(query, k=fetch, explain="why")
             except QueryError as exc:
                 raise GatewayError("bad_request", f"malformed query: {exc}") from None
             # Tools no field matched only fill k for library callers; an agent is

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import threading
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
@@ -49,14 +48,23 @@ def current_threads() -> int:
     return n if n > 0 else available_cpus()
 
 
-@contextmanager
-def using_threads(n: int) -> Iterator[None]:
-    """Let kernels launched inside the block use ``n`` threads (0 = all cores)."""
-    token = _threads.set(n)
-    try:
-        yield
-    finally:
-        _threads.reset(token)
+class using_threads:  # noqa: N801 - used as a function: ``with using_threads(n):``
+    """Let kernels launched inside the block use ``n`` threads (0 = all cores).
+
+    A class rather than a ``@contextmanager`` generator: every search enters one, and
+    the generator protocol cost more than the small search's scoring kernel call.
+    """
+
+    __slots__ = ("_n", "_token")
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __enter__(self) -> None:
+        self._token = _threads.set(self._n)
+
+    def __exit__(self, *exc: object) -> None:
+        _threads.reset(self._token)
 
 
 def serial_twin(kernel: Any) -> Any:

@@ -18,11 +18,11 @@ from .candidates import Candidates, find_candidates, pack
 from .exhaustive import all_field_scores
 from .hits import Hit, rank
 from .plan import QueryPlan, plan_queries
-from .query import QueryLike, as_query, check_k, is_raw
+from .query import QueryLike, as_query, check_explain, check_k, is_raw
 from .retrievers import FieldRetriever, retriever_for
 from .score import score
 
-__all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_k", "is_raw", "retrievers",
+__all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_explain", "check_k", "is_raw", "retrievers",
            "run", "score_tools"]
 
 
@@ -38,9 +38,11 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     return got
 
 
-def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool) -> list[list[Hit]]:
+def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
+        explain: bool | str) -> list[list[Hit]]:
     """Search: the top ``k`` hits of each query, each scored with its own parameters
-    (:meth:`IndexConfig.params_for`: raw text and structured queries differ)."""
+    (:meth:`IndexConfig.params_for`: raw text and structured queries differ).
+    ``explain="why"`` fills only each hit's ``why`` (see :func:`~.hits.rank`)."""
     structured = [not is_raw(q) for q in queries]
     # One kind of query (a single search always is) resolves only its own parameters
     # (structured_scoring compares the params with the shipped ones).
@@ -58,7 +60,7 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, ex
     return out
 
 
-def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool,
+def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
          params) -> list[list[Hit]]:
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
@@ -67,8 +69,8 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
         fr = retrievers(st, config)
         ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k)
         cands = pack(st, plan, fr, ptr, tool)
-        scores, terms = score(st, cands, params, breakdown=explain)
-        return rank(st, plan, cands, scores, terms, matched, k, params)
+        scores, terms = score(st, cands, params, breakdown=bool(explain))
+        return rank(st, plan, cands, scores, terms, matched, k, params, why_only=explain == "why")
 
 
 def score_tools(st: IndexState, config: IndexConfig, query: Query, tools: np.ndarray) -> np.ndarray:

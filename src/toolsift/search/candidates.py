@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _core
 from ..csr import ranges, row_of
 from ..index.state import IndexState
 from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
 from .plan import QueryPlan
-from .retrievers import FieldRetriever, merge_csr
+from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, merge_csr
 
 __all__ = ["Candidates", "find_candidates", "pack"]
 
@@ -74,10 +75,39 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
     of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
     ``matched`` is False for tools added only to fill ``k``."""
-    parts = [part for f in FIELDS if plan.fields[f].texts
-             for part in retrievers[f].candidate_parts(plan.fields[f], n, k=k)]
+    fields = [f for f in FIELDS if plan.fields[f].texts]
+    lexical = [f for f in fields if retrievers[f].lexical is not None]
+    settings = _lexical_settings(retrievers, lexical)
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    if lexical and settings is not None:
+        # Every field's BM25 candidates (a hybrid field's lexical half too) and their
+        # union in one engine call.
+        texts = [plan.fields[f] for f in lexical]
+        parts.append(_core.candidates_union(
+            [retrievers[f].lexical.fi.core for f in lexical], [t.terms.terms for t in texts],  # type: ignore[union-attr]
+            [t.terms.offsets for t in texts], [t.owner for t in texts], len(plan), n, settings[0], True, settings[1],
+            "auto"))
+    else:
+        parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
+    for f in fields:
+        parts += retrievers[f].dense_parts(plan.fields[f], n, k=k)
     ptr, tool = merge_csr(parts)
     return _top_up(ptr, tool, min(k, len(st.catalog)))
+
+
+def _lexical_settings(retrievers: dict[str, FieldRetriever], fields: list[str]) -> tuple[str, int] | None:
+    """``(scale, threads)`` when the BM25 halves of ``fields`` share their settings (the
+    engine can then take them all in one call), else ``None``."""
+    got = None
+    for f in fields:
+        r = retrievers[f].lexical
+        if type(r) is not Bm25Retriever:  # none, or a subclass the engine does not know
+            return None
+        if got is None:
+            got = (r.scale, r.threads)
+        elif got != (r.scale, r.threads):
+            return None
+    return got
 
 
 def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,6 +117,8 @@ def _top_up(ptr: np.ndarray, tool: np.ndarray, k: int) -> tuple[np.ndarray, np.n
     Few queries need it (only those sharing a term with fewer than ``k`` tools), and the
     added tools score by the same model as the rest: the hit list is never cut short.
     """
+    if ptr.size == 2 and tool.size >= k:  # one query (ptr[0] is 0) with enough candidates
+        return ptr, tool, np.ones(tool.size, dtype=bool)
     short = np.flatnonzero(ptr[1:] - ptr[:-1] < k)
     if not short.size:
         return ptr, tool, np.ones(tool.size, dtype=bool)
@@ -118,13 +150,30 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
     """Score the candidates ``(ptr, tool)`` in every field and lay the result out as
     :class:`Candidates`."""
     need_ptr = plan.need_ptr
+    arg_ptr = plan.arg_ptr
+    param_ptr = st.param_ptr
+    need_r = [retrievers[f] for f in NEED_FIELDS]
+    settings = _lexical_settings(retrievers, [*NEED_FIELDS, "parameters"])
+    if settings is not None and type(retrievers["parameters"]) is Bm25Retriever:
+        # The four fields' BM25 scores (a hybrid field's lexical half too) and both
+        # transposes in one engine call, the same values as the general path below.
+        need = [plan.fields[f] for f in NEED_FIELDS]
+        par_t = plan.fields["parameters"]
+        need_sims, need_off, ap_sims, ap_off = _core.pack_fields(
+            [r.lexical.fi.core for r in need_r], [t.terms.terms for t in need],  # type: ignore[union-attr]
+            [t.terms.offsets for t in need], [t.owner for t in need],
+            retrievers["parameters"].fi.core, par_t.terms.terms, par_t.terms.offsets, par_t.owner,  # type: ignore[attr-defined]
+            ptr, tool, need_ptr, arg_ptr, param_ptr, settings[0], settings[1])
+        hybrid = [(j, r) for j, r in enumerate(need_r) if isinstance(r, HybridRetriever)]
+        if hybrid:
+            _mix_dense(plan, hybrid, ptr, tool, need_ptr, need_sims)
+        return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], arg_ptr[1:] - arg_ptr[:-1], plan.penalize,
+                          need_sims, need_off, ap_sims, ap_off)
     sims = [retrievers[f].gather(plan.fields[f], ptr, tool, docs=False) for f in NEED_FIELDS]
     need_sims, need_off = pack_needs(ptr, tool, need_ptr, *sims)
 
     # The parameters field scores the candidates' parameter documents: query q asks
     # for the parameters of each of its candidates, in candidate order.
-    arg_ptr = plan.arg_ptr
-    param_ptr = st.param_ptr
     if arg_ptr[-1]:
         n_par = param_ptr[tool + 1] - param_ptr[tool]
         doc_ids = ranges(param_ptr[tool], n_par)
@@ -137,3 +186,21 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
         ap_sims, ap_off = np.zeros(0, np.float32), np.zeros(tool.size, np.int64)
     return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], arg_ptr[1:] - arg_ptr[:-1], plan.penalize,
                       need_sims, need_off, ap_sims, ap_off)
+
+
+def _mix_dense(plan: QueryPlan, hybrid: list[tuple[int, HybridRetriever]], ptr: np.ndarray, tool: np.ndarray,
+               need_ptr: np.ndarray, need_sims: np.ndarray) -> None:
+    """Turn the BM25 columns of ``need_sims`` of hybrid fields into hybrid scores, in
+    place: the dense halves' cosines, laid out by the same packing, mixed in by
+    :meth:`HybridRetriever.mix` (the float32 operations of the per-field path)."""
+    cos: list[np.ndarray | None] = [None, None, None]
+    for j, r in hybrid:
+        if not r.dense_empty:
+            cos[j] = r.dense.gather(plan.fields[NEED_FIELDS[j]], ptr, tool, docs=False)
+    packed = None
+    if any(c is not None for c in cos):
+        size = next(c.size for c in cos if c is not None)
+        packed, _ = pack_needs(ptr, tool, need_ptr, *(c if c is not None else np.zeros(size, np.float32) for c in cos))
+    for j, r in hybrid:
+        # A column view: mix writes through it into need_sims.
+        r.mix(need_sims[:, j], None if cos[j] is None or packed is None else np.ascontiguousarray(packed[:, j]))

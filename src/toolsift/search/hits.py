@@ -98,8 +98,12 @@ class Hit:
 
 
 def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.ndarray | None,
-         matched: np.ndarray, k: int, params: ScoringParams) -> list[list[Hit]]:
-    """The top ``k`` hits of every query: score descending, then catalogue order."""
+         matched: np.ndarray, k: int, params: ScoringParams, *, why_only: bool = False) -> list[list[Hit]]:
+    """The top ``k`` hits of every query: score descending, then catalogue order.
+
+    With ``terms`` (the kernel's breakdown) each hit is explained; ``why_only`` fills
+    just its ``why`` (the same text), without the per-field and per-parameter dicts.
+    """
     results: list[list[Hit]] = []
     for q in range(len(plan)):
         lo, hi = int(cands.ptr[q]), int(cands.ptr[q + 1])
@@ -108,10 +112,39 @@ def rank(st, plan: QueryPlan, cands: Candidates, scores: np.ndarray, terms: np.n
         # Python values of the k hits in one conversion each, not one per hit and attribute.
         top = zip(cands.tool[pos].tolist(), scores[pos].tolist(), matched[pos].tolist())
         if terms is None:
-            results.append([Hit(tool=st.catalog[t], score=x, rank=r, matched=m) for r, (t, x, m) in enumerate(top, 1)])
+            results.append([_plain_hit(st.catalog[t], x, r, m, None) for r, (t, x, m) in enumerate(top, 1)])
+        elif why_only:
+            results.append(_reasons(st, plan, cands, q, pos, top, terms, params))
         else:
             results.append(_explain(st, plan, cands, q, pos, top, terms, params))
     return results
+
+
+def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
+    """The one-line reason from a hit's field similarities (in ``FIELDS`` order): the
+    (at most) two fields with the largest positive contributions ``weight * value``,
+    largest first (ties: the later field name first, as a reverse sort of
+    ``(contribution, field)`` orders them)."""
+    # The best two in one pass: a sort of four and a join cost a third more per hit.
+    best = second = None
+    for w, f, v in zip(weights, FIELDS, values):
+        c = w * v
+        if c > 0:
+            item = (c, f, v)
+            if best is None or item > best:
+                best, second = item, best
+            elif second is None or item > second:
+                second = item
+    if best is None:
+        return "weak lexical match" if matched else "no field matches"
+    if second is None:
+        return f"matches {best[1]} {best[2]:.2f}"
+    return f"matches {best[1]} {best[2]:.2f} and {second[1]} {second[2]:.2f}"
+
+
+def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float) -> str:
+    missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < tau]
+    return "; no argument for required " + ", ".join(missing) if missing else ""
 
 
 def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
@@ -123,21 +156,53 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
     ap_off = cands.ap_off[pos].tolist()
     na, names, penalize = int(cands.n_args[q]), plan.arg_names[q], bool(plan.penalize[q])
+    weights = params.weights
     hits = []
     for r, ((t, score, matched), values, p0, p1, a0) in enumerate(zip(top, rows, p_lo, p_hi, ap_off), 1):
         tool = st.catalog[t]
         fields = dict(zip(FIELDS, values))
         matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
-        contrib = sorted(zip([w * v for w, v in zip(params.weights, values)], FIELDS), reverse=True)
-        parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
-        why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
+        why = _why(values, weights, matched)
         if penalize:
-            missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
-            if missing:
-                why += "; no argument for required " + ", ".join(missing)
+            why += _missing(tool, matches, params.tau)
         hits.append(Hit(tool=tool, score=score, rank=r, fields=fields, penalty=values[4],
                         parameters=matches, why=why, matched=matched))
     return hits
+
+
+def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
+             top: Iterable[tuple[int, float, bool]], terms: np.ndarray,
+             params: ScoringParams) -> list[Hit]:
+    """:func:`_explain`'s hits with only ``why`` filled: parameter matches are worked out
+    only where the reason names a missing argument (a query with the penalty on)."""
+    rows = terms[pos].tolist()
+    weights = params.weights
+    penalize = bool(plan.penalize[q])
+    if penalize:
+        tool_ids = cands.tool[pos]
+        p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
+        ap_off = cands.ap_off[pos].tolist()
+        na, names = int(cands.n_args[q]), plan.arg_names[q]
+    hits = []
+    for r, ((t, score, matched), values) in enumerate(zip(top, rows), 1):
+        tool = st.catalog[t]
+        why = _why(values, weights, matched)
+        if penalize:
+            p0, p1, a0 = p_lo[r - 1], p_hi[r - 1], ap_off[r - 1]
+            matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
+            why += _missing(tool, matches, params.tau)
+        hits.append(_plain_hit(tool, score, r, matched, why))
+    return hits
+
+
+def _plain_hit(tool: Tool, score: float, rank: int, matched: bool, why: str | None) -> Hit:
+    """``Hit(tool=..., score=..., rank=..., matched=..., why=...)`` without the frozen
+    dataclass ``__init__``, which sets each of the nine fields through
+    ``object.__setattr__`` (a fifth of a small search's explanation time)."""
+    hit = object.__new__(Hit)
+    hit.__dict__.update(tool=tool, score=score, rank=rank, matched=matched, fields=None, penalty=None,
+                        parameters=None, why=why, tokens=None)
+    return hit
 
 
 def _parameter_matches(tool: Tool, sims: np.ndarray, na: int, n_par: int,

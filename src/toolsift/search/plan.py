@@ -48,11 +48,13 @@ class FieldTexts:
     terms: TermBatch
     vectors: np.ndarray | None = None
     codes: tuple[np.ndarray, np.ndarray] | None = None
-    owner: np.ndarray = field(init=False, repr=False)
+    owner: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]  # derived when not given
 
     def __post_init__(self) -> None:
         # int64[len(texts)]: the query each text belongs to (the engine's text_query).
-        object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
+        # A plan passes one array to every field with the same ptr.
+        if self.owner is None:
+            object.__setattr__(self, "owner", read_only(row_of(self.ptr)))
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,25 @@ class QueryPlan:
 
 def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
     """Analyse (and, for dense fields, embed) the texts of ``queries``."""
+    if len(queries) == 1 and not st.dense and config.no_argument_params == "intent" and is_raw(queries[0]):
+        return _plan_one_raw(st, config, queries[0])
+    return _plan(st, config, queries)
+
+
+def _plan_one_raw(st: IndexState, config: IndexConfig, q: Query) -> QueryPlan:
+    """:func:`_plan` of one raw-text query on BM25 fields (the usual single search): the
+    same text in every field (the parameters field sees the intent), so one
+    :class:`FieldTexts` serves all four."""
+    terms = st.vocab.encode_batch([config.analyzer.tokenize(q.text)], grow=False)
+    read_only(terms.terms)
+    read_only(terms.offsets)
+    ptr = np.array([0, 1], dtype=np.int64)
+    ft = FieldTexts([q.text], ptr, terms, None, None, read_only(np.zeros(1, dtype=np.int64)))
+    return QueryPlan([q], dict.fromkeys(FIELDS, ft), [[None]], np.zeros(1, dtype=np.uint8))
+
+
+def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
+    """:func:`plan_queries`, for any batch."""
     texts: dict[str, list[str]] = {f: [] for f in FIELDS}
     need_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
     arg_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
@@ -117,9 +138,14 @@ def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> Q
 
     analyse = _analyser(st, config)
     vectors, codes = _embed(st, config, texts)
+    need_owner = read_only(row_of(need_ptr))
+    if len(queries) == 1 and arg_ptr[1] == need_ptr[1]:
+        arg_ptr, arg_owner = need_ptr, need_owner  # one query, one text per need in each field (raw text)
+    else:
+        arg_owner = read_only(row_of(arg_ptr))
     fields = {
         f: FieldTexts(texts[f], arg_ptr if f == "parameters" else need_ptr, analyse(texts[f]), vectors.get(f),
-                      codes.get(f))
+                      codes.get(f), arg_owner if f == "parameters" else need_owner)
         for f in FIELDS
     }
     return QueryPlan(queries, fields, arg_names, penalize)

@@ -14,7 +14,7 @@ from ..query_schema import NO_MATCH_HINT, NO_MATCH_NOTE, StructuredQuery, ToolNe
 from ..schema import Query
 
 __all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "QueryLike", "StructuredQuery", "ToolNeedSpec", "as_query",
-           "check_k", "is_raw", "structured_query_schema"]
+           "check_explain", "check_k", "is_raw", "structured_query_schema"]
 
 #: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).
 QueryLike = str | Query | Mapping[str, Any]
@@ -40,6 +40,13 @@ def is_raw(q: Query) -> bool:
     """Whether ``q`` came from plain text (one need, all three texts the text)."""
     return bool(q.text) and len(q.needs) == 1 and \
         q.needs[0].user_intent == q.needs[0].tool_description == q.needs[0].expected_response == q.text
+
+
+def check_explain(explain: object) -> None:
+    """Reject an ``explain`` that is neither a truth value nor ``"why"``: any other
+    string (a typo of ``"why"``) would otherwise count as ``True``."""
+    if isinstance(explain, str) and explain != "why":
+        raise QueryError("explain", f"must be true, false or 'why', got {explain!r}")
 
 
 def check_k(k: int) -> None:

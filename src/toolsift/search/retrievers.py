@@ -37,10 +37,14 @@ class FieldRetriever:
         (``k``: the hits the search asks for; a retriever may go deeper for it)."""
         raise NotImplementedError
 
-    def candidate_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`candidates` as one or more CSRs whose union it is: the search unions
-        every field's parts in one call rather than each field's first."""
-        return [self.candidates(ft, n, k=k)]
+    #: The BM25 retriever of this field's lexical half (the search fuses every field's
+    #: lexical work into single engine calls), or ``None`` for a purely dense field.
+    lexical: Bm25Retriever | None = None
+
+    def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The candidate CSRs of this field's dense half (none for BM25): with the
+        lexical half's, their union is :meth:`candidates`."""
+        return []
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         """``float32``: text-major scores of ``ids[ptr[q]:ptr[q+1]]`` for each text of
@@ -55,6 +59,7 @@ class Bm25Retriever(FieldRetriever):
         self.fi = fi
         self.scale = config.scale
         self.threads = config.threads
+        self.lexical = self
 
     def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         return self.fi.candidates(ft.terms, ft.owner, ft.ptr.size - 1, n, scale=self.scale, threads=self.threads)
@@ -97,6 +102,9 @@ class DenseRetriever(FieldRetriever):
         sizes = np.fromiter((t.size for t in tops), np.int64, count=len(tops))
         ids = np.concatenate(tops) if tops else np.zeros(0, np.int64)
         return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
+
+    def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self.candidates(ft, n, k=k)]
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         owner = ft.owner
@@ -145,6 +153,7 @@ class HybridRetriever(FieldRetriever):
 
     def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, weight: float, *, dense_depth: int) -> None:
         self.bm25, self.dense, self.weight = bm25, dense, weight
+        self.lexical = bm25
         self.dense_depth = dense_depth
         # A field whose documents are all empty (no tool has an example intent, say)
         # has cosine 0 everywhere: its dense half adds no candidate and no score, so it
@@ -152,25 +161,32 @@ class HybridRetriever(FieldRetriever):
         self.dense_empty = not dense.dn.live_rows()[0].size
 
     def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        return merge_csr(self.candidate_parts(ft, n, k=k))
+        return merge_csr([self.bm25.candidates(ft, n), *self.dense_parts(ft, n, k=k)])
 
-    def candidate_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-        parts = [self.bm25.candidates(ft, n)]
-        if not self.dense_empty:
-            parts.append(self.dense.candidates(ft, max(self.dense_depth, k)))
-        return parts
+    def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+        if self.dense_empty:
+            return []
+        return [self.dense.candidates(ft, max(self.dense_depth, k))]
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         bm = self.bm25.gather(ft, ptr, ids, docs=docs)
-        w = self.weight
         if self.dense_empty:  # the cosine half is 0 for every document
-            return (w * bm).astype(np.float32)
-        cos = self.dense.gather(ft, ptr, ids, docs=docs)
-        # w*bm + (1-w)*max(cos, 0) in float32, in place: both arrays are this call's own.
-        bm = np.multiply(bm, np.float32(w), out=bm, dtype=np.float32)
-        np.maximum(cos, np.float32(0.0), out=cos)
-        np.multiply(cos, np.float32(1.0 - w), out=cos)
-        return np.add(bm, cos, out=bm)
+            bm = bm.astype(np.float32, copy=False)
+            self.mix(bm, None)
+            return bm
+        bm = bm.astype(np.float32, copy=False)
+        self.mix(bm, self.dense.gather(ft, ptr, ids, docs=docs))
+        return bm
+
+    def mix(self, bm: np.ndarray, cos: np.ndarray | None) -> None:
+        """``bm`` ← ``w``·``bm`` + (1 − ``w``)·max(``cos``, 0), in float32 and in place
+        (``cos`` is overwritten; ``None``: an all-empty dense half, cosine 0). The one
+        definition of the hybrid field score."""
+        np.multiply(bm, np.float32(self.weight), out=bm)
+        if cos is not None:
+            np.maximum(cos, np.float32(0.0), out=cos)
+            np.multiply(cos, np.float32(1.0 - self.weight), out=cos)
+            np.add(bm, cos, out=bm)
 
 
 def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: IndexConfig) -> FieldRetriever:

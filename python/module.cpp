@@ -393,6 +393,57 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
   return py::make_tuple(out, counts);
 }
 
+// An IVF probe (toolsift/int8_dot.h): (ptr int64[m+1], scores float32[], ids int64[]),
+// query i's probed rows at ptr[i]:ptr[i+1], in probe order.
+py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                     const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+                     const I64Array& probe_ptr_in, const I64Array& probes_in, int threads) {
+  const I8Array q_codes = stable(q_codes_in);
+  const F32Array q_scales = stable(q_scales_in);
+  const I8Array codes = frozen(codes_in);
+  const F32Array scales = frozen(scales_in);
+  const I64Array list_ptr = frozen(list_ptr_in);
+  const I64Array list_ids = frozen(list_ids_in);
+  const I64Array probe_ptr = stable(probe_ptr_in);
+  const I64Array probes = stable(probes_in);
+  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
+  for (const auto* a : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*a, "IVF arrays");
+  if (list_ptr.shape(0) < 1 || list_ids.shape(0) != s.n) {
+    throw std::invalid_argument("list_ptr needs n_lists + 1 entries and list_ids one id per listed row");
+  }
+  const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
+  toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(s.n)}, n_lists, "list_ptr");
+  if (probe_ptr.shape(0) != s.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
+  toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
+                      static_cast<std::size_t>(s.m), "probe_ptr");
+  const int64_t* pl = probes.data();
+  const int64_t* lp = list_ptr.data();
+  std::vector<int64_t> out_ptr(static_cast<std::size_t>(s.m) + 1, 0);
+  for (py::ssize_t i = 0; i < s.m; ++i) {
+    int64_t total = 0;
+    for (int64_t p = probe_ptr.data()[i]; p < probe_ptr.data()[i + 1]; ++p) {
+      if (pl[p] < 0 || static_cast<std::size_t>(pl[p]) >= n_lists) {
+        throw std::invalid_argument("probes[" + std::to_string(p) + "]=" + std::to_string(pl[p]) +
+                                    " is not a list (" + std::to_string(n_lists) + " lists)");
+      }
+      total += lp[pl[p] + 1] - lp[pl[p]];
+    }
+    out_ptr[static_cast<std::size_t>(i) + 1] = out_ptr[static_cast<std::size_t>(i)] + total;
+  }
+  check_output_bytes(static_cast<double>(out_ptr.back()), 12.0, "int8_probe");
+  py::array_t<float> scores(static_cast<py::ssize_t>(out_ptr.back()));
+  py::array_t<int64_t> ids(static_cast<py::ssize_t>(out_ptr.back()));
+  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
+  float* sc = scores.mutable_data();
+  int64_t* id = ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_probe(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, lp,
+                         list_ids.data(), probe_ptr.data(), pl, out_ptr.data(), sc, id, threads);
+  }
+  return py::make_tuple(to_array(std::move(out_ptr)), scores, ids);
+}
+
 // One field's texts for the fused calls below: the index and the analysed batch.
 struct FieldBatch {
   const InvertedIndex* idx;
@@ -654,6 +705,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("int8_top", &int8_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::arg("keys"), py::arg("n"), py::kw_only(), py::arg("threads") = 1,
         "Per query row the best n keys with a positive int8 score, unordered: (ids int64[m, n], counts int64[m]).");
+  m.def("int8_probe", &int8_probe, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"), py::kw_only(),
+        py::arg("threads") = 1,
+        "IVF probe: every row of each probed list, scored: (ptr int64[m+1], scores float32[], ids int64[]).");
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.

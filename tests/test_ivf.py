@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolsift import IndexConfig, Tool, ToolIndex
+from toolsift import IndexConfig, Tool, ToolIndex, _core
 from toolsift.errors import IndexCorruptError
 from toolsift.index.dense import Int8Matrix
 from toolsift.index.dense_field import DenseField
@@ -17,7 +17,7 @@ from toolsift.kernels.select import top_positive
 from toolsift.index.embed import encoder_wrapper
 from toolsift.index.ivf import IvfIndex, fit_centroids, n_lists_for
 from toolsift.kernels.int8 import quantize_rows, scan
-from toolsift.kernels.ivf import assign_kernel, probe_kernel
+from toolsift.kernels.ivf import assign_kernel
 from toolsift.kernels.ivf_reference import assign_reference, probe_reference
 from toolsift.kernels.launch import launch, using_threads
 from toolsift.schema import Parameter
@@ -59,7 +59,7 @@ def test_assign_kernel_breaks_ties_to_the_lowest_centroid():
 
 @pytest.mark.parametrize("m,n,k,p", [(1, 200, 10, 3), (5, 500, 23, 7), (3, 40, 4, 4), (2, 10, 3, 1)])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_probe_kernel_matches_numpy_twin(m, n, k, p, threads):
+def test_core_probe_matches_numpy_twin(m, n, k, p, threads):
     rng = np.random.default_rng(m * 7 + n)
     codes, scales = quantize_rows(_unit_rows(rng, n, 32, zero_rows=[1]))
     qc, qs = quantize_rows(_unit_rows(rng, m, 32))
@@ -70,16 +70,29 @@ def test_probe_kernel_matches_numpy_twin(m, n, k, p, threads):
     probe_ptr = np.arange(0, m * p + 1, p, dtype=np.int64)
     ref_ptr, ref_s, ref_r = probe_reference(qc, qs, codes, scales, ivf.list_ptr, ivf.list_ids, probe_ptr,
                                             probes.reshape(-1))
-    scores, rows = np.empty(ref_s.size, np.float32), np.empty(ref_s.size, np.int64)
-    with using_threads(threads):
-        launch(probe_kernel, qc, qs, ivf.list_codes, ivf.list_scales, ivf.list_ptr, ivf.list_ids, probe_ptr, probes.reshape(-1),
-               ref_ptr, scores, rows, work=None if threads > 1 else 0)
+    ptr, scores, rows = _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, ivf.list_ptr, ivf.list_ids,
+                                         probe_ptr, probes.reshape(-1), threads=threads)
+    np.testing.assert_array_equal(ptr, ref_ptr)
     np.testing.assert_array_equal(rows, ref_r)
     np.testing.assert_array_equal(scores, ref_s)
     # And the scores are the full scan's, exactly.
     full = scan(qc, qs, codes, scales)
     owner = np.repeat(np.arange(m), np.diff(ref_ptr))
     np.testing.assert_array_equal(scores, full[owner, rows])
+
+
+def test_core_probe_rejects_bad_lists_and_probes():
+    rng = np.random.default_rng(0)
+    codes, scales = quantize_rows(_unit_rows(rng, 20, 8))
+    qc, qs = quantize_rows(_unit_rows(rng, 2, 8))
+    ivf = IvfIndex.from_labels(_unit_rows(rng, 3, 8), rng.integers(0, 3, 20), Int8Matrix(codes, scales), n_fit=20)
+    ok = dict(list_ptr=ivf.list_ptr, list_ids=ivf.list_ids, probe_ptr=np.array([0, 1, 2]), probes=np.array([0, 2]))
+    _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, **ok)
+    for bad in ({"probes": np.array([0, 3])}, {"probes": np.array([-1, 0])}, {"probe_ptr": np.array([0, 3, 2])},
+                {"probe_ptr": np.array([0, 1])}, {"list_ptr": np.array([0, 5, 4, 20])},
+                {"list_ids": ivf.list_ids[:-1]}):
+        with pytest.raises(ValueError):
+            _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, **{**ok, **bad})
 
 
 def test_probe_of_every_list_is_the_exact_scan():

@@ -278,6 +278,23 @@ void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const 
   });
 }
 
+void probe(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+           const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
+           const int64_t* out_ptr, float* out_scores, int64_t* out_ids, int threads) {
+  parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      auto o = static_cast<std::size_t>(out_ptr[i]);
+      for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+        const auto lo = static_cast<std::size_t>(list_ptr[probes[p]]);
+        const auto hi = static_cast<std::size_t>(list_ptr[probes[p] + 1]);
+        dots(path, q + i * lists.d, q_scales[i], lists.d, FromRow{lists, lo}, 0, hi - lo, out_scores + o);
+        std::copy(list_ids + lo, list_ids + hi, out_ids + o);
+        o += hi - lo;
+      }
+    }
+  });
+}
+
 }  // namespace
 
 const char* int8_dot_isa() {
@@ -304,6 +321,12 @@ void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const In
 void int8_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows, const int64_t* keys,
               std::size_t n, int64_t* out, int64_t* counts, int threads) {
   top(isa(), q, q_scales, m, rows, keys, n, out, counts, threads);
+}
+
+void int8_probe(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
+                const int64_t* out_ptr, float* out_scores, int64_t* out_ids, int threads) {
+  probe(isa(), q, q_scales, m, lists, list_ptr, list_ids, probe_ptr, probes, out_ptr, out_scores, out_ids, threads);
 }
 
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,

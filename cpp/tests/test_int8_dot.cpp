@@ -157,3 +157,36 @@ TEST_CASE("int8_top keeps the best n positive keys, ties to the lower key (again
     }
   }
 }
+
+TEST_CASE("int8_probe scores every row of each probed list, in probe order") {
+  std::mt19937 rng(14);
+  const std::size_t n = 90, d = 70, m = 4;
+  const Case c = random_case(rng, m, n, d, false);
+  const Int8Rows lists{c.codes.data(), c.scales.data(), n, d};
+  const std::vector<int64_t> list_ptr{0, 10, 10, 55, 90};  // list 1 is empty
+  std::vector<int64_t> list_ids(n);
+  for (std::size_t j = 0; j < n; ++j) list_ids[j] = static_cast<int64_t>(1000 + 7 * j);
+  const std::vector<int64_t> probe_ptr{0, 2, 3, 3, 6}, probes{3, 0, 1, 2, 3, 0};  // query 2 probes nothing
+  std::vector<float> full(m * n);
+  int8_scan_portable(c.q.data(), c.q_scales.data(), m, lists, full.data());
+  std::vector<int64_t> out_ptr{0};
+  std::vector<float> want;
+  std::vector<int64_t> want_ids;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+      for (int64_t t = list_ptr[probes[p]]; t < list_ptr[probes[p] + 1]; ++t) {
+        want.push_back(full[i * n + static_cast<std::size_t>(t)]);
+        want_ids.push_back(list_ids[t]);
+      }
+    }
+    out_ptr.push_back(static_cast<int64_t>(want.size()));
+  }
+  for (int threads : {1, 2}) {
+    std::vector<float> got(want.size(), -1.0f);
+    std::vector<int64_t> got_ids(want.size(), -1);
+    int8_probe(c.q.data(), c.q_scales.data(), m, lists, list_ptr.data(), list_ids.data(), probe_ptr.data(),
+               probes.data(), out_ptr.data(), got.data(), got_ids.data(), threads);
+    CHECK(same_bits(got, want));
+    CHECK(got_ids == want_ids);
+  }
+}

@@ -40,6 +40,15 @@ void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const In
 void int8_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows, const int64_t* keys,
               std::size_t n, int64_t* out, int64_t* counts, int threads);
 
+// An IVF probe: for query row i, every row of each list it probes, in probe order:
+// list c holds rows [list_ptr[c], list_ptr[c + 1]) of `lists` (stored contiguously) with
+// ids list_ids[...]; query i probes lists probes[probe_ptr[i] : probe_ptr[i + 1]]. Writes
+// each probed row's score and id from out_ptr[i] on (out_ptr: m + 1 entries, query i's
+// share = the sizes of its lists). Parallel over queries; trusted inputs.
+void int8_probe(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
+                const int64_t* out_ptr, float* out_scores, int64_t* out_ids, int threads);
+
 // The portable loops (tests compare them with the vector paths on this machine).
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                         float* out);

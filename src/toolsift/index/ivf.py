@@ -5,8 +5,8 @@ centroids, fitted by spherical k-means on a sample of its rows, and one inverted
 row ids per centroid (every row with a non-zero vector sits in the list of its nearest
 centroid; an all-zero row, an empty text, scores 0 and can never be a candidate, so it
 is in no list). A query scores the centroids (one small float32 matmul), takes its
-``nprobe`` best lists and scores their rows exactly with the int8 kernel
-(:func:`toolsift.kernels.ivf.probe_kernel`); the best of those are its candidates.
+``nprobe`` best lists and scores their rows exactly with the C++ core's int8 dot product
+(``_core.int8_probe``, the scan's); the best of those are its candidates.
 Candidates are then rescored exactly by the field's gather path, as before.
 
 Saved as ``ivf.<field>.arrow`` beside ``dense.<field>.arrow`` (one row of list
@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from .. import _core
 from ..csr import ptr_from_counts, ranges
 from ..kernels.int8 import quantize_rows
-from ..kernels.ivf import assign_kernel, probe_kernel
-from ..kernels.launch import launch
-from .dense import Int8Matrix
+from ..kernels.ivf import assign_kernel
+from ..kernels.launch import SERIAL_WORK, current_threads, launch
+from .dense import Int8Matrix, _frozen, freeze
 
 if TYPE_CHECKING:
     from ..config import IndexConfig
@@ -137,10 +138,12 @@ class IvfIndex:
             raise ValueError(f"IVF list codes {list_codes.shape} / scales {list_scales.shape} do not match "
                              f"{list_ids.size} listed rows of dimension {centroids.shape[1]}")
         self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
-        self.list_ptr = np.ascontiguousarray(list_ptr, dtype=np.int64)
-        self.list_ids = np.ascontiguousarray(list_ids, dtype=np.int64)
-        self.list_codes = np.ascontiguousarray(list_codes, dtype=np.int8)
-        self.list_scales = np.ascontiguousarray(list_scales, dtype=np.float32)
+        # Read in place by the C++ probe without the GIL: kept read-only (a writable
+        # array is copied; from_labels hands over fresh ones frozen).
+        self.list_ptr = _frozen(np.ascontiguousarray(list_ptr, dtype=np.int64))
+        self.list_ids = _frozen(np.ascontiguousarray(list_ids, dtype=np.int64))
+        self.list_codes = _frozen(np.ascontiguousarray(list_codes, dtype=np.int8))
+        self.list_scales = _frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
@@ -189,8 +192,8 @@ class IvfIndex:
         lab = labels[listed]
         order = np.argsort(lab, kind="stable")  # stable: rows stay ascending in each list
         ids = listed[order]
-        return cls(centroids, ptr_from_counts(np.bincount(lab, minlength=k)), ids, matrix.codes[ids],
-                   matrix.scales[ids], n_fit=n_fit)
+        return cls(centroids, freeze(ptr_from_counts(np.bincount(lab, minlength=k))), freeze(ids),
+                   freeze(matrix.codes[ids]), freeze(matrix.scales[ids]), n_fit=n_fit)
 
     def labels(self, n_rows: int) -> np.ndarray:
         """``int64[n_rows]``: each row's list, ``-1`` for rows in no list."""
@@ -217,15 +220,13 @@ class IvfIndex:
         sims = q @ self.centroids.T
         probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
                   else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
-        sizes = np.diff(self.list_ptr)[probes].sum(axis=1)
-        out_ptr = ptr_from_counts(sizes)
-        scores = np.empty(int(out_ptr[-1]), np.float32)
-        rows = np.empty(int(out_ptr[-1]), np.int64)
-        if scores.size:
-            q_codes, q_scales = quantize_rows(q)
-            launch(probe_kernel, q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr, self.list_ids,
-                   np.arange(0, m * p + 1, p, dtype=np.int64), np.ascontiguousarray(probes.reshape(-1)),
-                   out_ptr, scores, rows, work=scores.size * q.shape[1] // 1000)
+        q_codes, q_scales = quantize_rows(q)
+        # The probed lists' rows, scored by the C++ core's int8 dot product (the scan's).
+        work = int(np.diff(self.list_ptr)[probes].sum()) * q.shape[1] // 1000
+        out_ptr, scores, rows = _core.int8_probe(
+            q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr, self.list_ids,
+            np.arange(0, m * p + 1, p, dtype=np.int64), np.ascontiguousarray(probes.reshape(-1)),
+            threads=1 if work < SERIAL_WORK else current_threads())
         return out_ptr, scores, rows
 
     # ---------------------------------------------------------------- Arrow

@@ -1,11 +1,10 @@
-"""Numba kernels of the IVF (inverted-file) index over int8 matrices.
+"""Numba kernel of the IVF (inverted-file) index over int8 matrices.
 
 An IVF index splits a matrix's rows into lists, one per coarse centroid; a query scores
 the centroids, then only the rows of its ``nprobe`` best lists (:mod:`toolsift.index.ivf`).
-Two kernels do the heavy work:
-
-* :func:`assign_kernel`: the nearest centroid of every row (building and updating);
-* :func:`probe_kernel`: exact int8 scores of every row in the probed lists of each query.
+:func:`assign_kernel` finds the nearest centroid of every row (building and updating);
+the probe's scores come from the C++ core (``_core.int8_probe``, the int8 scan's dot
+product), checked against :func:`toolsift.kernels.ivf_reference.probe_reference`.
 
 Layouts: matrix and query rows as in :mod:`toolsift.kernels.int8` (``int8[n, d]`` codes,
 ``float32[n]`` scales); centroids quantized the same way. The lists are CSR: list ``c``
@@ -28,18 +27,13 @@ import numba
 import numpy as np
 from numba import types as nt
 
-__all__ = ["SIG_ASSIGN", "SIG_PROBE", "assign_kernel", "probe_kernel"]
+__all__ = ["SIG_ASSIGN", "assign_kernel"]
 
 _ro_i1_2d = nt.Array(nt.int8, 2, "C", readonly=True)
 _ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
-_ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 
 #: ``assign_kernel(codes, cent_codes, cent_scales, labels_out, best_out)``.
 SIG_ASSIGN = nt.void(_ro_i1_2d, _ro_i1_2d, _ro_f4, nt.int64[::1], nt.float32[::1])
-#: ``probe_kernel(q_codes, q_scales, list_codes, list_scales, list_ptr, list_ids, probe_ptr,
-#: probes, out_ptr, out_scores, out_rows)``.
-SIG_PROBE = nt.void(_ro_i1_2d, _ro_f4, _ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, _ro_i8, _ro_i8, _ro_i8,
-                    nt.float32[::1], nt.int64[::1])
 
 
 @numba.njit(SIG_ASSIGN, cache=True, nogil=True, parallel=True)
@@ -89,25 +83,3 @@ def assign_kernel(codes, cent_codes, cent_scales, labels, best):
                 bv, bi = v, c
         labels[j] = bi
         best[j] = bv
-
-
-@numba.njit(SIG_PROBE, cache=True, nogil=True, parallel=True)
-def probe_kernel(q_codes, q_scales, list_codes, list_scales, list_ptr, list_ids, probe_ptr, probes, out_ptr,
-                 out_scores, out_rows):
-    """For each query ``i`` and each entry ``t`` of each list it probes, in probe order,
-    write ``(q_codes[i] · list_codes[t]) * q_scales[i] * list_scales[t]`` and the row
-    ``list_ids[t]`` from ``out_ptr[i]`` on (unchecked; ``out_ptr`` must leave room for
-    every probed entry). Parallel over queries."""
-    d = q_codes.shape[1]
-    for i in numba.prange(q_codes.shape[0]):
-        o = out_ptr[i]
-        qs = q_scales[i]
-        for p in range(probe_ptr[i], probe_ptr[i + 1]):
-            c = probes[p]
-            for t in range(list_ptr[c], list_ptr[c + 1]):
-                acc = np.int32(0)
-                for k in range(d):
-                    acc = np.int32(acc + np.int32(np.int16(q_codes[i, k]) * np.int16(list_codes[t, k])))
-                out_scores[o] = np.float32(acc) * qs * list_scales[t]
-                out_rows[o] = list_ids[t]
-                o += 1

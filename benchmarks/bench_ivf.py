@@ -4,8 +4,8 @@ For each matrix size, rows are a Gaussian mixture on the unit sphere (``sqrt(n)`
 clusters, so lists are about as unbalanced as real text clusters), quantized to int8.
 Per size it measures, on one thread, the CPU time per query text of:
 
-* ``scan``: :meth:`DenseField.score_tools` + the top-100 selection, as
-  ``DenseRetriever.candidates`` does without an IVF;
+* ``scan``: :meth:`DenseField.top_tools` (the C++ scan and top-100 selection in one
+  pass), as ``DenseRetriever.candidates`` does without an IVF;
 * ``ivf``: :meth:`DenseField.top_tools_ivf` with ``IndexConfig().ivf_nprobe``;
 
 and the IVF's fit time and recall@100 against the scan. Timings are CPU seconds
@@ -29,7 +29,7 @@ import numpy as np
 from toolsift import IndexConfig
 from toolsift.index.dense import Int8Matrix
 from toolsift.index.dense_field import DenseField
-from toolsift.kernels.select import top_positive
+from toolsift.kernels.int8 import quantize_rows
 from toolsift.index.ivf import IvfIndex
 
 D = 384
@@ -45,8 +45,6 @@ def _data(n: int, rng: np.random.Generator) -> tuple[Int8Matrix, np.ndarray]:
     weights = 1.0 / np.arange(1, k + 1) ** 0.7
     codes = np.empty((n, D), np.int8)
     scales = np.empty(n, np.float32)
-    from toolsift.kernels.int8 import quantize_rows
-
     for s in range(0, n, 65536):
         m = min(65536, n - s)
         x = centers[rng.choice(k, m, p=weights / weights.sum())] + 0.09 * rng.standard_normal((m, D)).astype(np.float32)
@@ -65,12 +63,12 @@ def measure(n: int, seed: int = 0) -> dict:
     dn = DenseField(m, None, n, ivf=ivf)
     nprobe = IndexConfig().ivf_nprobe
     dn.top_tools_ivf(q[:2], TOP, nprobe)  # compile / warm
-    dn.score_tools(q[:1])
+    dn.top_tools(*quantize_rows(q[:1]), TOP)
     scan_t, ivf_t, rec = [], [], []
     for i in range(N_QUERIES):
         t0 = time.process_time()
-        s = dn.score_tools(q[i:i + 1])[0]
-        truth = top_positive(s, np.arange(n), None, n, TOP)
+        # The search path without an IVF: quantize, then one pass that scans and selects.
+        truth = dn.top_tools(*quantize_rows(q[i:i + 1]), TOP)[0]
         t1 = time.process_time()
         got = dn.top_tools_ivf(q[i:i + 1], TOP, nprobe)[0]
         t2 = time.process_time()

@@ -260,7 +260,8 @@ def test_fused_hybrid_candidates_and_pack_equal_the_general_path(demo_catalog, k
     raw = [as_query(q, "q") for q in [*QUERIES, "zzzz qqqq", "delete", "a", "what is the weather in Paris"]]
     for batch in ([q] for q in raw):
         _same_candidates(st, cfg, batch, fr, slow, k)
-    _same_candidates(st, cfg, raw, fr, slow, k)
+    _same_candidates(st, cfg, raw, fr, slow, k)  # mixed: some queries have several needs
+    _same_candidates(st, cfg, [q for q in raw if len(q.needs) == 1], fr, slow, k)  # one need each
 
 
 @pytest.mark.parametrize("k", [1, 5, 60])

@@ -197,10 +197,15 @@ def _mix_dense(plan: QueryPlan, hybrid: list[tuple[int, HybridRetriever]], ptr: 
     for j, r in hybrid:
         if not r.dense_empty:
             cos[j] = r.dense.gather(plan.fields[NEED_FIELDS[j]], ptr, tool, docs=False)
+    if need_ptr[-1] == len(plan):
+        # One need per query (raw queries): row i of need_sims is candidate i, the
+        # order the gathers already have; no packing.
+        for j, r in hybrid:
+            r.mix(need_sims[:, j], cos[j])  # a column view: mix writes through it
+        return
     packed = None
     if any(c is not None for c in cos):
         size = next(c.size for c in cos if c is not None)
         packed, _ = pack_needs(ptr, tool, need_ptr, *(c if c is not None else np.zeros(size, np.float32) for c in cos))
     for j, r in hybrid:
-        # A column view: mix writes through it into need_sims.
         r.mix(need_sims[:, j], None if cos[j] is None or packed is None else np.ascontiguousarray(packed[:, j]))

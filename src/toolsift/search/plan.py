@@ -199,7 +199,15 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
     names = [f for f in FIELDS if f in st.dense]
     if not names:
         return {}, {}
-    vecs = encode_texts(query_encoder_for(st, config), [t for f in names for t in texts[f]])
+    flat = [t for f in names for t in texts[f]]
+    if all(len(texts[f]) == 1 for f in names) and flat.count(flat[0]) == len(flat) and flat[0].strip():
+        # A raw query: the same one text in every dense field, embedded and quantized
+        # once; the fields share the (read-only) rows.
+        vec = encode_texts(query_encoder_for(st, config), flat[:1])
+        qc, qs = quantize_rows(vec)
+        one = (read_only(vec), (read_only(qc), read_only(qs)))
+        return {f: one[0] for f in names}, {f: one[1] for f in names}
+    vecs = encode_texts(query_encoder_for(st, config), flat)
     q_codes, q_scales = quantize_rows(vecs)
     out, codes, start = {}, {}, 0
     for f in names:

@@ -141,6 +141,13 @@ QueryBatch make_batch(const InvertedIndex& idx, const I32Array& terms, const I64
   return q;
 }
 
+// The engine keeps two int64 words per group while it builds (the group -> documents
+// pointer and its cursor): a group count no catalogue has (2**31 from a fuzzer) is refused
+// here instead of ending in std::bad_alloc or the out-of-memory killer.
+void check_group_count(int32_t n_groups) {
+  check_output_bytes(static_cast<double>(n_groups) + 1.0, 16.0, "n_groups");
+}
+
 std::shared_ptr<InvertedIndex> build(const I32Array& tokens_in, const I64Array& offsets_in, int32_t n_terms,
                                      const std::optional<I32Array>& groups_in, int32_t n_groups, double k1, double b,
                                      const std::string& method) {
@@ -162,6 +169,7 @@ std::shared_ptr<InvertedIndex> build(const I32Array& tokens_in, const I64Array& 
     g = groups->data();
   }
   const Bm25Params p = make_params(k1, b, method);
+  if (groups) check_group_count(n_groups);
   py::gil_scoped_release release;
   const bool grouped = groups.has_value();
   return std::make_shared<InvertedIndex>(
@@ -179,6 +187,7 @@ std::shared_ptr<InvertedIndex> from_arrays(const py::object& indptr, const py::o
   const bool grouped = !groups.is_none();
   if (grouped) cols.doc_group = import_column<int32_t>(groups, "doc_group");
   const Bm25Params p = make_params(k1, b, method);
+  if (grouped) check_group_count(n_groups);
   py::gil_scoped_release release;
   return std::make_shared<InvertedIndex>(InvertedIndex::from_columns(std::move(cols), grouped, n_groups, p));
 }
@@ -190,6 +199,7 @@ py::array_t<float> score_dense(const InvertedIndex& idx, const I32Array& terms_i
   const toolsift::Scale sc = parse_scale(scale);
   const QueryBatch q = make_batch(idx, terms, offsets);
   const std::size_t width = group ? idx.n_groups() : idx.n_docs();
+  check_output_bytes(static_cast<double>(q.n_queries) * static_cast<double>(width), 4.0, "score_dense");
   py::array_t<float> out({static_cast<py::ssize_t>(q.n_queries), static_cast<py::ssize_t>(width)});
   float* dst = out.mutable_data();
   {
@@ -379,6 +389,7 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
   require_1d(keys, "keys");
   if (keys.shape(0) != s.n) throw std::invalid_argument("keys must have one entry per row of codes");
   if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  n = std::min(n, s.n);  // never more keys than rows: a huge n allocates nothing extra
   check_output_bytes(static_cast<double>(s.m) * static_cast<double>(n), 8.0, "int8_top");
   py::array_t<int64_t> out({s.m, n});
   py::array_t<int64_t> counts(s.m);

@@ -128,3 +128,33 @@ def test_array_changed_by_another_thread_during_a_call(tmp_path):
     proc = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=300, cwd=root)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "bad 0", proc.stdout
+
+
+def test_absurd_group_count_is_refused_not_allocated():
+    """n_groups = 2**31 - 1 (a fuzzer's edge value) on a three-document index: refused
+    with a ValueError before the engine allocates two int64 words per group (34 GB).
+    Run under a 3 GB address-space limit, so that allocating instead fails loudly
+    (MemoryError) rather than meeting the out-of-memory killer."""
+    code = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, resource.RLIM_INFINITY))
+        import numpy as np
+        from toolsift import _core
+        tokens, offsets = np.array([0, 1, 1], np.int32), np.array([0, 2, 3], np.int64)
+        groups = np.array([0, 1], np.int32)
+        for make in (lambda: _core.InvertedIndex.build(tokens, offsets, 2, groups=groups, n_groups=2**31 - 1),
+                     lambda: _core.InvertedIndex.from_arrays(np.array([0, 1, 2], np.int64), np.array([0, 1], np.int32),
+                                                             np.array([1, 1], np.int32), np.array([1, 1], np.int32),
+                                                             groups=groups, n_groups=2**31 - 1)):
+            try:
+                make()
+            except ValueError as exc:
+                assert "memory" in str(exc), exc
+            else:
+                raise AssertionError("accepted")
+        idx = _core.InvertedIndex.build(tokens, offsets, 2, groups=groups, n_groups=5)
+        print(idx.n_groups)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "5"

@@ -264,3 +264,29 @@ def test_hybrid_dense_candidates_are_the_cosine_top_at_least_k(demo, tmp_path):
     legacy = cfg.to_dict()
     del legacy["dense_candidates"]
     assert IndexConfig.from_dict(legacy).dense_candidates == cfg.candidates
+
+
+def test_huge_k_on_a_hybrid_index_allocates_by_the_catalogue_not_by_k(demo, tmp_path):
+    """A hybrid field's dense depth is at least k: k far beyond the catalogue must size
+    the heaps by the tools there are. Run under an address-space limit a little above
+    what the process already maps: sizing by k (8 bytes x 10**9) fails there."""
+    import subprocess
+    import sys
+
+    from toolsift.presets import preset_config
+
+    ToolIndex.build(demo, config=preset_config("hybrid")).save(tmp_path / "idx")
+    code = (
+        "import resource, sys\n"
+        "from toolsift import ToolIndex\n"
+        "i = ToolIndex.load(sys.argv[1])\n"
+        "i.search('send an email', k=3)\n"  # every lazy import and compile done
+        "size = int([l for l in open('/proc/self/status') if l.startswith('VmSize')][0].split()[1]) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + 2**30, resource.RLIM_INFINITY))\n"
+        "hits = i.search('send an email', k=10**9)\n"
+        "print(len(hits))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "idx")], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.strip()) == len(demo)

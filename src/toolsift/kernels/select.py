@@ -175,6 +175,9 @@ def top_positive_trusted(scores: np.ndarray, rows: np.ndarray, groups: np.ndarra
     """:func:`top_positive` without the checks, for the search path: ``rows`` and
     ``groups`` (``int64``, empty for none) are a dense field's own, checked when it was
     made; checking them again cost a pass over every document per search."""
+    n = min(n, n_keys)  # a search's k can exceed the keys: size the heap by what exists
+    if n <= 0:
+        return np.zeros(0, np.int64)
     out = np.empty(n, np.int64)
     # The per-key scratch only matters with groups (zeroing 6,000 floats per call is not free).
     best = np.zeros(n_keys if groups.shape[0] else 0, np.float32)

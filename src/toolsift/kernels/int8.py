@@ -11,13 +11,12 @@ Layouts:
 * a query batch is the same thing with ``m`` rows;
 * candidate sets are CSR: query ``i`` scores ``cand_ids[cand_ptr[i]:cand_ptr[i+1]]``.
 
-The scan and the gather are the C++ core's (``toolsift/int8_dot.h``: one dot product on
-the CPU's widest integer instructions, chosen at run time); the others are Numba
-kernels. As in
-:mod:`toolsift.kernels.mftr`, every jitted function has an explicit signature with
-read-only inputs (memory-mapped and Arrow buffers are accepted without a copy), is cached
-on disk, releases the GIL, and runs as plain Python under ``NUMBA_DISABLE_JIT=1``. The
-checked wrappers :func:`quantize_rows`, :func:`scan` and :func:`gather` validate inputs
+The scan, the gather and the one-pass top-n are the C++ core's (``toolsift/int8_dot.h``:
+one dot product on the CPU's widest integer instructions, chosen at run time); the
+others are Numba kernels. As in :mod:`toolsift.kernels.mftr`, every jitted function has
+an explicit signature with read-only inputs (memory-mapped and Arrow buffers are
+accepted without a copy), is cached on disk, releases the GIL, and runs as plain Python
+under ``NUMBA_DISABLE_JIT=1``. The checked wrappers :func:`quantize_rows`, :func:`scan` and :func:`gather` validate inputs
 before any kernel runs; the ``*_kernel`` functions trust their arguments.
 """
 

@@ -298,46 +298,50 @@ py::tuple gather(const InvertedIndex& idx, const I32Array& terms_in, const I64Ar
   return py::make_tuple(to_array(std::move(off)), out);
 }
 
-// The shapes of an int8 query batch and matrix, checked: (m, n, d).
-struct Int8Shapes {
+// An int8 query batch and matrix as every int8 binding takes them: the queries
+// snapshotted (stable), the matrix read in place when read-only (frozen), shapes checked.
+struct Int8Args {
+  I8Array q_codes;
+  F32Array q_scales;
+  I8Array codes;
+  F32Array scales;
   py::ssize_t m, n, d;
-};
 
-Int8Shapes check_int8(const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
-                      const F32Array& scales) {
-  if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
-  require_1d(q_scales, "q_scales");
-  require_1d(scales, "scales");
-  const Int8Shapes s{q_codes.shape(0), codes.shape(0), q_codes.shape(1)};
-  if (codes.shape(1) != s.d) {
-    throw std::invalid_argument("q_codes has dim " + std::to_string(s.d) + ", codes has dim " +
-                                std::to_string(codes.shape(1)));
+  Int8Args(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+           const F32Array& scales_in)
+      : q_codes(stable(q_codes_in)), q_scales(stable(q_scales_in)), codes(frozen(codes_in)),
+        scales(frozen(scales_in)) {
+    if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
+    require_1d(q_scales, "q_scales");
+    require_1d(scales, "scales");
+    m = q_codes.shape(0);
+    n = codes.shape(0);
+    d = q_codes.shape(1);
+    if (codes.shape(1) != d) {
+      throw std::invalid_argument("q_codes has dim " + std::to_string(d) + ", codes has dim " +
+                                  std::to_string(codes.shape(1)));
+    }
+    if (q_scales.shape(0) != m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
+    if (scales.shape(0) != n) throw std::invalid_argument("scales must have one entry per row of codes");
+    if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
   }
-  if (q_scales.shape(0) != s.m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
-  if (scales.shape(0) != s.n) throw std::invalid_argument("scales must have one entry per row of codes");
-  if (s.d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
-  return s;
-}
 
-toolsift::Int8Rows int8_rows(const I8Array& codes, const F32Array& scales, const Int8Shapes& s) {
-  return {codes.data(), scales.data(), static_cast<std::size_t>(s.n), static_cast<std::size_t>(s.d)};
-}
+  toolsift::Int8Rows rows() const {
+    return {codes.data(), scales.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(d)};
+  }
+  std::size_t queries() const { return static_cast<std::size_t>(m); }
+};
 
 // Exact int8 scores of every query row against every matrix row: float32[m, n].
 py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                              const F32Array& scales_in, int threads) {
-  const I8Array q_codes = stable(q_codes_in);
-  const F32Array q_scales = stable(q_scales_in);
-  const I8Array codes = frozen(codes_in);
-  const F32Array scales = frozen(scales_in);
-  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
-  check_output_bytes(static_cast<double>(s.m) * static_cast<double>(s.n), 4.0, "int8_scan");
-  py::array_t<float> out({s.m, s.n});
-  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(a.n), 4.0, "int8_scan");
+  py::array_t<float> out({a.m, a.n});
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_scan(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, dst, threads);
+    toolsift::int8_scan(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), dst, threads);
   }
   return out;
 }
@@ -346,32 +350,27 @@ py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales
 py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                                const F32Array& scales_in, const I64Array& cand_ptr_in, const I64Array& cand_ids_in,
                                int threads) {
-  const I8Array q_codes = stable(q_codes_in);
-  const F32Array q_scales = stable(q_scales_in);
-  const I8Array codes = frozen(codes_in);
-  const F32Array scales = frozen(scales_in);
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
   const I64Array cand_ptr = stable(cand_ptr_in);
   const I64Array cand_ids = stable(cand_ids_in);
-  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
   require_1d(cand_ptr, "cand_ptr");
   require_1d(cand_ids, "cand_ids");
-  if (cand_ptr.shape(0) != s.m + 1) throw std::invalid_argument("cand_ptr must have one entry per query + 1");
+  if (cand_ptr.shape(0) != a.m + 1) throw std::invalid_argument("cand_ptr must have one entry per query + 1");
   const toolsift::CsrView c{cand_ptr.data(), cand_ids.data(), static_cast<std::size_t>(cand_ids.shape(0))};
-  toolsift::check_csr(c, static_cast<std::size_t>(s.m), "cand_ptr");
+  toolsift::check_csr(c, a.queries(), "cand_ptr");
   const int64_t* ids = cand_ids.data();
   for (py::ssize_t t = 0; t < cand_ids.shape(0); ++t) {
-    if (ids[t] < 0 || ids[t] >= s.n) {
+    if (ids[t] < 0 || ids[t] >= a.n) {
       throw std::invalid_argument("cand_ids[" + std::to_string(t) + "]=" + std::to_string(ids[t]) +
-                                  " out of range for " + std::to_string(s.n) + " rows");
+                                  " out of range for " + std::to_string(a.n) + " rows");
     }
   }
   py::array_t<float> out(cand_ids.shape(0));
-  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
   float* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_gather(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, cand_ptr.data(),
-                          ids, dst, threads);
+    toolsift::int8_gather(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), cand_ptr.data(), ids, dst,
+                          threads);
   }
   return out;
 }
@@ -380,25 +379,20 @@ py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scal
 // int8 score: (ids int64[m, n], counts int64[m]); row i's ids are ids[i, :counts[i]].
 py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                    const F32Array& scales_in, const I64Array& keys_in, py::ssize_t n, int threads) {
-  const I8Array q_codes = stable(q_codes_in);
-  const F32Array q_scales = stable(q_scales_in);
-  const I8Array codes = frozen(codes_in);
-  const F32Array scales = frozen(scales_in);
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
   const I64Array keys = frozen(keys_in);
-  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
   require_1d(keys, "keys");
-  if (keys.shape(0) != s.n) throw std::invalid_argument("keys must have one entry per row of codes");
+  if (keys.shape(0) != a.n) throw std::invalid_argument("keys must have one entry per row of codes");
   if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
-  n = std::min(n, s.n);  // never more keys than rows: a huge n allocates nothing extra
-  check_output_bytes(static_cast<double>(s.m) * static_cast<double>(n), 8.0, "int8_top");
-  py::array_t<int64_t> out({s.m, n});
-  py::array_t<int64_t> counts(s.m);
-  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
+  n = std::min(n, a.n);  // never more keys than rows: a huge n allocates nothing extra
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(n), 8.0, "int8_top");
+  py::array_t<int64_t> out({a.m, n});
+  py::array_t<int64_t> counts(a.m);
   int64_t* dst = out.mutable_data();
   int64_t* cnt = counts.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_top(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, keys.data(),
+    toolsift::int8_top(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), keys.data(),
                        static_cast<std::size_t>(n), dst, cnt, threads);
   }
   return py::make_tuple(out, counts);
@@ -409,28 +403,24 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
 py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                      const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
                      const I64Array& probe_ptr_in, const I64Array& probes_in, int threads) {
-  const I8Array q_codes = stable(q_codes_in);
-  const F32Array q_scales = stable(q_scales_in);
-  const I8Array codes = frozen(codes_in);
-  const F32Array scales = frozen(scales_in);
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
   const I64Array list_ptr = frozen(list_ptr_in);
   const I64Array list_ids = frozen(list_ids_in);
   const I64Array probe_ptr = stable(probe_ptr_in);
   const I64Array probes = stable(probes_in);
-  const Int8Shapes s = check_int8(q_codes, q_scales, codes, scales);
-  for (const auto* a : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*a, "IVF arrays");
-  if (list_ptr.shape(0) < 1 || list_ids.shape(0) != s.n) {
+  for (const auto* arr : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*arr, "IVF arrays");
+  if (list_ptr.shape(0) < 1 || list_ids.shape(0) != a.n) {
     throw std::invalid_argument("list_ptr needs n_lists + 1 entries and list_ids one id per listed row");
   }
   const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
-  toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(s.n)}, n_lists, "list_ptr");
-  if (probe_ptr.shape(0) != s.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
+  toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(a.n)}, n_lists, "list_ptr");
+  if (probe_ptr.shape(0) != a.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
   toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
-                      static_cast<std::size_t>(s.m), "probe_ptr");
+                      static_cast<std::size_t>(a.m), "probe_ptr");
   const int64_t* pl = probes.data();
   const int64_t* lp = list_ptr.data();
-  std::vector<int64_t> out_ptr(static_cast<std::size_t>(s.m) + 1, 0);
-  for (py::ssize_t i = 0; i < s.m; ++i) {
+  std::vector<int64_t> out_ptr(static_cast<std::size_t>(a.m) + 1, 0);
+  for (py::ssize_t i = 0; i < a.m; ++i) {
     int64_t total = 0;
     for (int64_t p = probe_ptr.data()[i]; p < probe_ptr.data()[i + 1]; ++p) {
       if (pl[p] < 0 || static_cast<std::size_t>(pl[p]) >= n_lists) {
@@ -444,12 +434,11 @@ py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, con
   check_output_bytes(static_cast<double>(out_ptr.back()), 12.0, "int8_probe");
   py::array_t<float> scores(static_cast<py::ssize_t>(out_ptr.back()));
   py::array_t<int64_t> ids(static_cast<py::ssize_t>(out_ptr.back()));
-  const toolsift::Int8Rows rows = int8_rows(codes, scales, s);
   float* sc = scores.mutable_data();
   int64_t* id = ids.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_probe(q_codes.data(), q_scales.data(), static_cast<std::size_t>(s.m), rows, lp,
+    toolsift::int8_probe(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), lp,
                          list_ids.data(), probe_ptr.data(), pl, out_ptr.data(), sc, id, threads);
   }
   return py::make_tuple(to_array(std::move(out_ptr)), scores, ids);
@@ -723,12 +712,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.
-    const I8Array qc = stable(q_codes), c = stable(codes);
-    const F32Array qs = stable(q_scales), s = stable(scales);
-    const Int8Shapes sh = check_int8(qc, qs, c, s);
-    py::array_t<float> out({sh.m, sh.n});
-    toolsift::int8_scan_portable(qc.data(), qs.data(), static_cast<std::size_t>(sh.m), int8_rows(c, s, sh),
-                                 out.mutable_data());
+    const Int8Args a(q_codes, q_scales, codes, scales);
+    py::array_t<float> out({a.m, a.n});
+    toolsift::int8_scan_portable(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), out.mutable_data());
     return out;
   }, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"));
   m.def("int8_dot_isa", &toolsift::int8_dot_isa, "The instruction set the int8 scan uses on this CPU.");

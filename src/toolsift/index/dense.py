@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyarrow import ipc
 
 from ..errors import IndexCorruptError, IndexFormatError
-from ..kernels.int8 import quantize_rows
+from ..kernels.int8 import freeze, frozen, quantize_rows
 
 __all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix", "freeze"]
 
@@ -67,26 +67,6 @@ def _view(arr: pa.Array, dtype: type[np.generic], count: int) -> np.ndarray:
         return np.empty(0, dtype=dtype)
     item = np.dtype(dtype).itemsize
     return np.frombuffer(buf, dtype=dtype, count=count, offset=arr.offset * item)
-
-
-def freeze(a: np.ndarray) -> np.ndarray:
-    """Mark a fresh array (one nothing else references) read-only and return it, so that
-    :class:`Int8Matrix` takes it without a copy."""
-    a.flags.writeable = False
-    return a
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    """``a`` if no writable array reaches its memory, else a read-only copy."""
-    if not a.flags.writeable:
-        base = a.base
-        while isinstance(base, np.ndarray):
-            if base.flags.writeable:
-                break
-            base = base.base
-        else:
-            return a
-    return freeze(a.copy())
 
 
 def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
@@ -136,8 +116,8 @@ class Int8Matrix:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"scales[{i}]={scales[i]} must be finite and >= 0")
-        self.codes = _frozen(np.ascontiguousarray(codes))
-        self.scales = _frozen(np.ascontiguousarray(scales))
+        self.codes = frozen(np.ascontiguousarray(codes))
+        self.scales = frozen(np.ascontiguousarray(scales))
         self._keepalive = _keepalive  # Arrow table / memory map the views point into
 
     # ---------------------------------------------------------------- construction

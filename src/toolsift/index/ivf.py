@@ -27,10 +27,10 @@ import pyarrow as pa
 
 from .. import _core
 from ..csr import ptr_from_counts, ranges
-from ..kernels.int8 import quantize_rows
+from ..kernels.int8 import freeze, frozen, quantize_rows
 from ..kernels.ivf import assign_kernel
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
-from .dense import Int8Matrix, _frozen, freeze
+from .dense import Int8Matrix
 
 if TYPE_CHECKING:
     from ..config import IndexConfig
@@ -140,10 +140,10 @@ class IvfIndex:
         self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
         # Read in place by the C++ probe without the GIL: kept read-only (a writable
         # array is copied; from_labels hands over fresh ones frozen).
-        self.list_ptr = _frozen(np.ascontiguousarray(list_ptr, dtype=np.int64))
-        self.list_ids = _frozen(np.ascontiguousarray(list_ids, dtype=np.int64))
-        self.list_codes = _frozen(np.ascontiguousarray(list_codes, dtype=np.int8))
-        self.list_scales = _frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
+        self.list_ptr = frozen(np.ascontiguousarray(list_ptr, dtype=np.int64))
+        self.list_ids = frozen(np.ascontiguousarray(list_ids, dtype=np.int64))
+        self.list_codes = frozen(np.ascontiguousarray(list_codes, dtype=np.int8))
+        self.list_scales = frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)

@@ -31,6 +31,8 @@ from .launch import SERIAL_WORK, current_threads, launch
 
 __all__ = [
     "SIG_QUANTIZE",
+    "freeze",
+    "frozen",
     "gather",
     "gather_trusted",
     "mean_rows_kernel",
@@ -146,6 +148,27 @@ def _pair(
     return qc, qs, c, s
 
 
+def freeze(a: np.ndarray) -> np.ndarray:
+    """Mark a fresh array (one nothing else references) read-only and return it, so that
+    :func:`frozen` (and :class:`~toolsift.index.dense.Int8Matrix`) take it without a copy."""
+    a.flags.writeable = False
+    return a
+
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` if no writable array reaches its memory, else a read-only copy: what the C++
+    core may read in place with the GIL released (it copies writable arrays itself)."""
+    if not a.flags.writeable:
+        base = a.base
+        while isinstance(base, np.ndarray):
+            if base.flags.writeable:
+                break
+            base = base.base
+        else:
+            return a
+    return freeze(a.copy())
+
+
 def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Quantize float rows to int8 codes with one symmetric scale per row.
 
@@ -202,9 +225,7 @@ def scan(
     # The core reads a read-only matrix in place with the GIL released (a writable one it
     # copies); a view that only looks read-only could still change through a writable
     # base, so the matrix is taken as Int8Matrix takes it.
-    from ..index.dense import _frozen
-
-    return scan_trusted(qc, qs, _frozen(c), _frozen(s))
+    return scan_trusted(qc, qs, frozen(c), frozen(s))
 
 
 def scan_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -288,9 +309,7 @@ def gather(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"cand_ids[{i}]={ids[i]} out of range for {n} rows")
-    from ..index.dense import _frozen
-
-    return gather_trusted(qc, qs, _frozen(c), _frozen(s), ptr, ids)
+    return gather_trusted(qc, qs, frozen(c), frozen(s), ptr, ids)
 
 
 def gather_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray,

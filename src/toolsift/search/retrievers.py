@@ -169,13 +169,9 @@ class HybridRetriever(FieldRetriever):
         return [self.dense.candidates(ft, max(self.dense_depth, k))]
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
-        bm = self.bm25.gather(ft, ptr, ids, docs=docs)
-        if self.dense_empty:  # the cosine half is 0 for every document
-            bm = bm.astype(np.float32, copy=False)
-            self.mix(bm, None)
-            return bm
-        bm = bm.astype(np.float32, copy=False)
-        self.mix(bm, self.dense.gather(ft, ptr, ids, docs=docs))
+        bm = self.bm25.gather(ft, ptr, ids, docs=docs).astype(np.float32, copy=False)
+        # An all-empty dense half has cosine 0 everywhere: nothing to gather.
+        self.mix(bm, None if self.dense_empty else self.dense.gather(ft, ptr, ids, docs=docs))
         return bm
 
     def mix(self, bm: np.ndarray, cos: np.ndarray | None) -> None:

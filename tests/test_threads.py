@@ -41,17 +41,30 @@ def test_single_queries_never_start_a_thread_pool():
 
 
 def test_large_batches_use_the_configured_threads():
+    # The C++ scan starts its workers for the call and joins them, so they are counted
+    # while it runs (it releases the GIL; a watcher thread samples the task list).
     got = _run("""
-        import os, numpy as np
-        from toolsift.kernels.int8 import quantize_rows, scan
+        import os, threading, time, numpy as np
+        from toolsift.kernels.int8 import freeze, quantize_rows, scan
         from toolsift.kernels.launch import using_threads
         count = lambda: len(os.listdir("/proc/self/task"))
-        x = np.random.default_rng(0).standard_normal((4000, 64)).astype(np.float32)
-        c, s = quantize_rows(x)
-        before = count()
+        x = np.random.default_rng(0).standard_normal((200_000, 64)).astype(np.float32)
+        c, s = (freeze(a) for a in quantize_rows(x))
+        q, qs = c[:64].copy(), s[:64].copy()
+        peak, stop = [0], threading.Event()
+        def watch():
+            while not stop.is_set():
+                peak[0] = max(peak[0], count())
+        t = threading.Thread(target=watch)
+        t.start()
+        time.sleep(0.05)
+        before = count()  # the watcher included
         with using_threads(2):
-            scan(c[:64], s[:64], c, s)
-        print(count() - before)
+            for _ in range(3):
+                scan(q, qs, c, s)
+        stop.set()
+        t.join()
+        print(peak[0] - before)
     """)
     assert int(got) >= 1
 

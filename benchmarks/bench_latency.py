@@ -156,6 +156,40 @@ def test_search_hybrid(benchmark, corpus, hybrid_index, condition, form):
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
+def test_hybrid_paired_with_bm25(benchmark, corpus, bm25_index, hybrid_index, condition):
+    """Hybrid p50 ÷ BM25 p50 with the two searches interleaved query by query (which goes
+    first alternates), so both meet the same machine: on a shared VM, figures taken one
+    after the other drifted by up to a third between runs."""
+    queries = corpus[1]
+
+    def run():
+        times = {"bm25": np.empty(len(queries)), "hybrid": np.empty(len(queries))}
+        pair = (("bm25", bm25_index), ("hybrid", hybrid_index))
+        clock = time.perf_counter
+        for i, q in enumerate(queries):
+            for name, index in (pair if i % 2 == 0 else pair[::-1]):
+                t0 = clock()
+                index.search(q, k=K)
+                times[name][i] = clock() - t0
+        return times
+
+    def warm():
+        for q in queries[:20]:
+            bm25_index.search(q, k=K)
+            hybrid_index.search(q, k=K)
+
+    times = _timed(benchmark, condition, warm, run)
+    p50 = {name: float(np.percentile(t, 50)) for name, t in times.items()}
+    over = p50["hybrid"] / p50["bm25"]
+    extra = {"load_avg_1m": _LOAD[-1], "hybrid_over_bm25_p50": over, "interleaved": True}
+    _FIGURES.append(Figure.latency("paired: search raw", condition, times["bm25"], extra=extra))
+    _FIGURES.append(Figure.latency("paired: hybrid raw", condition, times["hybrid"],
+                                   baseline="paired: search raw", extra=extra))
+    report(f"paired ({condition}): hybrid p50 {p50['hybrid'] * 1e3:.3f} ms / BM25 p50 "
+           f"{p50['bm25'] * 1e3:.3f} ms = {over:.2f}x")
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
 def test_search_hybrid_transformer_query(benchmark, corpus, hybrid_transformer_index, condition):
     index = hybrid_transformer_index
     queries = corpus[1][: max(1, N_QUERIES // 4)]

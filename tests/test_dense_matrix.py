@@ -266,11 +266,34 @@ def test_arrow_round_trip_zero_copy(n: int, d: int) -> None:
 
 
 def test_from_arrow_sliced_table() -> None:
-    m = Int8Matrix.quantize(np.random.default_rng(6).standard_normal((10, 5)).astype(np.float32))
+    # d = 64: row 3 starts 192 bytes in, still on a cache line: the slice is a view.
+    m = Int8Matrix.quantize(np.random.default_rng(6).standard_normal((10, 64)).astype(np.float32))
     part = Int8Matrix.from_arrow(m.to_arrow().slice(3, 4))
     np.testing.assert_array_equal(part.codes, m.codes[3:7])
     np.testing.assert_array_equal(part.scales, m.scales[3:7])
-    assert _buffer_address(part.codes) == _buffer_address(m.codes) + 3 * 5
+    assert _buffer_address(part.codes) == _buffer_address(m.codes) + 3 * 64
+
+
+def test_misaligned_codes_are_copied_to_a_cache_line() -> None:
+    # d = 5: row 3 starts 15 bytes in; the scan's vector loads would straddle lines.
+    m = Int8Matrix.quantize(np.random.default_rng(6).standard_normal((10, 5)).astype(np.float32))
+    part = Int8Matrix.from_arrow(m.to_arrow().slice(3, 4))
+    np.testing.assert_array_equal(part.codes, m.codes[3:7])
+    assert _buffer_address(part.codes) % 64 == 0 and not part.codes.flags.writeable
+    raw = np.zeros(10 * 64 + 1, np.int8)[1:].reshape(10, 64)  # one byte off any boundary
+    assert Int8Matrix(raw, np.ones(10, np.float32)).codes.ctypes.data % 64 == 0
+
+
+@pytest.mark.parametrize("n", [1, 3, 257])
+def test_saved_codes_are_mapped_in_place_on_a_cache_line(tmp_path, n: int) -> None:
+    m = Int8Matrix.quantize(np.random.default_rng(n).standard_normal((n, 384)).astype(np.float32))
+    assert m.codes.ctypes.data % 64 == 0  # made aligned, not copied
+    back = Int8Matrix.load(m.save(tmp_path / "m.arrow"), mmap=True)
+    np.testing.assert_array_equal(back.codes, m.codes)
+    child = back._keepalive[1].flatten()
+    # The file puts the codes on a 64-byte boundary, so the map is used as it is.
+    assert _buffer_address(back.codes) == child.buffers()[1].address + child.offset
+    assert _buffer_address(back.codes) % 64 == 0
 
 
 def test_from_arrow_rejects_bad_tables() -> None:
@@ -417,8 +440,9 @@ def test_matrix_never_changes_after_construction() -> None:
     codes[:] = 0
     np.testing.assert_array_equal(m.codes, before)
     assert not m.codes.flags.writeable and not m.scales.flags.writeable
-    own = freeze(before.copy())
-    assert Int8Matrix(own, freeze(scales.copy())).codes is own
+    own = k8.aligned_empty(before.shape, np.int8)  # fresh, and on a cache line: taken as it is
+    own[...] = before
+    assert Int8Matrix(freeze(own), freeze(scales.copy())).codes is own
     view = codes.view()
     view.flags.writeable = False  # read-only view of a writable base: still copied
     assert Int8Matrix(view, scales).codes is not view

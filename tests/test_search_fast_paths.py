@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from toolsift import Query, ToolNeed
+from toolsift import Query, ToolIndex, ToolNeed
 from toolsift.csr import row_of
 from toolsift.index.dense import Int8Matrix
 from toolsift.index.dense_field import DenseField
@@ -322,11 +322,15 @@ def test_pack_fields_rejects_inconsistent_input(demo_index):
         call(param_ptr=st.param_ptr[::-1].copy())
 
 
-def test_one_raw_query_plan_equals_the_general_plan(demo_index):
+@pytest.mark.parametrize("preset", ["bm25", "hybrid"])
+def test_one_raw_query_plan_equals_the_general_plan(demo_catalog, preset):
+    from toolsift.presets import preset_config
     from toolsift.search.plan import _plan
 
-    st, cfg = demo_index._state, demo_index.config
-    for text in ["send an email to my boss", "weather", "zzzz qqqq", "Ünïcode naïve café 42", "a"]:
+    index = ToolIndex.build(demo_catalog, config=preset_config(preset))
+    st, cfg = index._state, index.config
+    # "?!": no token of weight, a zero vector.
+    for text in ["send an email to my boss", "weather", "zzzz qqqq", "Ünïcode naïve café 42", "a", "?!"]:
         q = as_query(text, "q")
         got, want = plan_queries(st, cfg, [q]), _plan(st, cfg, [q])
         assert got.queries == want.queries and got.arg_names == want.arg_names
@@ -334,12 +338,22 @@ def test_one_raw_query_plan_equals_the_general_plan(demo_index):
         assert got.penalize.dtype == want.penalize.dtype
         for f in FIELDS:
             a, b = got.fields[f], want.fields[f]
-            assert a.texts == b.texts and a.vectors is None and b.vectors is None and a.codes is b.codes is None
+            assert a.texts == b.texts
+            if f in st.dense:  # the same unit vector and int8 codes, bit for bit
+                assert a.vectors.dtype == b.vectors.dtype == np.float32
+                np.testing.assert_array_equal(a.vectors, b.vectors)
+                for x, y in zip(a.codes, b.codes):
+                    assert x.dtype == y.dtype
+                    np.testing.assert_array_equal(x, y)
+                assert not a.vectors.flags.writeable and not a.codes[0].flags.writeable
+            else:
+                assert a.vectors is None and b.vectors is None and a.codes is b.codes is None
             for x, y in ((a.ptr, b.ptr), (a.owner, b.owner), (a.terms.terms, b.terms.terms),
                          (a.terms.offsets, b.terms.offsets)):
                 assert x.dtype == y.dtype
                 np.testing.assert_array_equal(x, y)
             assert not a.owner.flags.writeable and not a.terms.terms.flags.writeable
+    assert bool(st.dense) == (preset == "hybrid")
 
 
 def test_why_equals_sorting_every_contribution():

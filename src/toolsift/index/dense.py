@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyarrow import ipc
 
 from ..errors import IndexCorruptError, IndexFormatError
-from ..kernels.int8 import freeze, frozen, quantize_rows
+from ..kernels.int8 import ALIGN, aligned, freeze, frozen, quantize_rows
 
 __all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix", "freeze"]
 
@@ -38,6 +38,7 @@ INT8_FORMAT_VERSION = 1
 _K_FORMAT = b"toolsift.format"
 _K_VERSION = b"toolsift.format_version"
 _K_SHA = b"toolsift.sha256"
+_K_PAD = b"toolsift.pad"  # aligns int8 values in the file (align_in_file)
 
 
 def _digest(codes: np.ndarray, scales: np.ndarray) -> str:
@@ -67,6 +68,57 @@ def _view(arr: pa.Array, dtype: type[np.generic], count: int) -> np.ndarray:
         return np.empty(0, dtype=dtype)
     item = np.dtype(dtype).itemsize
     return np.frombuffer(buf, dtype=dtype, count=count, offset=arr.offset * item)
+
+
+def align_in_file(table: pa.Table, column: str) -> pa.Table:
+    """``table`` (with its final schema metadata) with a padding entry added to that
+    metadata so that, written as one Arrow IPC file, the int8 values of ``column`` start
+    on a 64-byte boundary of the file: a memory-mapped load then scans them in place
+    (:func:`toolsift.kernels.int8.aligned`; IPC aligns buffers to 8 bytes only).
+
+    ``column`` is a ``fixed_size_list<int8>`` column (an :class:`Int8Matrix` table) or
+    a ``large_list<int8>`` one that comes first (an IVF table: the buffers before it
+    are then the same whatever the lists' lengths). Any other table, or one no padding
+    aligns, is returned as it is; loading it copies the values into aligned memory.
+    """
+    if column not in table.column_names or not table.num_rows:
+        return table
+    ctype = table.schema.field(column).type
+    if not ((pa.types.is_fixed_size_list(ctype) or pa.types.is_large_list(ctype)) and ctype.value_type == pa.int8()):
+        return table
+    probe = _probe(table)
+    meta = dict(table.schema.metadata or {})
+    for pad in range(0, ALIGN + 1, 8):
+        pad_meta = {**meta, _K_PAD: b"." * pad} if pad else meta
+        if _values_offset(probe.replace_schema_metadata(pad_meta), column) % ALIGN == 0:
+            return table.replace_schema_metadata(pad_meta)
+    return table
+
+
+def _probe(table: pa.Table) -> pa.Table:
+    """A small table whose IPC record batch metadata has the same size as ``table``'s
+    (row counts, buffer offsets and lengths are fixed-size fields): its first row, or
+    for one row of list columns each list cut to at most one value."""
+    if table.num_rows > 1:
+        return table.slice(0, 1)
+    cols = []
+    for col in table.columns:
+        arr = _single_chunk(col)
+        if pa.types.is_large_list(arr.type):
+            values = arr.flatten()
+            arr = pa.LargeListArray.from_arrays(pa.array([0, min(1, len(values))], pa.int64()), values.slice(0, 1))
+        cols.append(arr)
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+def _values_offset(table: pa.Table, column: str) -> int:
+    """File offset of ``column``'s int8 values when ``table`` is written as one IPC file."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    whole = sink.getvalue()
+    values = _single_chunk(ipc.open_file(pa.BufferReader(whole)).read_all().column(column)).flatten()
+    return values.buffers()[1].address + values.offset - whole.address
 
 
 def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
@@ -116,7 +168,9 @@ class Int8Matrix:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"scales[{i}]={scales[i]} must be finite and >= 0")
-        self.codes = frozen(np.ascontiguousarray(codes))
+        # Aligned for the scan: arrays made by toolsift are allocated so (no copy here);
+        # a caller's or a file's that are not are copied once.
+        self.codes = aligned(frozen(np.ascontiguousarray(codes)))
         self.scales = frozen(np.ascontiguousarray(scales))
         self._keepalive = _keepalive  # Arrow table / memory map the views point into
 
@@ -230,7 +284,7 @@ class Int8Matrix:
             _K_VERSION: str(INT8_FORMAT_VERSION).encode(),
             _K_SHA: _digest(self.codes, self.scales).encode(),
         }
-        table = table.replace_schema_metadata(meta)
+        table = align_in_file(table.replace_schema_metadata(meta), "codes")
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
         os.close(fd)
         tmp = Path(tmp_name)

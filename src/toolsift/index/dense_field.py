@@ -15,7 +15,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from ..kernels.int8 import quantize_rows, scan, scan_trusted, top_trusted
+from ..kernels.int8 import aligned_empty, quantize_rows, scan, scan_trusted, top_trusted
 from ..kernels.select import top_positive_trusted
 from ..progress import progress_counter
 from .dense import Int8Matrix, freeze
@@ -41,6 +41,9 @@ def encode_texts(encoder, texts: Sequence[str], *, progress: bool = False) -> np
     ``encoder`` is any object with ``dim`` and ``encode(list[str]) -> float32[n, dim]``.
     ``progress`` shows a bar (texts done, rate, ETA) once the work outlasts a second.
     """
+    if len(texts) == 1 and not progress and texts[0].strip():
+        # One query text (a raw search): straight to the encoder.
+        return np.asarray(encoder.encode(list(texts)), dtype=np.float32)
     uniq, row = _distinct(texts)
     if uniq and not progress and len(uniq) <= _SLICE and (row >= 0).all():
         # A search's few query texts, none blank: one encoder call, no slicing or bar
@@ -61,7 +64,8 @@ def encode_int8(encoder, texts: Sequence[str], *, progress: bool = False) -> Int
     for row, but a slice of float vectors at a time, so a build never holds a float32
     copy of every document (4.6 GB for three fields of a million tools)."""
     uniq, row = _distinct(texts)
-    codes = np.zeros((len(texts), encoder.dim), dtype=np.int8)
+    codes = aligned_empty((len(texts), encoder.dim), np.int8)  # aligned for the scan
+    codes.fill(0)
     scales = np.zeros(len(texts), dtype=np.float32)
     if uniq:
         u_codes = np.empty((len(uniq), encoder.dim), dtype=np.int8)
@@ -153,7 +157,8 @@ class DenseField:
         if got is None:
             live = freeze(np.flatnonzero(self.matrix.scales > 0))  # read in place by the core
             m = self.matrix if live.size == self.matrix.n_rows else \
-                Int8Matrix(freeze(np.ascontiguousarray(self.matrix.codes[live])),
+                Int8Matrix(freeze(np.take(self.matrix.codes, live, axis=0,
+                                          out=aligned_empty((live.size, self.matrix.dim), np.int8))),
                            freeze(np.ascontiguousarray(self.matrix.scales[live])))
             got = self.__dict__["_live"] = (live, m)  # same value if two first searches race
         return got

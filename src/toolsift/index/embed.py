@@ -15,6 +15,7 @@ from ..config import IndexConfig
 from ..encoders.cache import EmbedCacheArg, cached, resolve_store
 from ..encoders.fingerprint import encoder_fingerprint
 from ..schema import FIELDS, Catalog
+from ..kernels.int8 import aligned_empty
 from .dense import Int8Matrix, freeze
 from .dense_field import DenseField, encode_int8
 from .fields import field_documents
@@ -197,7 +198,9 @@ def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_id
             scales.append(src.scales[r])
             groups.append(np.full(r.size, t_new, dtype=np.int64))
         dim = dn.matrix.codes.shape[1]
-        matrix = Int8Matrix(freeze(np.concatenate(codes) if codes else np.zeros((0, dim), np.int8)),
+        rows = sum(c.shape[0] for c in codes)
+        matrix = Int8Matrix(freeze(np.concatenate(codes, out=aligned_empty((rows, dim), np.int8)) if codes
+                                   else np.zeros((0, dim), np.int8)),
                             freeze(np.concatenate(scales) if scales else np.zeros(0, np.float32)))
         g = np.concatenate(groups) if groups else np.zeros(0, np.int64)
         out[name] = DenseField(matrix, g if dn.groups is not None else None, len(catalog))

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from .. import _core
 from ..csr import ptr_from_counts, ranges
-from ..kernels.int8 import freeze, frozen, quantize_rows
+from ..kernels.int8 import aligned, aligned_empty, freeze, frozen, quantize_rows
 from ..kernels.ivf import assign_kernel
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
 from .dense import Int8Matrix
@@ -142,7 +142,7 @@ class IvfIndex:
         # array is copied; from_labels hands over fresh ones frozen).
         self.list_ptr = frozen(np.ascontiguousarray(list_ptr, dtype=np.int64))
         self.list_ids = frozen(np.ascontiguousarray(list_ids, dtype=np.int64))
-        self.list_codes = frozen(np.ascontiguousarray(list_codes, dtype=np.int8))
+        self.list_codes = aligned(frozen(np.ascontiguousarray(list_codes, dtype=np.int8)))
         self.list_scales = frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
@@ -193,7 +193,8 @@ class IvfIndex:
         order = np.argsort(lab, kind="stable")  # stable: rows stay ascending in each list
         ids = listed[order]
         return cls(centroids, freeze(ptr_from_counts(np.bincount(lab, minlength=k))), freeze(ids),
-                   freeze(matrix.codes[ids]), freeze(matrix.scales[ids]), n_fit=n_fit)
+                   freeze(np.take(matrix.codes, ids, axis=0, out=aligned_empty((ids.size, matrix.dim), np.int8))),
+                   freeze(matrix.scales[ids]), n_fit=n_fit)
 
     def labels(self, n_rows: int) -> np.ndarray:
         """``int64[n_rows]``: each row's list, ``-1`` for rows in no list."""
@@ -232,18 +233,20 @@ class IvfIndex:
     # ---------------------------------------------------------------- Arrow
 
     def to_arrow(self) -> pa.Table:
-        """One row of list columns (zero-copy over the arrays): ``centroids`` (float32,
-        row-major), ``list_ptr``, ``list_ids``, ``list_codes`` (int8, row-major),
+        """One row of list columns (zero-copy over the arrays): ``list_codes`` (int8,
+        row-major), ``centroids`` (float32, row-major), ``list_ptr``, ``list_ids``,
         ``list_scales`` and ``info`` (``[dim, n_fit]``)."""
         def col(a: np.ndarray, t: pa.DataType) -> pa.Array:
             arr = pa.array(a.reshape(-1), t)
             return pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
 
+        # list_codes first: its place in a file then does not depend on the other
+        # columns' lengths, and it can be aligned there (align_in_file).
         return pa.table({
+            "list_codes": col(self.list_codes, pa.int8()),
             "centroids": col(self.centroids, pa.float32()),
             "list_ptr": col(self.list_ptr, pa.int64()),
             "list_ids": col(self.list_ids, pa.int64()),
-            "list_codes": col(self.list_codes, pa.int8()),
             "list_scales": col(self.list_scales, pa.float32()),
             "info": col(np.array([self.centroids.shape[1], self.n_fit], np.int64), pa.int64()),
         })

@@ -106,6 +106,11 @@ class BatchStream:
 
 
 def _write_table(path: Path, table: pa.Table | BatchStream) -> None:
+    if isinstance(table, pa.Table):
+        from .dense import align_in_file  # int8 rows the search scans go on a 64-byte boundary
+
+        for column in ("codes", "list_codes"):
+            table = align_in_file(table, column)
     with pa.OSFile(str(path), "wb") as sink:
         with ipc.new_file(sink, table.schema) as writer:
             if isinstance(table, BatchStream):

@@ -148,10 +148,42 @@ def _pair(
     return qc, qs, c, s
 
 
+#: Byte alignment of scanned matrices: one cache line, so no 64-byte vector load of a row
+#: (d a multiple of 64) straddles two lines. A row 16 bytes off (NumPy's usual offset)
+#: made the AVX-512 scan 13-30% slower (docs/results/int8-2026-11-26b.md).
+ALIGN = 64
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an :data:`ALIGN`-byte
+    boundary."""
+    dt = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    off = -raw.ctypes.data % ALIGN
+    return raw[off:off + size].view(dt).reshape(shape)
+
+
+def aligned(a: np.ndarray) -> np.ndarray:
+    """``a`` if it is C-contiguous and :data:`ALIGN`-aligned, else an aligned read-only
+    copy."""
+    if a.flags.c_contiguous and a.ctypes.data % ALIGN == 0:
+        return a
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return freeze(out)
+
+
 def freeze(a: np.ndarray) -> np.ndarray:
     """Mark a fresh array (one nothing else references) read-only and return it, so that
-    :func:`frozen` (and :class:`~toolsift.index.dense.Int8Matrix`) take it without a copy."""
+    :func:`frozen` (and :class:`~toolsift.index.dense.Int8Matrix`) take it without a copy.
+    A view's bases are marked too: for a fresh array (such as :func:`aligned_empty`'s view
+    of its padded buffer) nothing else can write through them."""
     a.flags.writeable = False
+    base = a.base
+    while isinstance(base, np.ndarray):
+        base.flags.writeable = False
+        base = base.base
     return a
 
 

@@ -90,21 +90,29 @@ class QueryPlan:
 
 def plan_queries(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
     """Analyse (and, for dense fields, embed) the texts of ``queries``."""
-    if len(queries) == 1 and not st.dense and config.no_argument_params == "intent" and is_raw(queries[0]):
+    if len(queries) == 1 and config.no_argument_params == "intent" and is_raw(queries[0]) \
+            and (not st.dense or queries[0].text.strip()):
         return _plan_one_raw(st, config, queries[0])
     return _plan(st, config, queries)
 
 
 def _plan_one_raw(st: IndexState, config: IndexConfig, q: Query) -> QueryPlan:
-    """:func:`_plan` of one raw-text query on BM25 fields (the usual single search): the
-    same text in every field (the parameters field sees the intent), so one
-    :class:`FieldTexts` serves all four."""
+    """:func:`_plan` of one raw-text query (the usual single search): the same text in
+    every field (the parameters field sees the intent), so one :class:`FieldTexts`
+    serves all four, and the dense fields share its one embedding (the text is not
+    blank: a blank one takes :func:`_plan`, which gives it zero vectors)."""
     terms = st.vocab.encode_batch([config.analyzer.tokenize(q.text)], grow=False)
     read_only(terms.terms)
     read_only(terms.offsets)
     ptr = np.array([0, 1], dtype=np.int64)
-    ft = FieldTexts([q.text], ptr, terms, None, None, read_only(np.zeros(1, dtype=np.int64)))
-    return QueryPlan([q], dict.fromkeys(FIELDS, ft), [[None]], np.zeros(1, dtype=np.uint8))
+    owner = read_only(np.zeros(1, dtype=np.int64))
+    one = FieldTexts([q.text], ptr, terms, None, None, owner)
+    fields = dict.fromkeys(FIELDS, one)
+    if st.dense:
+        vec, codes = _embed_one(st, config, q.text)
+        dense = FieldTexts([q.text], ptr, terms, vec, codes, owner)
+        fields.update(dict.fromkeys((f for f in FIELDS if f in st.dense), dense))
+    return QueryPlan([q], fields, [[None]], np.zeros(1, dtype=np.uint8))
 
 
 def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPlan:
@@ -201,12 +209,9 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
         return {}, {}
     flat = [t for f in names for t in texts[f]]
     if all(len(texts[f]) == 1 for f in names) and flat.count(flat[0]) == len(flat) and flat[0].strip():
-        # A raw query: the same one text in every dense field, embedded and quantized
-        # once; the fields share the (read-only) rows.
-        vec = encode_texts(query_encoder_for(st, config), flat[:1])
-        qc, qs = quantize_rows(vec)
-        one = (read_only(vec), (read_only(qc), read_only(qs)))
-        return {f: one[0] for f in names}, {f: one[1] for f in names}
+        # The same one text in every dense field: embedded and quantized once.
+        vec, codes = _embed_one(st, config, flat[0])
+        return dict.fromkeys(names, vec), dict.fromkeys(names, codes)
     vecs = encode_texts(query_encoder_for(st, config), flat)
     q_codes, q_scales = quantize_rows(vecs)
     out, codes, start = {}, {}, 0
@@ -216,3 +221,11 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
         codes[f] = (q_codes[start:end], q_scales[start:end])
         start = end
     return out, codes
+
+
+def _embed_one(st: IndexState, config: IndexConfig, text: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """One non-blank text's unit embedding and its int8 codes, read-only: the fields
+    that search with it share the rows."""
+    vec = encode_texts(query_encoder_for(st, config), [text])
+    qc, qs = quantize_rows(vec)
+    return read_only(vec), (read_only(qc), read_only(qs))

@@ -284,6 +284,24 @@ def test_misaligned_codes_are_copied_to_a_cache_line() -> None:
     assert Int8Matrix(raw, np.ones(10, np.float32)).codes.ctypes.data % 64 == 0
 
 
+@pytest.mark.parametrize("shape,dtype", [((0, 384), np.int8), ((1, 5), np.int8), ((7, 3), np.float32),
+                                         ((1000, 384), np.int8)])
+def test_aligned_empty_starts_on_a_cache_line_and_freeze_covers_its_buffer(shape, dtype) -> None:
+    a = k8.aligned_empty(shape, dtype)
+    assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+    assert a.size == 0 or a.ctypes.data % 64 == 0  # NumPy may point an empty view anywhere
+    a[...] = 1
+    frozen_a = freeze(a)
+    assert frozen_a is a and not a.flags.writeable
+    # Its padded buffer is marked too, so nothing can write the rows through it and
+    # frozen() (what the scan reads without the GIL) takes the array as it is.
+    assert a.base is not None and not a.base.flags.writeable
+    assert k8.frozen(a) is a
+    assert k8.aligned(a) is a
+    z = k8.aligned_empty(shape, dtype, zeros=True)
+    assert (z.size == 0 or z.ctypes.data % 64 == 0) and z.shape == shape and not z.any()
+
+
 @pytest.mark.parametrize("n", [1, 3, 257])
 def test_saved_codes_are_mapped_in_place_on_a_cache_line(tmp_path, n: int) -> None:
     m = Int8Matrix.quantize(np.random.default_rng(n).standard_normal((n, 384)).astype(np.float32))

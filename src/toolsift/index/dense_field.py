@@ -64,8 +64,7 @@ def encode_int8(encoder, texts: Sequence[str], *, progress: bool = False) -> Int
     for row, but a slice of float vectors at a time, so a build never holds a float32
     copy of every document (4.6 GB for three fields of a million tools)."""
     uniq, row = _distinct(texts)
-    codes = aligned_empty((len(texts), encoder.dim), np.int8)  # aligned for the scan
-    codes.fill(0)
+    codes = aligned_empty((len(texts), encoder.dim), np.int8, zeros=True)  # aligned for the scan
     scales = np.zeros(len(texts), dtype=np.float32)
     if uniq:
         u_codes = np.empty((len(uniq), encoder.dim), dtype=np.int8)

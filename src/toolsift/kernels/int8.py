@@ -154,20 +154,22 @@ def _pair(
 ALIGN = 64
 
 
-def aligned_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data starts on an :data:`ALIGN`-byte
-    boundary."""
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype | type, *, zeros: bool = False) -> np.ndarray:
+    """An uninitialised (``zeros``: zero-filled) C-contiguous array whose data starts on
+    an :data:`ALIGN`-byte boundary. ``zeros`` allocates as ``np.zeros`` does, so pages no
+    row is written to are never touched (an all-blank field of a million tools costs no
+    memory until written)."""
     dt = np.dtype(dtype)
     size = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    raw = (np.zeros if zeros else np.empty)(size + ALIGN, dtype=np.uint8)
     off = -raw.ctypes.data % ALIGN
     return raw[off:off + size].view(dt).reshape(shape)
 
 
 def aligned(a: np.ndarray) -> np.ndarray:
-    """``a`` if it is C-contiguous and :data:`ALIGN`-aligned, else an aligned read-only
-    copy."""
-    if a.flags.c_contiguous and a.ctypes.data % ALIGN == 0:
+    """``a`` if it is C-contiguous and :data:`ALIGN`-aligned (or empty: nothing to
+    load), else an aligned read-only copy."""
+    if a.flags.c_contiguous and (a.size == 0 or a.ctypes.data % ALIGN == 0):
         return a
     out = aligned_empty(a.shape, a.dtype)
     out[...] = a
@@ -227,7 +229,7 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         i, k = np.argwhere(bad)[0]
         raise ValueError(f"x[{i},{k}]={arr[i, k]} is not finite")
-    codes = np.empty(arr.shape, dtype=np.int8)
+    codes = aligned_empty(arr.shape, np.int8)  # a matrix made from it is scanned in place
     scales = np.empty(arr.shape[0], dtype=np.float32)
     if arr.shape[0]:
         launch(quantize_kernel, arr, codes, scales, work=arr.size // 1000)

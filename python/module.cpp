@@ -398,50 +398,88 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
   return py::make_tuple(out, counts);
 }
 
+// An IVF probe's inputs, checked: the lists (CSR over the list matrix's rows, one id per
+// listed row) and each query's probed lists (CSR over queries, each a list index). Also
+// the probed rows per query (the sizes of its lists).
+struct ProbeArgs {
+  Int8Args a;
+  I64Array list_ptr, list_ids, probe_ptr, probes;
+  std::vector<int64_t> out_ptr;
+
+  ProbeArgs(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+            const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+            const I64Array& probe_ptr_in, const I64Array& probes_in)
+      : a(q_codes_in, q_scales_in, codes_in, scales_in),
+        list_ptr(frozen(list_ptr_in)),
+        list_ids(frozen(list_ids_in)),
+        probe_ptr(stable(probe_ptr_in)),
+        probes(stable(probes_in)) {
+    for (const auto* arr : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*arr, "IVF arrays");
+    if (list_ptr.shape(0) < 1 || list_ids.shape(0) != a.n) {
+      throw std::invalid_argument("list_ptr needs n_lists + 1 entries and list_ids one id per listed row");
+    }
+    const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
+    toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(a.n)}, n_lists, "list_ptr");
+    if (probe_ptr.shape(0) != a.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
+    toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
+                        static_cast<std::size_t>(a.m), "probe_ptr");
+    const int64_t* pl = probes.data();
+    const int64_t* lp = list_ptr.data();
+    out_ptr.assign(static_cast<std::size_t>(a.m) + 1, 0);
+    for (py::ssize_t i = 0; i < a.m; ++i) {
+      int64_t total = 0;
+      for (int64_t p = probe_ptr.data()[i]; p < probe_ptr.data()[i + 1]; ++p) {
+        if (pl[p] < 0 || static_cast<std::size_t>(pl[p]) >= n_lists) {
+          throw std::invalid_argument("probes[" + std::to_string(p) + "]=" + std::to_string(pl[p]) +
+                                      " is not a list (" + std::to_string(n_lists) + " lists)");
+        }
+        total += lp[pl[p] + 1] - lp[pl[p]];
+      }
+      out_ptr[static_cast<std::size_t>(i) + 1] = out_ptr[static_cast<std::size_t>(i)] + total;
+    }
+  }
+};
+
 // An IVF probe (toolsift/int8_dot.h): (ptr int64[m+1], scores float32[], ids int64[]),
 // query i's probed rows at ptr[i]:ptr[i+1], in probe order.
 py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                      const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
                      const I64Array& probe_ptr_in, const I64Array& probes_in, int threads) {
-  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
-  const I64Array list_ptr = frozen(list_ptr_in);
-  const I64Array list_ids = frozen(list_ids_in);
-  const I64Array probe_ptr = stable(probe_ptr_in);
-  const I64Array probes = stable(probes_in);
-  for (const auto* arr : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*arr, "IVF arrays");
-  if (list_ptr.shape(0) < 1 || list_ids.shape(0) != a.n) {
-    throw std::invalid_argument("list_ptr needs n_lists + 1 entries and list_ids one id per listed row");
-  }
-  const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
-  toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(a.n)}, n_lists, "list_ptr");
-  if (probe_ptr.shape(0) != a.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
-  toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
-                      static_cast<std::size_t>(a.m), "probe_ptr");
-  const int64_t* pl = probes.data();
-  const int64_t* lp = list_ptr.data();
-  std::vector<int64_t> out_ptr(static_cast<std::size_t>(a.m) + 1, 0);
-  for (py::ssize_t i = 0; i < a.m; ++i) {
-    int64_t total = 0;
-    for (int64_t p = probe_ptr.data()[i]; p < probe_ptr.data()[i + 1]; ++p) {
-      if (pl[p] < 0 || static_cast<std::size_t>(pl[p]) >= n_lists) {
-        throw std::invalid_argument("probes[" + std::to_string(p) + "]=" + std::to_string(pl[p]) +
-                                    " is not a list (" + std::to_string(n_lists) + " lists)");
-      }
-      total += lp[pl[p] + 1] - lp[pl[p]];
-    }
-    out_ptr[static_cast<std::size_t>(i) + 1] = out_ptr[static_cast<std::size_t>(i)] + total;
-  }
-  check_output_bytes(static_cast<double>(out_ptr.back()), 12.0, "int8_probe");
-  py::array_t<float> scores(static_cast<py::ssize_t>(out_ptr.back()));
-  py::array_t<int64_t> ids(static_cast<py::ssize_t>(out_ptr.back()));
+  ProbeArgs p(q_codes_in, q_scales_in, codes_in, scales_in, list_ptr_in, list_ids_in, probe_ptr_in, probes_in);
+  check_output_bytes(static_cast<double>(p.out_ptr.back()), 12.0, "int8_probe");
+  py::array_t<float> scores(static_cast<py::ssize_t>(p.out_ptr.back()));
+  py::array_t<int64_t> ids(static_cast<py::ssize_t>(p.out_ptr.back()));
   float* sc = scores.mutable_data();
   int64_t* id = ids.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_probe(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), lp,
-                         list_ids.data(), probe_ptr.data(), pl, out_ptr.data(), sc, id, threads);
+    toolsift::int8_probe(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(), p.list_ptr.data(),
+                         p.list_ids.data(), p.probe_ptr.data(), p.probes.data(), p.out_ptr.data(), sc, id, threads);
   }
-  return py::make_tuple(to_array(std::move(out_ptr)), scores, ids);
+  return py::make_tuple(to_array(std::move(p.out_ptr)), scores, ids);
+}
+
+// An IVF probe and its top-n in one pass (toolsift/int8_dot.h): (ids int64[m, n],
+// counts int64[m]), as int8_top over each query's probed rows.
+py::tuple int8_probe_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                         const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+                         const I64Array& probe_ptr_in, const I64Array& probes_in, py::ssize_t n, int threads) {
+  const ProbeArgs p(q_codes_in, q_scales_in, codes_in, scales_in, list_ptr_in, list_ids_in, probe_ptr_in,
+                    probes_in);
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  n = std::min(n, p.a.n);  // never more ids than listed rows
+  check_output_bytes(static_cast<double>(p.a.m) * static_cast<double>(n), 8.0, "int8_probe_top");
+  py::array_t<int64_t> out({p.a.m, n});
+  py::array_t<int64_t> counts(p.a.m);
+  int64_t* dst = out.mutable_data();
+  int64_t* cnt = counts.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_probe_top(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(),
+                             p.list_ptr.data(), p.list_ids.data(), p.probe_ptr.data(), p.probes.data(),
+                             static_cast<std::size_t>(n), dst, cnt, threads);
+  }
+  return py::make_tuple(out, counts);
 }
 
 // One field's texts for the fused calls below: the index and the analysed batch.
@@ -709,6 +747,11 @@ PYBIND11_MODULE(_core, m) {
         py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"), py::kw_only(),
         py::arg("threads") = 1,
         "IVF probe: every row of each probed list, scored: (ptr int64[m+1], scores float32[], ids int64[]).");
+  m.def("int8_probe_top", &int8_probe_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"),
+        py::arg("scales"), py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"),
+        py::arg("n"), py::kw_only(), py::arg("threads") = 1,
+        "IVF probe and selection in one pass: per query the best n list ids with a positive score, unordered: "
+        "(ids int64[m, n], counts int64[m]).");
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.

@@ -95,6 +95,41 @@ def test_core_probe_rejects_bad_lists_and_probes():
             _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, **{**ok, **bad})
 
 
+@pytest.mark.parametrize("n", [1, 5, 40, 1000])
+def test_probe_top_equals_probe_then_selection(n):
+    """The one-pass probe and selection (what a field without groups searches with)
+    gives the ids probe() + top_positive gives, ties (duplicate rows) included."""
+    rng = np.random.default_rng(n)
+    x = _unit_rows(rng, 600, 32, zero_rows=[3, 4])
+    x[100:130] = x[100]  # equal scores: the lower id wins
+    m = Int8Matrix.quantize(x)
+    ivf = IvfIndex.fit(m, n_lists=12)
+    q = _unit_rows(rng, 6, 32)
+    q[5] = -x[100]  # a query most rows score negative against
+    for nprobe in (1, 4, 12):
+        ptr, scores, rows = ivf.probe(q, nprobe)
+        want = [np.sort(top_positive(scores[a:b], rows[a:b], None, 600, n)) for a, b in zip(ptr[:-1], ptr[1:])]
+        got = [np.sort(g) for g in ivf.probe_top(q, n, nprobe)]
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
+        dn = DenseField(m, None, 600, ivf=ivf)
+        assert [np.sort(t).tolist() for t in dn.top_tools_ivf(q, n, nprobe)] == [w.tolist() for w in want]
+
+
+def test_core_probe_top_rejects_bad_input():
+    rng = np.random.default_rng(0)
+    codes, scales = quantize_rows(_unit_rows(rng, 20, 8))
+    qc, qs = quantize_rows(_unit_rows(rng, 2, 8))
+    ivf = IvfIndex.from_labels(_unit_rows(rng, 3, 8), rng.integers(0, 3, 20), Int8Matrix(codes, scales), n_fit=20)
+    ok = dict(list_ptr=ivf.list_ptr, list_ids=ivf.list_ids, probe_ptr=np.array([0, 1, 2]), probes=np.array([0, 2]))
+    ids, counts = _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=4, **ok)
+    assert ids.shape == (2, 4) and counts.shape == (2,)
+    with pytest.raises(ValueError, match="n must be"):
+        _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=0, **ok)
+    for bad in ({"probes": np.array([0, 3])}, {"probe_ptr": np.array([0, 3, 2])}, {"list_ids": ivf.list_ids[:-1]}):
+        with pytest.raises(ValueError):
+            _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=4, **{**ok, **bad})
+
+
 def test_probe_of_every_list_is_the_exact_scan():
     rng = np.random.default_rng(3)
     m = Int8Matrix.quantize(_unit_rows(rng, 400, 24, zero_rows=[5, 6]))

@@ -58,6 +58,25 @@ def test_batched_equals_one_by_one():
         np.testing.assert_array_equal(enc.encode([t])[0], batch[i])
 
 
+def test_search_batches_and_build_batches_give_the_same_ids():
+    """Up to _FAST_TEXTS texts (a structured search) go through the WordPiece fast path
+    text by text, texts it does not take (accents, added tokens) through tokenizers;
+    larger batches (builds) through one tokenizers batch call. Same ids either way."""
+    from toolsift.encoders import static
+
+    enc = StaticEncoder(_random_table(2))
+    texts = [*TEXTS, "café naïve résumé", "[CLS] send [MASK] now", "tab\there\nnew line", "emoji 🙂 ok",
+             "word " * 300, "UPPER lower MiXeD 42", "[ not a token"]
+    assert len(texts) <= static._FAST_TEXTS
+    small = enc.token_ids(texts)
+    big = enc.token_ids(texts * (static._FAST_TEXTS // len(texts) + 1))
+    assert len(big) > static._FAST_TEXTS
+    assert big[:len(texts)] == small
+    assert [enc.token_ids([t])[0] for t in texts] == small
+    assert all(len(ids) <= 256 for ids in small)
+    np.testing.assert_array_equal(enc.encode(texts), np.vstack([enc.encode([t]) for t in texts]))
+
+
 def test_shipped_table_is_close_to_minilm():
     """The shipped table lives in MiniLM's space: its query vectors point where the
     transformer's do (mean cosine over tool-like texts well above unrelated pairs)."""

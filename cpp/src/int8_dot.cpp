@@ -36,18 +36,26 @@ constexpr std::size_t kMinQueriesPerThread = 64;
 inline float finish(int32_t acc, float qs, float s) { return static_cast<float>(acc) * qs * s; }
 
 // The rows a query meets: consecutive (scan) or by id (gather); slot t of the output.
+// kStreamed: the rows come from memory, not cache (an IVF probe's lists of a large
+// field), so the vector loop reads them in address order (see dots_vnni).
 struct Consecutive {
+  static constexpr bool kStreamed = false;
   const Int8Rows& r;
   const int8_t* row(std::size_t t) const { return r.codes + t * r.d; }
   float scale(std::size_t t) const { return r.scales[t]; }
 };
 struct FromRow {  // consecutive rows from `base` on (slot t is row base + t)
+  static constexpr bool kStreamed = false;
   const Int8Rows& r;
   std::size_t base;
   const int8_t* row(std::size_t t) const { return r.codes + (base + t) * r.d; }
   float scale(std::size_t t) const { return r.scales[base + t]; }
 };
+struct FromList : FromRow {  // an IVF list: FromRow, read in address order
+  static constexpr bool kStreamed = true;
+};
 struct ById {
+  static constexpr bool kStreamed = false;
   const Int8Rows& r;
   const int64_t* ids;
   const int8_t* row(std::size_t t) const { return r.codes + static_cast<std::size_t>(ids[t]) * r.d; }
@@ -97,12 +105,23 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void dots_vnni(const int8
   for (; t + 4 <= hi; t += 4) {
     const int8_t *c0 = src.row(t), *c1 = src.row(t + 1), *c2 = src.row(t + 2), *c3 = src.row(t + 3);
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    for (std::size_t b = 0; b < full; ++b) {
-      const __m512i qv = _mm512_loadu_si512(qi + 64 * b);
-      a0 = TS_STEP(a0, c0, b, qv, false);
-      a1 = TS_STEP(a1, c1, b, qv, false);
-      a2 = TS_STEP(a2, c2, b, qv, false);
-      a3 = TS_STEP(a3, c3, b, qv, false);
+    if constexpr (Src::kStreamed) {
+      // Row after row: the loads go forward through memory, which the hardware
+      // prefetcher follows. Interleaving the four rows (below) jumps back and forth
+      // by a row's length: 25% slower from DRAM, 10% faster from cache (one query
+      // against 200k rows vs 20k rows, measured on a 2-core AMD EPYC).
+      for (std::size_t b = 0; b < full; ++b) a0 = TS_STEP(a0, c0, b, _mm512_loadu_si512(qi + 64 * b), false);
+      for (std::size_t b = 0; b < full; ++b) a1 = TS_STEP(a1, c1, b, _mm512_loadu_si512(qi + 64 * b), false);
+      for (std::size_t b = 0; b < full; ++b) a2 = TS_STEP(a2, c2, b, _mm512_loadu_si512(qi + 64 * b), false);
+      for (std::size_t b = 0; b < full; ++b) a3 = TS_STEP(a3, c3, b, _mm512_loadu_si512(qi + 64 * b), false);
+    } else {
+      for (std::size_t b = 0; b < full; ++b) {
+        const __m512i qv = _mm512_loadu_si512(qi + 64 * b);
+        a0 = TS_STEP(a0, c0, b, qv, false);
+        a1 = TS_STEP(a1, c1, b, qv, false);
+        a2 = TS_STEP(a2, c2, b, qv, false);
+        a3 = TS_STEP(a3, c3, b, qv, false);
+      }
     }
     if (tail) {
       const __m512i qv = _mm512_maskz_loadu_epi8(tail_mask, qi + 64 * full);
@@ -303,10 +322,39 @@ void probe(Isa path, const int8_t* q, const float* q_scales, std::size_t m, cons
       for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
         const auto lo = static_cast<std::size_t>(list_ptr[probes[p]]);
         const auto hi = static_cast<std::size_t>(list_ptr[probes[p] + 1]);
-        dots(path, q + i * lists.d, q_scales[i], lists.d, FromRow{lists, lo}, 0, hi - lo, out_scores + o);
+        dots(path, q + i * lists.d, q_scales[i], lists.d, FromList{{lists, lo}}, 0, hi - lo, out_scores + o);
         std::copy(list_ids + lo, list_ids + hi, out_ids + o);
         o += hi - lo;
       }
+    }
+  });
+}
+
+void probe_top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+               const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
+               std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+    std::vector<float> heap_scores(n);
+    std::vector<float> buf(kBlockRows);
+    for (std::size_t i = i0; i < i1; ++i) {
+      TopN h(heap_scores.data(), out + i * n, n);
+      float floor = h.floor();
+      for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+        const auto lo = static_cast<std::size_t>(list_ptr[probes[p]]);
+        const auto hi = static_cast<std::size_t>(list_ptr[probes[p] + 1]);
+        // A block of the list at a time: its scores go straight into the heap.
+        for (std::size_t b = lo; b < hi; b += kBlockRows) {
+          const std::size_t e = std::min(hi, b + kBlockRows);
+          dots(path, q + i * lists.d, q_scales[i], lists.d, FromList{{lists, b}}, 0, e - b, buf.data());
+          for (std::size_t j = b; j < e; ++j) {
+            if (buf[j - b] >= floor) {
+              h.offer(buf[j - b], list_ids[j]);
+              floor = h.floor();
+            }
+          }
+        }
+      }
+      counts[i] = static_cast<int64_t>(h.size());
     }
   });
 }
@@ -343,6 +391,12 @@ void int8_probe(const int8_t* q, const float* q_scales, std::size_t m, const Int
                 const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
                 const int64_t* out_ptr, float* out_scores, int64_t* out_ids, int threads) {
   probe(isa(), q, q_scales, m, lists, list_ptr, list_ids, probe_ptr, probes, out_ptr, out_scores, out_ids, threads);
+}
+
+void int8_probe_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                    const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr,
+                    const int64_t* probes, std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  probe_top(isa(), q, q_scales, m, lists, list_ptr, list_ids, probe_ptr, probes, n, out, counts, threads);
 }
 
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,

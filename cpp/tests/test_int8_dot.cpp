@@ -190,3 +190,46 @@ TEST_CASE("int8_probe scores every row of each probed list, in probe order") {
     CHECK(got_ids == want_ids);
   }
 }
+
+TEST_CASE("int8_probe_top keeps the best positive ids of the probed rows (ties to the lower id)") {
+  std::mt19937 rng(15);
+  const std::size_t n = 700, d = 96, m = 5;
+  Case c = random_case(rng, m, n, d, false);
+  for (std::size_t j = 300; j < 340; ++j) {  // repeated rows: equal scores, decided by id
+    std::copy(c.codes.begin() + 300 * d, c.codes.begin() + 301 * d, c.codes.begin() + static_cast<std::ptrdiff_t>(j * d));
+    c.scales[j] = c.scales[300];
+  }
+  const Int8Rows lists{c.codes.data(), c.scales.data(), n, d};
+  const std::vector<int64_t> list_ptr{0, 10, 10, 300, 650, 700};  // list 1 is empty; list 3 > one block
+  std::vector<int64_t> list_ids(n);
+  for (std::size_t j = 0; j < n; ++j) list_ids[j] = static_cast<int64_t>(5000 - 3 * j);  // descending ids
+  const std::vector<int64_t> probe_ptr{0, 2, 3, 3, 6, 11}, probes{3, 0, 1, 2, 3, 0, 4, 3, 2, 1, 0};
+  std::vector<float> full(m * n);
+  int8_scan_portable(c.q.data(), c.q_scales.data(), m, lists, full.data());
+  for (std::size_t keep : {std::size_t{1}, std::size_t{7}, std::size_t{40}, std::size_t{700}}) {
+    for (int threads : {1, 2}) {
+      std::vector<int64_t> out(m * keep, -1), counts(m, -1);
+      int8_probe_top(c.q.data(), c.q_scales.data(), m, lists, list_ptr.data(), list_ids.data(), probe_ptr.data(),
+                     probes.data(), keep, out.data(), counts.data(), threads);
+      for (std::size_t i = 0; i < m; ++i) {
+        std::vector<std::pair<float, int64_t>> cand;  // (score, id) of every probed row
+        for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+          for (int64_t t = list_ptr[probes[p]]; t < list_ptr[probes[p] + 1]; ++t) {
+            const float s = full[i * n + static_cast<std::size_t>(t)];
+            if (s > 0.0f) cand.emplace_back(s, list_ids[t]);
+          }
+        }
+        std::sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
+          return x.first > y.first || (x.first == y.first && x.second < y.second);
+        });
+        std::vector<int64_t> want;
+        for (std::size_t k = 0; k < std::min(keep, cand.size()); ++k) want.push_back(cand[k].second);
+        std::vector<int64_t> got(out.begin() + static_cast<std::ptrdiff_t>(i * keep),
+                                 out.begin() + static_cast<std::ptrdiff_t>(i * keep + static_cast<std::size_t>(counts[i])));
+        std::sort(want.begin(), want.end());
+        std::sort(got.begin(), got.end());
+        CHECK(got == want);
+      }
+    }
+  }
+}

@@ -49,6 +49,14 @@ void int8_probe(const int8_t* q, const float* q_scales, std::size_t m, const Int
                 const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr, const int64_t* probes,
                 const int64_t* out_ptr, float* out_scores, int64_t* out_ids, int threads);
 
+// An IVF probe and selection in one pass: per query row i, the best min(n, #positive)
+// list_ids among the rows of the lists it probes (as int8_probe), written unordered to
+// out[i * n ...] with the count in counts[i]; positive scores only, ties to the lower id
+// (list ids distinct). No per-row scores are written. Parallel over queries; trusted.
+void int8_probe_top(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                    const int64_t* list_ptr, const int64_t* list_ids, const int64_t* probe_ptr,
+                    const int64_t* probes, std::size_t n, int64_t* out, int64_t* counts, int threads);
+
 // The portable loops (tests compare them with the vector paths on this machine).
 void int8_scan_portable(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
                         float* out);

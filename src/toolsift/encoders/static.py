@@ -47,6 +47,9 @@ TABLE_VERSION = 1
 _MAX_TOKENS = 256
 # Texts per slice of encode(): at most 256 tokens x 384 floats each, ~400 MB worst case.
 _CHUNK = 1024
+# Up to this many texts (a search's), token_ids takes the pure-Python fast path text by
+# text; more (a build's) go to tokenizers' batch call, which runs on all cores.
+_FAST_TEXTS = 64
 
 
 class StaticTable:
@@ -202,6 +205,17 @@ class StaticEncoder:
             if ids is None:
                 ids = self._tokenizer.encode(texts[0], add_special_tokens=False).ids
             return [ids[:_MAX_TOKENS]]
+        if self._fast is not None and len(texts) <= _FAST_TEXTS:
+            # A structured query's few texts: the fast path text by text beats one
+            # tokenizers batch call (~0.1 ms of fixed cost); texts it does not handle
+            # go to tokenizers together.
+            got: list[list[int] | None] = [self._fast.ids(t) for t in texts]
+            rest = [i for i, ids in enumerate(got) if ids is None]
+            if rest:
+                for i, e in zip(rest, self._tokenizer.encode_batch([texts[i] for i in rest],
+                                                                  add_special_tokens=False)):
+                    got[i] = e.ids
+            return [ids[:_MAX_TOKENS] for ids in got]  # type: ignore[index]
         return [e.ids[:_MAX_TOKENS] for e in self._tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

@@ -185,6 +185,8 @@ class DenseField:
         """
         if self.ivf is None:
             raise ValueError("dense field has no IVF index")
+        if self.groups is None:  # a row is a tool: probe and select in one pass
+            return self.ivf.probe_top(queries, n, nprobe)
         ptr, scores, rows = self.ivf.probe(queries, nprobe)
         # The probed rows are this field's own (its lists), so the selection runs
         # unchecked, as for a full scan.

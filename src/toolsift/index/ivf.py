@@ -215,6 +215,24 @@ class IvfIndex:
             ``(ptr int64[m+1], scores float32, rows int64)``: query ``i``'s probed rows
             and their scores are ``rows[ptr[i]:ptr[i+1]]``, ``scores[...]``.
         """
+        q_codes, q_scales, probe_ptr, probes, threads = self._probes(queries, nprobe)
+        # The probed lists' rows, scored by the C++ core's int8 dot product (the scan's).
+        return _core.int8_probe(q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr,
+                                self.list_ids, probe_ptr, probes, threads=threads)
+
+    def probe_top(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
+        """Per query row, the best ``n`` row ids with a positive score among the rows of
+        its ``nprobe`` best lists (unordered; ties to the lower id): :meth:`probe` and that
+        selection in one pass of the C++ core, without a score per probed row."""
+        q_codes, q_scales, probe_ptr, probes, threads = self._probes(queries, nprobe)
+        ids, counts = _core.int8_probe_top(q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr,
+                                           self.list_ids, probe_ptr, probes, max(int(n), 1), threads=threads)
+        return [ids[i, :c] for i, c in enumerate(counts.tolist())]
+
+    def _probes(self, queries: np.ndarray, nprobe: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """The int8 codes of ``queries``, each one's ``nprobe`` nearest lists (CSR:
+        ``probe_ptr``, ``probes``) and the threads their scan may use."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         m, k = q.shape[0], self.n_lists
         p = min(max(int(nprobe), 1), k)
@@ -222,13 +240,9 @@ class IvfIndex:
         probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
                   else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
         q_codes, q_scales = quantize_rows(q)
-        # The probed lists' rows, scored by the C++ core's int8 dot product (the scan's).
         work = int(np.diff(self.list_ptr)[probes].sum()) * q.shape[1] // 1000
-        out_ptr, scores, rows = _core.int8_probe(
-            q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr, self.list_ids,
-            np.arange(0, m * p + 1, p, dtype=np.int64), np.ascontiguousarray(probes.reshape(-1)),
-            threads=1 if work < SERIAL_WORK else current_threads())
-        return out_ptr, scores, rows
+        return (q_codes, q_scales, np.arange(0, m * p + 1, p, dtype=np.int64),
+                np.ascontiguousarray(probes.reshape(-1)), 1 if work < SERIAL_WORK else current_threads())
 
     # ---------------------------------------------------------------- Arrow
 

@@ -229,7 +229,8 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         i, k = np.argwhere(bad)[0]
         raise ValueError(f"x[{i},{k}]={arr[i, k]} is not finite")
-    codes = aligned_empty(arr.shape, np.int8)  # a matrix made from it is scanned in place
+    # A matrix made from the codes is scanned in place: aligned. A few query rows need not be.
+    codes = aligned_empty(arr.shape, np.int8) if arr.shape[0] >= 64 else np.empty(arr.shape, np.int8)
     scales = np.empty(arr.shape[0], dtype=np.float32)
     if arr.shape[0]:
         launch(quantize_kernel, arr, codes, scales, work=arr.size // 1000)

@@ -171,6 +171,11 @@ def aligned(a: np.ndarray) -> np.ndarray:
     load), else an aligned read-only copy."""
     if a.flags.c_contiguous and (a.size == 0 or a.ctypes.data % ALIGN == 0):
         return a
+    return _aligned_copy(a)
+
+
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A read-only, C-contiguous, :data:`ALIGN`-aligned copy of ``a``."""
     out = aligned_empty(a.shape, a.dtype)
     out[...] = a
     return freeze(out)
@@ -190,8 +195,9 @@ def freeze(a: np.ndarray) -> np.ndarray:
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
-    """``a`` if no writable array reaches its memory, else a read-only copy: what the C++
-    core may read in place with the GIL released (it copies writable arrays itself)."""
+    """``a`` if no writable array reaches its memory, else a read-only copy (aligned, so
+    :func:`aligned` after it copies nothing more): what the C++ core may read in place
+    with the GIL released (it copies writable arrays itself)."""
     if not a.flags.writeable:
         base = a.base
         while isinstance(base, np.ndarray):
@@ -200,7 +206,7 @@ def frozen(a: np.ndarray) -> np.ndarray:
             base = base.base
         else:
             return a
-    return freeze(a.copy())
+    return _aligned_copy(a)
 
 
 def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

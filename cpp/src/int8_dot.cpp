@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -51,9 +52,17 @@ struct FromRow {  // consecutive rows from `base` on (slot t is row base + t)
   const int8_t* row(std::size_t t) const { return r.codes + (base + t) * r.d; }
   float scale(std::size_t t) const { return r.scales[base + t]; }
 };
-struct FromList : FromRow {  // an IVF list: FromRow, read in address order
+struct FromList : FromRow {  // an IVF list, or a block of a large matrix: FromRow, read in address order
   static constexpr bool kStreamed = true;
 };
+struct StreamedRows : Consecutive {  // a large matrix: Consecutive, read in address order
+  static constexpr bool kStreamed = true;
+};
+
+// A matrix at least this large is read from memory rather than cache (this machine's L3 is
+// 32 MB, shared), so its scans read rows in address order (dots_vnni).
+constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
+bool streamed(const Int8Rows& r) { return r.n * r.d >= kStreamBytes; }
 struct ById {
   static constexpr bool kStreamed = false;
   const Int8Rows& r;
@@ -203,10 +212,10 @@ void dots(Isa path, const int8_t* qi, float qs, std::size_t d, const Src& src, s
   dots_portable(qi, qs, d, src, lo, hi, out);
 }
 
-void scan(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, float* out,
-          int threads) {
-  if (m == 0 || r.n == 0) return;
-  const Consecutive src{r};
+template <class Src>
+void scan_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, float* out,
+               int threads) {
+  const Src src{{r}};
   const std::size_t blocks = (r.n + kBlockRows - 1) / kBlockRows;
   parallel_chunks(blocks, threads, kMinBlocksPerThread, [&](int, std::size_t b0, std::size_t b1) {
     for (std::size_t b = b0; b < b1; ++b) {
@@ -214,6 +223,13 @@ void scan(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const
       for (std::size_t i = 0; i < m; ++i) dots(path, q + i * r.d, q_scales[i], r.d, src, lo, hi, out + i * r.n);
     }
   });
+}
+
+void scan(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, float* out,
+          int threads) {
+  if (m == 0 || r.n == 0) return;
+  if (streamed(r)) return scan_rows<StreamedRows>(path, q, q_scales, m, r, out, threads);
+  scan_rows<Consecutive>(path, q, q_scales, m, r, out, threads);
 }
 
 void gather(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r,
@@ -284,8 +300,18 @@ class TopN {
   std::size_t n_, size_ = 0;
 };
 
-void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, const int64_t* keys,
-         std::size_t n, int64_t* out, int64_t* counts, int threads) {
+template <class Block>
+Block block_at(const Int8Rows& r, std::size_t lo) {
+  if constexpr (std::is_same_v<Block, FromRow>) {
+    return FromRow{r, lo};
+  } else {
+    return Block{{r, lo}};
+  }
+}
+
+template <class Block>
+void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r,
+              const int64_t* keys, std::size_t n, int64_t* out, int64_t* counts, int threads) {
   parallel_chunks(m, threads, kMinQueriesPerThread / 8, [&](int, std::size_t i0, std::size_t i1) {
     std::vector<float> heap_scores(n * (i1 - i0));
     std::vector<TopN> heaps;
@@ -296,7 +322,7 @@ void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const 
     for (std::size_t lo = 0; lo < r.n; lo += kBlockRows) {
       const std::size_t hi = std::min(r.n, lo + kBlockRows);
       for (std::size_t i = i0; i < i1; ++i) {
-        dots(path, q + i * r.d, q_scales[i], r.d, FromRow{r, lo}, 0, hi - lo, buf.data());
+        dots(path, q + i * r.d, q_scales[i], r.d, block_at<Block>(r, lo), 0, hi - lo, buf.data());
         TopN& h = heaps[i - i0];
         // Most rows of a full heap fall below its floor: one predictable comparison
         // each (offer's "positive?" test alone mispredicted on ~1 row in 5).
@@ -311,6 +337,12 @@ void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const 
     }
     for (std::size_t i = i0; i < i1; ++i) counts[i] = static_cast<int64_t>(heaps[i - i0].size());
   });
+}
+
+void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, const int64_t* keys,
+         std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  if (streamed(r)) return top_rows<FromList>(path, q, q_scales, m, r, keys, n, out, counts, threads);
+  top_rows<FromRow>(path, q, q_scales, m, r, keys, n, out, counts, threads);
 }
 
 void probe(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,

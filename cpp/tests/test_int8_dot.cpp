@@ -233,3 +233,35 @@ TEST_CASE("int8_probe_top keeps the best positive ids of the probed rows (ties t
     }
   }
 }
+
+TEST_CASE("a scan and a top-n over a matrix too large for cache (rows read in address order) equal the plain loop") {
+  std::mt19937 rng(16);
+  const std::size_t d = 384, n = (std::size_t{16} << 20) / d + 37;  // just over the streamed size
+  const Case c = random_case(rng, 2, n, d, false);
+  const Int8Rows r{c.codes.data(), c.scales.data(), n, d};
+  std::vector<float> fast(2 * n, -1.0f), portable(2 * n, -1.0f);
+  int8_scan(c.q.data(), c.q_scales.data(), 2, r, fast.data(), 1);
+  int8_scan_portable(c.q.data(), c.q_scales.data(), 2, r, portable.data());
+  CHECK(same_bits(fast, portable));
+  std::vector<int64_t> keys(n);
+  for (std::size_t j = 0; j < n; ++j) keys[j] = static_cast<int64_t>(j);
+  const std::size_t keep = 25;
+  std::vector<int64_t> out(2 * keep), counts(2);
+  int8_top(c.q.data(), c.q_scales.data(), 2, r, keys.data(), keep, out.data(), counts.data(), 1);
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::vector<std::pair<float, int64_t>> all;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (portable[i * n + j] > 0.0f) all.emplace_back(portable[i * n + j], static_cast<int64_t>(j));
+    }
+    std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+      return x.first > y.first || (x.first == y.first && x.second < y.second);
+    });
+    std::vector<int64_t> want;
+    for (std::size_t k = 0; k < std::min(keep, all.size()); ++k) want.push_back(all[k].second);
+    std::vector<int64_t> got(out.begin() + static_cast<std::ptrdiff_t>(i * keep),
+                             out.begin() + static_cast<std::ptrdiff_t>(i * keep + static_cast<std::size_t>(counts[i])));
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    CHECK(got == want);
+  }
+}

@@ -37,8 +37,8 @@ constexpr std::size_t kMinQueriesPerThread = 64;
 inline float finish(int32_t acc, float qs, float s) { return static_cast<float>(acc) * qs * s; }
 
 // The rows a query meets: consecutive (scan) or by id (gather); slot t of the output.
-// kStreamed: the rows come from memory, not cache (an IVF probe's lists of a large
-// field), so the vector loop reads them in address order (see dots_vnni).
+// kStreamed: the rows come from memory, not cache (an IVF probe's lists, a matrix of
+// kStreamBytes or more), so the vector loop reads them in address order (dots_vnni).
 struct Consecutive {
   static constexpr bool kStreamed = false;
   const Int8Rows& r;

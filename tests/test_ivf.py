@@ -130,6 +130,29 @@ def test_core_probe_top_rejects_bad_input():
             _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=4, **{**ok, **bad})
 
 
+def test_ivf_table_in_the_old_column_order_still_loads(tmp_path):
+    """Files written before list_codes moved to the front (to be aligned in the file) name
+    the same columns in another order: they load, and their codes are copied into aligned
+    memory when the file left them off a cache line."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    rng = np.random.default_rng(4)
+    m = Int8Matrix.quantize(_unit_rows(rng, 300, 64))
+    ivf = IvfIndex.fit(m, n_lists=7)
+    t = ivf.to_arrow()
+    old = t.select(["centroids", "list_ptr", "list_ids", "list_codes", "list_scales", "info"])
+    path = tmp_path / "ivf.arrow"
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, old.schema) as w:
+        w.write_table(old)
+    back = IvfIndex.from_arrow(ipc.open_file(pa.memory_map(str(path))).read_all(), n_rows=300, dim=64)
+    for name in ("list_ptr", "list_ids", "list_codes", "list_scales", "centroids"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(ivf, name))
+    assert back.list_codes.ctypes.data % 64 == 0 and not back.list_codes.flags.writeable
+    q = _unit_rows(rng, 3, 64)
+    assert [g.tolist() for g in back.probe_top(q, 10, 3)] == [g.tolist() for g in ivf.probe_top(q, 10, 3)]
+
+
 def test_probe_of_every_list_is_the_exact_scan():
     rng = np.random.default_rng(3)
     m = Int8Matrix.quantize(_unit_rows(rng, 400, 24, zero_rows=[5, 6]))

@@ -81,18 +81,25 @@ def test_core_probe_matches_numpy_twin(m, n, k, p, threads):
     np.testing.assert_array_equal(scores, full[owner, rows])
 
 
-def test_core_probe_rejects_bad_lists_and_probes():
+@pytest.mark.parametrize("call", ["int8_probe", "int8_probe_top"])
+def test_core_probe_rejects_bad_lists_and_probes(call):
     rng = np.random.default_rng(0)
     codes, scales = quantize_rows(_unit_rows(rng, 20, 8))
     qc, qs = quantize_rows(_unit_rows(rng, 2, 8))
     ivf = IvfIndex.from_labels(_unit_rows(rng, 3, 8), rng.integers(0, 3, 20), Int8Matrix(codes, scales), n_fit=20)
     ok = dict(list_ptr=ivf.list_ptr, list_ids=ivf.list_ids, probe_ptr=np.array([0, 1, 2]), probes=np.array([0, 2]))
-    _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, **ok)
+    extra = {"n": 4} if call == "int8_probe_top" else {}
+    fn = getattr(_core, call)
+    got = fn(qc, qs, ivf.list_codes, ivf.list_scales, **ok, **extra)
+    if call == "int8_probe_top":
+        assert got[0].shape == (2, 4) and got[1].shape == (2,)
+        with pytest.raises(ValueError, match="n must be"):
+            fn(qc, qs, ivf.list_codes, ivf.list_scales, **ok, n=0)
     for bad in ({"probes": np.array([0, 3])}, {"probes": np.array([-1, 0])}, {"probe_ptr": np.array([0, 3, 2])},
                 {"probe_ptr": np.array([0, 1])}, {"list_ptr": np.array([0, 5, 4, 20])},
                 {"list_ids": ivf.list_ids[:-1]}):
         with pytest.raises(ValueError):
-            _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, **{**ok, **bad})
+            fn(qc, qs, ivf.list_codes, ivf.list_scales, **{**ok, **bad}, **extra)
 
 
 @pytest.mark.parametrize("n", [1, 5, 40, 1000])
@@ -113,21 +120,6 @@ def test_probe_top_equals_probe_then_selection(n):
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
         dn = DenseField(m, None, 600, ivf=ivf)
         assert [np.sort(t).tolist() for t in dn.top_tools_ivf(q, n, nprobe)] == [w.tolist() for w in want]
-
-
-def test_core_probe_top_rejects_bad_input():
-    rng = np.random.default_rng(0)
-    codes, scales = quantize_rows(_unit_rows(rng, 20, 8))
-    qc, qs = quantize_rows(_unit_rows(rng, 2, 8))
-    ivf = IvfIndex.from_labels(_unit_rows(rng, 3, 8), rng.integers(0, 3, 20), Int8Matrix(codes, scales), n_fit=20)
-    ok = dict(list_ptr=ivf.list_ptr, list_ids=ivf.list_ids, probe_ptr=np.array([0, 1, 2]), probes=np.array([0, 2]))
-    ids, counts = _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=4, **ok)
-    assert ids.shape == (2, 4) and counts.shape == (2,)
-    with pytest.raises(ValueError, match="n must be"):
-        _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=0, **ok)
-    for bad in ({"probes": np.array([0, 3])}, {"probe_ptr": np.array([0, 3, 2])}, {"list_ids": ivf.list_ids[:-1]}):
-        with pytest.raises(ValueError):
-            _core.int8_probe_top(qc, qs, ivf.list_codes, ivf.list_scales, n=4, **{**ok, **bad})
 
 
 def test_ivf_table_in_the_old_column_order_still_loads(tmp_path):

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,33 +35,24 @@ constexpr std::size_t kMinQueriesPerThread = 64;
 
 inline float finish(int32_t acc, float qs, float s) { return static_cast<float>(acc) * qs * s; }
 
-// The rows a query meets: consecutive (scan) or by id (gather); slot t of the output.
-// kStreamed: the rows come from memory, not cache (an IVF probe's lists, a matrix of
-// kStreamBytes or more), so the vector loop reads them in address order (dots_vnni).
-struct Consecutive {
-  static constexpr bool kStreamed = false;
-  const Int8Rows& r;
-  const int8_t* row(std::size_t t) const { return r.codes + t * r.d; }
-  float scale(std::size_t t) const { return r.scales[t]; }
-};
+// The rows a query meets: consecutive (scan, top-n, probe) or by id (gather); slot t of
+// the output. kStreamed: the rows come from memory, not cache (an IVF probe's lists, a
+// matrix of kStreamBytes or more), so the vector loop reads them in address order
+// (dots_vnni).
+template <bool Streamed>
 struct FromRow {  // consecutive rows from `base` on (slot t is row base + t)
-  static constexpr bool kStreamed = false;
+  static constexpr bool kStreamed = Streamed;
   const Int8Rows& r;
   std::size_t base;
   const int8_t* row(std::size_t t) const { return r.codes + (base + t) * r.d; }
   float scale(std::size_t t) const { return r.scales[base + t]; }
-};
-struct FromList : FromRow {  // an IVF list, or a block of a large matrix: FromRow, read in address order
-  static constexpr bool kStreamed = true;
-};
-struct StreamedRows : Consecutive {  // a large matrix: Consecutive, read in address order
-  static constexpr bool kStreamed = true;
 };
 
 // A matrix at least this large is read from memory rather than cache (this machine's L3 is
 // 32 MB, shared), so its scans read rows in address order (dots_vnni).
 constexpr std::size_t kStreamBytes = std::size_t{16} << 20;
 bool streamed(const Int8Rows& r) { return r.n * r.d >= kStreamBytes; }
+
 struct ById {
   static constexpr bool kStreamed = false;
   const Int8Rows& r;
@@ -212,10 +202,10 @@ void dots(Isa path, const int8_t* qi, float qs, std::size_t d, const Src& src, s
   dots_portable(qi, qs, d, src, lo, hi, out);
 }
 
-template <class Src>
+template <bool Streamed>
 void scan_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, float* out,
                int threads) {
-  const Src src{{r}};
+  const FromRow<Streamed> src{r, 0};
   const std::size_t blocks = (r.n + kBlockRows - 1) / kBlockRows;
   parallel_chunks(blocks, threads, kMinBlocksPerThread, [&](int, std::size_t b0, std::size_t b1) {
     for (std::size_t b = b0; b < b1; ++b) {
@@ -228,8 +218,8 @@ void scan_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, 
 void scan(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, float* out,
           int threads) {
   if (m == 0 || r.n == 0) return;
-  if (streamed(r)) return scan_rows<StreamedRows>(path, q, q_scales, m, r, out, threads);
-  scan_rows<Consecutive>(path, q, q_scales, m, r, out, threads);
+  if (streamed(r)) return scan_rows<true>(path, q, q_scales, m, r, out, threads);
+  scan_rows<false>(path, q, q_scales, m, r, out, threads);
 }
 
 void gather(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r,
@@ -300,16 +290,7 @@ class TopN {
   std::size_t n_, size_ = 0;
 };
 
-template <class Block>
-Block block_at(const Int8Rows& r, std::size_t lo) {
-  if constexpr (std::is_same_v<Block, FromRow>) {
-    return FromRow{r, lo};
-  } else {
-    return Block{{r, lo}};
-  }
-}
-
-template <class Block>
+template <bool Streamed>
 void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r,
               const int64_t* keys, std::size_t n, int64_t* out, int64_t* counts, int threads) {
   parallel_chunks(m, threads, kMinQueriesPerThread / 8, [&](int, std::size_t i0, std::size_t i1) {
@@ -322,7 +303,7 @@ void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, c
     for (std::size_t lo = 0; lo < r.n; lo += kBlockRows) {
       const std::size_t hi = std::min(r.n, lo + kBlockRows);
       for (std::size_t i = i0; i < i1; ++i) {
-        dots(path, q + i * r.d, q_scales[i], r.d, block_at<Block>(r, lo), 0, hi - lo, buf.data());
+        dots(path, q + i * r.d, q_scales[i], r.d, FromRow<Streamed>{r, lo}, 0, hi - lo, buf.data());
         TopN& h = heaps[i - i0];
         // Most rows of a full heap fall below its floor: one predictable comparison
         // each (offer's "positive?" test alone mispredicted on ~1 row in 5).
@@ -341,8 +322,8 @@ void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, c
 
 void top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r, const int64_t* keys,
          std::size_t n, int64_t* out, int64_t* counts, int threads) {
-  if (streamed(r)) return top_rows<FromList>(path, q, q_scales, m, r, keys, n, out, counts, threads);
-  top_rows<FromRow>(path, q, q_scales, m, r, keys, n, out, counts, threads);
+  if (streamed(r)) return top_rows<true>(path, q, q_scales, m, r, keys, n, out, counts, threads);
+  top_rows<false>(path, q, q_scales, m, r, keys, n, out, counts, threads);
 }
 
 void probe(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
@@ -354,7 +335,7 @@ void probe(Isa path, const int8_t* q, const float* q_scales, std::size_t m, cons
       for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
         const auto lo = static_cast<std::size_t>(list_ptr[probes[p]]);
         const auto hi = static_cast<std::size_t>(list_ptr[probes[p] + 1]);
-        dots(path, q + i * lists.d, q_scales[i], lists.d, FromList{{lists, lo}}, 0, hi - lo, out_scores + o);
+        dots(path, q + i * lists.d, q_scales[i], lists.d, FromRow<true>{lists, lo}, 0, hi - lo, out_scores + o);
         std::copy(list_ids + lo, list_ids + hi, out_ids + o);
         o += hi - lo;
       }
@@ -377,7 +358,7 @@ void probe_top(Isa path, const int8_t* q, const float* q_scales, std::size_t m, 
         // A block of the list at a time: its scores go straight into the heap.
         for (std::size_t b = lo; b < hi; b += kBlockRows) {
           const std::size_t e = std::min(hi, b + kBlockRows);
-          dots(path, q + i * lists.d, q_scales[i], lists.d, FromList{{lists, b}}, 0, e - b, buf.data());
+          dots(path, q + i * lists.d, q_scales[i], lists.d, FromRow<true>{lists, b}, 0, e - b, buf.data());
           for (std::size_t j = b; j < e; ++j) {
             if (buf[j - b] >= floor) {
               h.offer(buf[j - b], list_ids[j]);

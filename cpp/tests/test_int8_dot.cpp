@@ -46,6 +46,28 @@ std::vector<float> naive(const Case& c) {
   return out;
 }
 
+// The best `keep` ids of (score, id) pairs with a positive score, ties to the lower id,
+// sorted by id: what int8_top and int8_probe_top must return (in any order).
+std::vector<int64_t> best_ids(std::vector<std::pair<float, int64_t>> cand, std::size_t keep) {
+  cand.erase(std::remove_if(cand.begin(), cand.end(), [](const auto& x) { return !(x.first > 0.0f); }), cand.end());
+  std::sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
+    return x.first > y.first || (x.first == y.first && x.second < y.second);
+  });
+  std::vector<int64_t> ids;
+  for (std::size_t k = 0; k < std::min(keep, cand.size()); ++k) ids.push_back(cand[k].second);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// Row i of a top-n output (count[i] ids from out[i * keep]), sorted.
+std::vector<int64_t> got_ids(const std::vector<int64_t>& out, const std::vector<int64_t>& counts, std::size_t i,
+                             std::size_t keep) {
+  const auto start = out.begin() + static_cast<std::ptrdiff_t>(i * keep);
+  std::vector<int64_t> ids(start, start + static_cast<std::ptrdiff_t>(counts[i]));
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
@@ -215,20 +237,10 @@ TEST_CASE("int8_probe_top keeps the best positive ids of the probed rows (ties t
         std::vector<std::pair<float, int64_t>> cand;  // (score, id) of every probed row
         for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
           for (int64_t t = list_ptr[probes[p]]; t < list_ptr[probes[p] + 1]; ++t) {
-            const float s = full[i * n + static_cast<std::size_t>(t)];
-            if (s > 0.0f) cand.emplace_back(s, list_ids[t]);
+            cand.emplace_back(full[i * n + static_cast<std::size_t>(t)], list_ids[t]);
           }
         }
-        std::sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
-          return x.first > y.first || (x.first == y.first && x.second < y.second);
-        });
-        std::vector<int64_t> want;
-        for (std::size_t k = 0; k < std::min(keep, cand.size()); ++k) want.push_back(cand[k].second);
-        std::vector<int64_t> got(out.begin() + static_cast<std::ptrdiff_t>(i * keep),
-                                 out.begin() + static_cast<std::ptrdiff_t>(i * keep + static_cast<std::size_t>(counts[i])));
-        std::sort(want.begin(), want.end());
-        std::sort(got.begin(), got.end());
-        CHECK(got == want);
+        CHECK(got_ids(out, counts, i, keep) == best_ids(cand, keep));
       }
     }
   }
@@ -250,18 +262,7 @@ TEST_CASE("a scan and a top-n over a matrix too large for cache (rows read in ad
   int8_top(c.q.data(), c.q_scales.data(), 2, r, keys.data(), keep, out.data(), counts.data(), 1);
   for (std::size_t i = 0; i < 2; ++i) {
     std::vector<std::pair<float, int64_t>> all;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (portable[i * n + j] > 0.0f) all.emplace_back(portable[i * n + j], static_cast<int64_t>(j));
-    }
-    std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
-      return x.first > y.first || (x.first == y.first && x.second < y.second);
-    });
-    std::vector<int64_t> want;
-    for (std::size_t k = 0; k < std::min(keep, all.size()); ++k) want.push_back(all[k].second);
-    std::vector<int64_t> got(out.begin() + static_cast<std::ptrdiff_t>(i * keep),
-                             out.begin() + static_cast<std::ptrdiff_t>(i * keep + static_cast<std::size_t>(counts[i])));
-    std::sort(want.begin(), want.end());
-    std::sort(got.begin(), got.end());
-    CHECK(got == want);
+    for (std::size_t j = 0; j < n; ++j) all.emplace_back(portable[i * n + j], static_cast<int64_t>(j));
+    CHECK(got_ids(out, counts, i, keep) == best_ids(all, keep));
   }
 }

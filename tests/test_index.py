@@ -57,7 +57,13 @@ def _reference_all_tools(index: ToolIndex, query: Query, *, masked: bool = True)
         f = index.field(field)
         return f.score_tools(b, scale=norm, threads=1) if group else f.score_docs(b, scale=norm, threads=1)
 
-    d = dense("description", [n.tool_description for n in query.needs], True)
+    def description_text(n):  # the description query (IndexConfig.intent_in_description), restated
+        intent, desc = n.user_intent, n.tool_description
+        if not cfg.intent_in_description or not intent.strip() or intent == desc:
+            return desc
+        return f"{desc} {intent}" if desc.strip() else intent
+
+    d = dense("description", [description_text(n) for n in query.needs], True)
     r = dense("response", [n.expected_response for n in query.needs], True)
     e = dense("examples", [n.user_intent for n in query.needs], True)
     if query.arguments:

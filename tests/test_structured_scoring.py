@@ -272,3 +272,48 @@ def test_with_params_own_weights_score_every_query_unless_kept(index):
     assert index.with_params(index.config.params, structured="keep").config == index.config
     with pytest.raises(ConfigError, match="keep"):
         index.with_params(mine, structured="sometimes")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------- the intent in the description
+
+
+def test_description_query_joins_the_intent_once():
+    from toolsift.schema import ToolNeed
+    from toolsift.search.plan import description_query
+
+    assert description_query(ToolNeed("book a room", "Create a reservation", "")) == "Create a reservation book a room"
+    assert description_query(ToolNeed("same text", "same text", "same text")) == "same text"  # a raw query
+    assert description_query(ToolNeed("", "Create a reservation", "x")) == "Create a reservation"
+    assert description_query(ToolNeed("  ", "Create a reservation", "")) == "Create a reservation"
+    assert description_query(ToolNeed("book a room", "", "")) == "book a room"
+
+
+def test_a_needs_intent_reaches_the_description_field(demo):
+    """Words only the intent has match tool descriptions by default, and match nothing
+    with the option off (the MFTR reference's description query)."""
+    from toolsift.schema import Query, ToolNeed
+
+    tool = next(t for t in demo if "weather" in t.description.lower())
+    q = Query(needs=(ToolNeed(user_intent=tool.description, tool_description="zzqx", expected_response="zzqx"),))
+    on = ToolIndex.build(demo)
+    off = ToolIndex.build(demo, config=replace(on.config, intent_in_description=False))
+    fs_on, fs_off = on.field_scores([q]), off.field_scores([q])
+    col = fs_on.tool_ids.index(tool.id)
+    assert fs_on.base[0, col, 0] > 0  # description field, the intent's words
+    assert fs_off.base[0, col, 0] == 0
+    assert on.search(q, k=1)[0].id == tool.id
+    # A raw query is one text in every field: the same scores either way.
+    raw = "what is the weather in Paris"
+    assert [(h.id, h.score) for h in on.search(raw, k=5)] == [(h.id, h.score) for h in off.search(raw, k=5)]
+
+
+def test_intent_in_description_is_saved_and_old_manifests_keep_it_off(tmp_path):
+    cfg = IndexConfig()
+    assert cfg.intent_in_description is True
+    assert IndexConfig.reference().intent_in_description is False
+    d = cfg.to_dict()
+    assert IndexConfig.from_dict(d) == cfg
+    del d["intent_in_description"]
+    assert IndexConfig.from_dict(d).intent_in_description is False
+    with pytest.raises(ConfigError):
+        IndexConfig(intent_in_description="yes")  # type: ignore[arg-type]

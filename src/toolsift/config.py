@@ -152,6 +152,12 @@ class IndexConfig:
             arguments: ``"intent"`` uses each need's user intent (so a plain-text query
             still matches parameter documentation; the penalty stays off), ``"zero"``
             scores it 0 (as the MFTR reference implementation does).
+        intent_in_description: A structured need's user intent also queries the
+            description field, beside its tool description (a raw query's one text is
+            not repeated). The intent is the request in the user's own words, which is
+            what a raw query matches the description with; alone it would match only
+            example intents, which raw tools lack. Off: the description field sees the
+            tool description alone, as the MFTR reference does (docs/scoring.md).
         penalize_without_arguments: Apply the missing-parameter penalty to structured
             queries that extracted no arguments (every parameter unmatched), as the MFTR
             reference implementation does. Off by default: no arguments, no penalty.
@@ -204,6 +210,7 @@ class IndexConfig:
     split_identifiers: Annotated[bool, Strict()] = True
     parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
+    intent_in_description: Annotated[bool, Strict()] = True
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
     query_encoder: Literal["static", "transformer"] = "static"
@@ -251,12 +258,14 @@ class IndexConfig:
     def reference(cls, **overrides: Any) -> IndexConfig:
         """The MFTR reference implementation's setup: bm25s's tokenizer and BM25 defaults,
         raw BM25 scale, description without the tool name, parameters as JSON, no
-        identifier splitting, parameter field 0 for queries without arguments, those
+        identifier splitting, the description field queried by the tool description
+        alone, parameter field 0 for queries without arguments, those
         queries still penalised, and the paper's formula (mean over parameters, fixed
         weights; queries of dense fields embedded by the document encoder). Used to
         reproduce the paper's numbers."""
         base: dict[str, Any] = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
-                    parameter_format="json", no_argument_params="zero", penalize_without_arguments=True,
+                    parameter_format="json", no_argument_params="zero", intent_in_description=False,
+                    penalize_without_arguments=True,
                     analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS, query_encoder="transformer")
         base.update(overrides)
         return cls(**base)
@@ -316,6 +325,7 @@ class IndexConfig:
             "split_identifiers": self.split_identifiers,
             "parameter_format": self.parameter_format,
             "no_argument_params": self.no_argument_params,
+            "intent_in_description": self.intent_in_description,
             "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
             "encoder": self.encoder,
@@ -332,13 +342,14 @@ class IndexConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> IndexConfig:
         """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values. A missing
-        ``tool_card`` means ``0``, a missing ``query_encoder`` ``"transformer"`` and a missing
-        ``dense_candidates`` the same depth as ``candidates`` (manifests written before
-        the options existed)."""
+        ``tool_card`` means ``0``, a missing ``query_encoder`` ``"transformer"``, a missing
+        ``dense_candidates`` the same depth as ``candidates`` and a missing
+        ``intent_in_description`` ``False`` (manifests written before the options existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
-                 "parameter_format", "no_argument_params", "penalize_without_arguments", "retrievers", "encoder",
+                 "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
+                 "retrievers", "encoder",
                  "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
                  "structured_params", "threads"}
         unknown = set(d) - known
@@ -347,7 +358,8 @@ class IndexConfig:
         # Indexes saved before the tool card existed were built without it, and those saved
         # before the static query encoder embedded queries with the transformer.
         # Those saved before dense_candidates took the dense lists as deep as BM25's.
-        kw: dict[str, Any] = {"tool_card": 0, "query_encoder": "transformer",
+        # And before intent_in_description, the description field saw the tool description alone.
+        kw: dict[str, Any] = {"tool_card": 0, "query_encoder": "transformer", "intent_in_description": False,
                               "dense_candidates": d.get("candidates", 100)}
         if "bm25" in d:
             kw["bm25"] = Bm25Config(**d["bm25"])
@@ -363,7 +375,8 @@ class IndexConfig:
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
         for key in ("scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
-                    "parameter_format", "no_argument_params", "penalize_without_arguments", "threads",
+                    "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
+                    "threads",
                     "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]

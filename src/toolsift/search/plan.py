@@ -1,7 +1,8 @@
 """Query planning: a batch of queries becomes the texts each field is searched with.
 
 Every tool need contributes one text to the description, response and examples fields
-(its tool description, expected response and user intent); every extracted argument
+(its tool description with its user intent, expected response and user intent;
+:func:`description_query`); every extracted argument
 contributes one text to the parameters field. Texts are analysed once with the index's
 analyzer, and texts for dense or hybrid fields are embedded with one encoder call over
 the distinct strings (a raw query is the same string in three fields: encoded once).
@@ -21,7 +22,7 @@ from ..index.query_table import query_encoder_for
 from ..index.fields import argument_text
 from ..index.state import IndexState
 from ..kernels.int8 import quantize_rows
-from ..schema import FIELDS, Query
+from ..schema import FIELDS, Query, ToolNeed
 from .query import is_raw
 
 __all__ = ["FieldTexts", "QueryPlan", "plan_queries"]
@@ -124,7 +125,8 @@ def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPla
     arg_names: list[list[str | None]] = []
     for i, q in enumerate(queries):
         for need in q.needs:
-            texts["description"].append(need.tool_description)
+            texts["description"].append(description_query(need) if config.intent_in_description
+                                        else need.tool_description)
             texts["response"].append(need.expected_response)
             texts["examples"].append(need.user_intent)
         if q.arguments:
@@ -157,6 +159,18 @@ def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPla
         for f in FIELDS
     }
     return QueryPlan(queries, fields, arg_names, penalize)
+
+
+def description_query(need: ToolNeed) -> str:
+    """The description field's query text of a structured need: its tool description
+    and its user intent (IndexConfig.intent_in_description). A blank text is left out,
+    and an intent equal to the description (a raw query's one text) is not repeated."""
+    desc, intent = need.tool_description, need.user_intent
+    if not intent.strip() or intent == desc:
+        return desc
+    if not desc.strip():
+        return intent
+    return f"{desc} {intent}"
 
 
 def _analyser(st: IndexState, config: IndexConfig):

@@ -78,24 +78,20 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     fields = [f for f in FIELDS if plan.fields[f].texts]
     lexical = [f for f in fields if retrievers[f].lexical is not None]
     settings = _lexical_settings(retrievers, lexical)
-    # Dense halves first: their scans stream whole matrices through the cache, and the
-    # BM25 candidates below read the same postings as pack()'s scores right after, which
-    # then find them still in cache (a hybrid query 5-10% faster, docs/dense.md).
     parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for f in fields:
-        parts += retrievers[f].dense_parts(plan.fields[f], n, k=k)
-    lexical_parts: list[tuple[np.ndarray, np.ndarray]] = []
     if lexical and settings is not None:
         # Every field's BM25 candidates (a hybrid field's lexical half too) and their
         # union in one engine call.
         texts = [plan.fields[f] for f in lexical]
-        lexical_parts.append(_core.candidates_union(
+        parts.append(_core.candidates_union(
             [retrievers[f].lexical.fi.core for f in lexical], [t.terms.terms for t in texts],  # type: ignore[union-attr]
             [t.terms.offsets for t in texts], [t.owner for t in texts], len(plan), n, settings[0], True, settings[1],
             "auto"))
     else:
-        lexical_parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
-    ptr, tool = merge_csr(lexical_parts + parts)
+        parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
+    for f in fields:
+        parts += retrievers[f].dense_parts(plan.fields[f], n, k=k)
+    ptr, tool = merge_csr(parts)
     return _top_up(ptr, tool, min(k, len(st.catalog)))
 
 

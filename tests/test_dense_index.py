@@ -266,6 +266,60 @@ def test_hybrid_dense_candidates_are_the_cosine_top_at_least_k(demo, tmp_path):
     assert IndexConfig.from_dict(legacy).dense_candidates == cfg.candidates
 
 
+
+def test_fields_left_out_of_dense_candidates_score_but_add_none(demo, tmp_path):
+    """``dense_candidates_from``: the hybrid preset's response field adds only its BM25
+    candidates, yet its cosine still scores every candidate; with every field named it
+    adds its cosine top too. Saved with the index; an older manifest means every field."""
+    from dataclasses import replace
+
+    from toolsift.config import IndexConfig
+    from toolsift.presets import preset_config
+    from toolsift.schema import FIELDS
+    from toolsift.search import retrievers as retrievers_for
+    from toolsift.search import score_tools
+    from toolsift.search.candidates import find_candidates
+    from toolsift.search.plan import plan_queries
+    from toolsift.search.query import as_query
+
+    cfg = preset_config("hybrid", dense_candidates=4)
+    assert cfg.dense_candidates_from == ("description", "parameters", "examples")
+    every = replace(cfg, dense_candidates_from=FIELDS)
+    index = ToolIndex.build(demo, config=cfg)
+    st = index._state
+    resp, resp_all = retrievers_for(st, cfg)["response"], retrievers_for(st, every)["response"]
+    grew = 0
+    for text in ("send a message to a colleague", "what's the weather like", "the list of my orders"):
+        plan = plan_queries(st, cfg, [as_query(text, "q")])
+        ft = plan.fields["response"]
+        assert resp.dense_parts(ft, cfg.candidates, k=5) == []
+        _, ids = resp.candidates(ft, cfg.candidates, k=5)
+        _, bm_ids = resp.bm25.candidates(ft, cfg.candidates)
+        np.testing.assert_array_equal(ids, bm_ids)
+        _, dense_ids = resp_all.dense.candidates(ft, 5)
+        _, all_ids = resp_all.candidates(ft, cfg.candidates, k=5)
+        np.testing.assert_array_equal(all_ids, np.union1d(bm_ids, dense_ids))
+        # The whole search: a subset of the candidates with every field, each scored alike.
+        _, few, _ = find_candidates(st, plan, retrievers_for(st, cfg), n=cfg.candidates, k=5)
+        _, many, _ = find_candidates(st, plan, retrievers_for(st, every), n=cfg.candidates, k=5)
+        assert set(few) <= set(many)
+        grew += len(many) > len(few)
+        # Scores do not depend on which fields added candidates.
+        hits = index.search(text, k=10)
+        pos = np.array([index.catalog.position(h.id) for h in hits], np.int64)
+        np.testing.assert_array_equal(score_tools(st, every, as_query(text, "q"), pos),
+                                      np.array([h.score for h in hits], np.float32))
+    assert grew  # the response field's cosine top does add tools when asked to
+    index.save(tmp_path / "idx")
+    assert ToolIndex.load(tmp_path / "idx").config.dense_candidates_from == cfg.dense_candidates_from
+    legacy = cfg.to_dict()
+    del legacy["dense_candidates_from"]
+    assert IndexConfig.from_dict(legacy).dense_candidates_from == FIELDS
+    for bad in (["answers"], ["response", "response"]):
+        with pytest.raises(ConfigError, match="dense_candidates_from"):
+            IndexConfig(dense_candidates_from=bad)
+
+
 def test_huge_k_on_a_hybrid_index_allocates_by_the_catalogue_not_by_k(demo, tmp_path):
     """A hybrid field's dense depth is at least k: k far beyond the catalogue must size
     the heaps by the tools there are. Run under an address-space limit a little above

@@ -136,6 +136,13 @@ class IndexConfig:
             reach the top-k (30 vs 100 left N@10 unchanged on all five shared sets and
             99.6-100% of top-10 lists identical; docs/dense.md, "Dense candidates"),
             while each extra candidate is scored in every field.
+        dense_candidates_from: The fields whose dense halves (hybrid or dense
+            retrievers) add their top ``dense_candidates`` tools to the candidates; every
+            dense half still scores every candidate. Default: all fields. The ``hybrid``
+            preset leaves out ``response``: its weight (.12-.20 in the shipped hybrid
+            weights) cannot lift a tool only its cosine found into the top hits (N@10
+            unchanged to four digits on all five shared sets), and its scan was a seventh
+            of a hybrid query (docs/dense.md, "Dense candidates").
         name_in_description: Index the tool name, split into words
             (``send_email`` -> ``send email``), with its description.
         tool_card: 0 indexes the description field as the description (with the split
@@ -205,6 +212,7 @@ class IndexConfig:
     scale: Literal["bounded", "linear", "raw"] = "bounded"
     candidates: Annotated[int, Strict(ge=1)] = 100
     dense_candidates: Annotated[int, Strict(ge=1)] = 30
+    dense_candidates_from: tuple[Annotated[str, Strict()], ...] = FIELDS
     name_in_description: Annotated[bool, Strict()] = True
     tool_card: Annotated[int, Strict(ge=0, le=8)] = 2
     split_identifiers: Annotated[bool, Strict()] = True
@@ -229,6 +237,8 @@ class IndexConfig:
     def __post_init__(self) -> None:
         if isinstance(self.retrievers, dict):
             object.__setattr__(self, "retrievers", tuple(self.retrievers.items()))
+        if isinstance(self.dense_candidates_from, list):  # hashable: it keys the retriever cache
+            object.__setattr__(self, "dense_candidates_from", tuple(self.dense_candidates_from))
         if _CHECKING.get():  # the copy pydantic builds while checking this one
             return
         _check_fields(self, "config")
@@ -245,6 +255,11 @@ class IndexConfig:
         if "hybrid" in r.values() and self.scale == "raw":
             raise ConfigError("config.retrievers: a hybrid field needs scale 'bounded' or 'linear' "
                               "(raw BM25 and cosine are on different scales)")
+        for f in self.dense_candidates_from:
+            if f not in FIELDS:
+                raise ConfigError(f"config.dense_candidates_from: unknown field {f!r} (fields: {', '.join(FIELDS)})")
+        if len(set(self.dense_candidates_from)) != len(self.dense_candidates_from):
+            raise ConfigError("config.dense_candidates_from: a field is named twice")
         missing = [f for f in FIELDS if f not in r]
         if missing:
             raise ConfigError(f"config.retrievers: no retriever for field(s) {', '.join(missing)}")
@@ -320,6 +335,7 @@ class IndexConfig:
             "scale": self.scale,
             "candidates": self.candidates,
             "dense_candidates": self.dense_candidates,
+            "dense_candidates_from": list(self.dense_candidates_from),
             "name_in_description": self.name_in_description,
             "tool_card": self.tool_card,
             "split_identifiers": self.split_identifiers,
@@ -343,11 +359,13 @@ class IndexConfig:
     def from_dict(cls, d: dict[str, Any]) -> IndexConfig:
         """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values. A missing
         ``tool_card`` means ``0``, a missing ``query_encoder`` ``"transformer"``, a missing
-        ``dense_candidates`` the same depth as ``candidates`` and a missing
-        ``intent_in_description`` ``False`` (manifests written before the options existed)."""
+        ``dense_candidates`` the same depth as ``candidates``, a missing
+        ``dense_candidates_from`` every field and a missing ``intent_in_description``
+        ``False`` (manifests written before the options existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
-        known = {"bm25", "analyzer", "scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
+        known = {"bm25", "analyzer", "scale", "candidates", "dense_candidates", "dense_candidates_from",
+                 "name_in_description", "tool_card", "split_identifiers",
                  "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
                  "retrievers", "encoder",
                  "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
@@ -374,6 +392,11 @@ class IndexConfig:
                 raise ConfigError(f"config.structured_params: {exc}") from None
         if "retrievers" in d:
             kw["retrievers"] = tuple(dict(d["retrievers"]).items())
+        if "dense_candidates_from" in d:
+            got = d["dense_candidates_from"]
+            if not isinstance(got, list):
+                raise ConfigError("config.dense_candidates_from: expected a list of field names")
+            kw["dense_candidates_from"] = tuple(got)
         for key in ("scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
                     "threads",

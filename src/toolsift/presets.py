@@ -8,7 +8,8 @@ catalogue gives one ranking wherever it is searched.
 * ``"hybrid"``: description, response and examples fields mix BM25 with the cosine of
   all-MiniLM-L6-v2 document embeddings; queries are embedded by the static token table
   fitted into MiniLM's space (docs/dense.md), so a query costs no transformer pass. The
-  weights and BM25 share are the ones learned with hybrid fields. Needs the ``dense``
+  weights and BM25 share are the ones learned with hybrid fields; the response field's
+  cosine scores candidates but adds none (``dense_candidates_from``). Needs the ``dense``
   extra.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+from .schema import FIELDS
 
 if TYPE_CHECKING:
     from .config import IndexConfig
@@ -78,7 +80,9 @@ def preset_config(name: str | None = None, **overrides: Any) -> IndexConfig:
         hw = doc.get("index_config", {}).get("hybrid_weight", 0.5)
         base = IndexConfig()
         retrievers = tuple((f, "hybrid" if f in HYBRID_FIELDS else r) for f, r in base.retrievers)
-        cfg = replace(base, retrievers=retrievers, params=doc["params"], hybrid_weight=hw)
+        # Response's dense half scores candidates but adds none (IndexConfig.dense_candidates_from).
+        cfg = replace(base, retrievers=retrievers, params=doc["params"], hybrid_weight=hw,
+                      dense_candidates_from=tuple(f for f in FIELDS if f != "response"))
     if overrides:
         try:
             cfg = replace(cfg, **overrides)

@@ -30,7 +30,8 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     """The retriever of every field of ``st``, made once per state and retriever settings
     (a dense retriever's tool -> rows map costs a pass over every document)."""
     # config.retrievers is the (field, kind) tuple itself: no per-search dict to build.
-    key = (config.scale, config.threads, config.hybrid_weight, config.ivf_nprobe, config.dense_candidates, config.retrievers)
+    key = (config.scale, config.threads, config.hybrid_weight, config.ivf_nprobe, config.dense_candidates,
+           config.dense_candidates_from, config.retrievers)
     got = st.retrievers.get(key)
     if got is None:
         # Concurrent first searches may both build it: same value, last one kept.

@@ -73,9 +73,11 @@ class Bm25Retriever(FieldRetriever):
 class DenseRetriever(FieldRetriever):
     """Cosine of int8 embeddings; a tool's score is the max over its documents."""
 
-    def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1) -> None:
+    def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1, adds_candidates: bool = True) -> None:
         self.dn = dn
         self.nprobe = nprobe
+        # IndexConfig.dense_candidates_from: a field left out scores candidates, adds none.
+        self.adds_candidates = adds_candidates
         # A parameter's similarity means "how well some argument matches it": a negative
         # cosine would pull the parameter score below that of a parameter nobody matched.
         self.floor_docs = floor_docs
@@ -104,7 +106,7 @@ class DenseRetriever(FieldRetriever):
         return _csr_unique(np.repeat(ft.owner, sizes), ids, nq)
 
     def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [self.candidates(ft, n, k=k)]
+        return [self.candidates(ft, n, k=k)] if self.adds_candidates else []
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         owner = ft.owner
@@ -164,7 +166,7 @@ class HybridRetriever(FieldRetriever):
         return merge_csr([self.bm25.candidates(ft, n), *self.dense_parts(ft, n, k=k)])
 
     def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-        if self.dense_empty:
+        if self.dense_empty or not self.dense.adds_candidates:
             return []
         return [self.dense.candidates(ft, max(self.dense_depth, k))]
 
@@ -190,7 +192,8 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
     kind = config.retriever(field)
     if kind == "bm25":
         return Bm25Retriever(fi, config)
-    dense = DenseRetriever(dn, floor_docs=(kind == "dense"), nprobe=config.ivf_nprobe)
+    dense = DenseRetriever(dn, floor_docs=(kind == "dense"), nprobe=config.ivf_nprobe,
+                           adds_candidates=field in config.dense_candidates_from)
     if kind == "dense":
         return dense
     return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight,

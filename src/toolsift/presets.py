@@ -39,7 +39,7 @@ HYBRID_FIELDS: tuple[str, ...] = ("description", "response", "examples")
 
 #: The preset a new index gets when none is named and the ``dense`` extra is installed.
 #: ``"bm25"``: with static queries ``hybrid`` is ahead of BM25 fields on every shared set
-#: but .010-.028 N@10 behind transformer queries on four, costs about 1.8x a BM25 query, and
+#: but .010-.028 N@10 behind transformer queries on four, costs 1.8-2x a BM25 query, and
 #: a build embeds every tool text; a default that changes with the installed extras must
 #: clear that bar (docs/dense.md, "Query encoder", the 2026-11-26 decision).
 DEFAULT_PRESET_WITH_DENSE = "bm25"

@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     depths = [int(x) for x in args.depths.split(",")]
+    shipped = preset_config("hybrid")
     load = os.getloadavg()
     rows = []
     for name in SETS:
@@ -59,7 +60,6 @@ def main() -> None:
                                                                     dense_candidates_from=FIELDS, threads=0))
         ref, ref_tops = run(base_index, cs, 100, keys)
         cells = [f"{ref:.4f}"]
-        shipped = preset_config("hybrid")
         for d, fields in [(d, FIELDS) for d in depths] + [(shipped.dense_candidates, shipped.dense_candidates_from)]:
             st = base_index._state
             cfg = replace(base_index.config, dense_candidates=d, dense_candidates_from=fields)
@@ -70,7 +70,6 @@ def main() -> None:
             cells.append(f"{n10:.4f} ({same:.1%})")
         rows.append(f"| {SHORT.get(name, name)} | " + " | ".join(cells) + " |")
         print(rows[-1], flush=True)
-    shipped = preset_config("hybrid")
     head = ("| set | k=100, depth 100: N@10 | " + " | ".join(f"k=10, depth {d}: N@10 (same top-10)" for d in depths)
             + f" | k=10, as shipped (depth {shipped.dense_candidates}, from "
             + f"{', '.join(shipped.dense_candidates_from)}): N@10 (same top-10) |\n|---|" + "---|" * (len(depths) + 2))

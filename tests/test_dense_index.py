@@ -266,7 +266,6 @@ def test_hybrid_dense_candidates_are_the_cosine_top_at_least_k(demo, tmp_path):
     assert IndexConfig.from_dict(legacy).dense_candidates == cfg.candidates
 
 
-
 def test_fields_left_out_of_dense_candidates_score_but_add_none(demo, tmp_path):
     """``dense_candidates_from``: the hybrid preset's response field adds only its BM25
     candidates, yet its cosine still scores every candidate; with every field named it

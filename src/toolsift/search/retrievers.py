@@ -166,9 +166,10 @@ class HybridRetriever(FieldRetriever):
         return merge_csr([self.bm25.candidates(ft, n), *self.dense_parts(ft, n, k=k)])
 
     def dense_parts(self, ft: FieldTexts, n: int, *, k: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-        if self.dense_empty or not self.dense.adds_candidates:
+        if self.dense_empty:
             return []
-        return [self.dense.candidates(ft, max(self.dense_depth, k))]
+        # The dense half's own rule (IndexConfig.dense_candidates_from), at the hybrid depth.
+        return self.dense.dense_parts(ft, max(self.dense_depth, k), k=k)
 
     def gather(self, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, *, docs: bool) -> np.ndarray:
         bm = self.bm25.gather(ft, ptr, ids, docs=docs).astype(np.float32, copy=False)

@@ -2,8 +2,9 @@
 feedback, as one table (the done-when check of issue 23 item 2).
 
 For each set: ``default`` (raw query text, ``lodo-<set>`` weights) and
-``default-structured`` (the authors' LLM rewrites as structured queries, original text
-dropped, ``structured-lodo-<set>`` weights), both on the raw tools, through
+``default-structured`` (the authors' LLM rewrites as structured queries, with the user's
+original request as ``find_tools``' ``request`` carries it, ``structured-lodo-<set>``
+weights; and the rewrite alone, ``toolsift eval --rewrite-only``), all on the raw tools, through
 ``toolsift.evaluate.methods.run_method`` exactly as ``toolsift eval --method ...`` runs
 them (``search_batch`` top 100, ties by the eval's hash of the tool id). With
 ``--hybrid`` also ``default-hybrid`` and ``default-hybrid-structured`` (needs the
@@ -44,38 +45,49 @@ def main() -> None:
     machine = (f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores, Python "
                f"{platform.python_version()}), load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at "
                f"start, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    rows = [("default", False), ("default-structured", False), ("default-structured", True)]
+    # (method, feedback, request): request=False is the rewrite alone (--rewrite-only).
+    rows = [("default", False, True), ("default-structured", False, True), ("default-structured", True, True),
+            ("default-structured", False, False), ("default-structured", True, False)]
     if args.hybrid:
-        rows += [("default-hybrid", False), ("default-hybrid-structured", False), ("default-hybrid-structured", True)]
-    res: dict[tuple[str, bool], dict[str, tuple[float, float]]] = {r: {} for r in rows}
+        rows += [("default-hybrid", False, True), ("default-hybrid-structured", False, True),
+                 ("default-hybrid-structured", True, True), ("default-hybrid-structured", False, False),
+                 ("default-hybrid-structured", True, False)]
+    res: dict[tuple[str, bool, bool], dict[str, tuple[float, float]]] = {r: {} for r in rows}
     t0 = time.perf_counter()
     with eval_encoder_cache():
         for s in SETS:
             ds = MftrDataset.load(DATA / s)
             qrels = ds.qrels()
-            for m, fb in rows:
-                out = run_method(ds, m, feedback=fb)
+            for m, fb, rq in rows:
+                out = run_method(ds, m, feedback=fb, request=rq)
                 mean = evaluate(qrels, out.run, metrics=("ndcg@10", "recall@10")).mean
-                res[m, fb][s] = (mean["ndcg@10"], mean["recall@10"])
-                print(s, m, "feedback" if fb else "no feedback", res[m, fb][s], file=sys.stderr)
+                res[m, fb, rq][s] = (mean["ndcg@10"], mean["recall@10"])
+                print(s, m, "feedback" if fb else "no feedback", "" if rq else "rewrite only", res[m, fb, rq][s],
+                      file=sys.stderr)
     lines = ["Command: `python scripts/measure_structured_eval.py" + (" --hybrid" if args.hybrid else "") + "`  ",
              f"Machine: {machine}", "",
              "| method | input | " + " | ".join(f"{SHORT[s]} N@10 / R@10" for s in SETS) + " |",
              "|---|---" + "|---" * len(SETS) + "|"]
-    for m, fb in rows:
-        what = ("raw text" if "structured" not in m else "LLM rewrite") + (", feedback" if fb else ", no feedback")
-        lines.append(f"| `{m}` | {what} | " + " | ".join(f"{res[m, fb][s][0]:.4f} / {res[m, fb][s][1]:.4f}"
+    def kind(m: str, rq: bool) -> str:
+        return "raw text" if "structured" not in m else "LLM rewrite + request" if rq else "LLM rewrite alone"
+
+    for m, fb, rq in rows:
+        what = kind(m, rq) + (", feedback" if fb else ", no feedback")
+        lines.append(f"| `{m}` | {what} | " + " | ".join(f"{res[m, fb, rq][s][0]:.4f} / {res[m, fb, rq][s][1]:.4f}"
                                                        for s in SETS) + " |")
     for base, st in (("default", "default-structured"), ("default-hybrid", "default-hybrid-structured")):
-        if (base, False) in res:
-            for fb in (False, True):
-                what = ("both without feedback" if not fb else
-                        f"`{st}` with feedback ÷ `{base}` without (a cold method: no feedback variant)")
-                lines.append(f"| `{st}` ÷ `{base}` (N@10) | {what} | " + " | ".join(
-                    f"{res[st, fb][s][0] / res[base, False][s][0]:.3f}" for s in SETS) + " |")
+        if (base, False, True) in res:
+            for rq in (True, False):
+                for fb in (False, True):
+                    what = (f"{kind(st, rq)}; both without feedback" if not fb else
+                            f"{kind(st, rq)}; `{st}` with feedback ÷ `{base}` without (a cold method: no feedback "
+                            "variant)")
+                    lines.append(f"| `{st}` ÷ `{base}` (N@10) | {what} | " + " | ".join(
+                        f"{res[st, fb, rq][s][0] / res[base, False, True][s][0]:.3f}" for s in SETS) + " |")
     if args.hybrid:
-        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | both without feedback | " + " | ".join(
-            f"{res['default-hybrid-structured', False][s][0] / res['default', False][s][0]:.3f}" for s in SETS) + " |")
+        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | LLM rewrite + request; both without feedback | "
+                     + " | ".join(f"{res['default-hybrid-structured', False, True][s][0] / res['default', False, True][s][0]:.3f}"
+                                  for s in SETS) + " |")
     lines.append(f"\nTotal time {time.perf_counter() - t0:.0f}s.\n")
     text = "\n".join(lines)
     print(text)

@@ -3,8 +3,9 @@
 A structured query is what a calling LLM sends to ``find_tools``: tool needs (user intent,
 tool description, expected response) plus extracted arguments. The input here is the MFTR
 authors' LLM-rewritten queries of the four ``mftr-*`` shared sets (the union of each set's
-``train_and_test/*/fold_k/test_queries.json``; the original text is dropped, so only what
-an LLM would send is scored), against the raw tools (no LLM docs, no feedback examples).
+``train_and_test/*/fold_k/test_queries.json``, each with the user's original request, as
+``find_tools``' ``request`` carries it: what a calling LLM sends), against the raw tools
+(no LLM docs, no feedback examples).
 UltraTool has no rewritten queries and is not used.
 
 For each set X (held out):
@@ -82,9 +83,10 @@ MINER = replace(COLDSTART_INIT, w_req=0.0, w_opt=0.0)
 
 
 def structured_queries(ds: MftrDataset) -> list[Query | str]:
-    """The rewritten queries as a calling LLM sends them (no original text); a query the
-    rewrite left without a usable need falls back to its raw text."""
-    return [replace(q.rewritten, text="") if q.rewritten is not None else q.text for q in ds.queries]
+    """The rewritten queries as a calling LLM sends them to find_tools (needs, arguments and
+    the user's request verbatim); a query the rewrite left without a usable need falls back
+    to its raw text."""
+    return [q.rewritten if q.rewritten is not None else q.text for q in ds.queries]
 
 
 def bm25_config() -> IndexConfig:
@@ -279,8 +281,8 @@ def run(kind: str, data: dict, out: Path, write_files: bool) -> dict:
 def write(path: Path, params: ScoringParams, trained_on, setup, kind: str, h: float | None, extra=None) -> None:
     cfg = bm25_config() if kind == "bm25" else replace(cosine_config(), hybrid_weight=h)
     doc = {"params": params.to_dict(), "trained_on": list(trained_on),
-           "queries": "structured: the MFTR authors' LLM-rewritten queries (tool needs + extracted arguments, "
-                      "no original text)",
+           "queries": "structured: the MFTR authors' LLM-rewritten queries (tool needs + extracted arguments) "
+                      "with the original request",
            "docs": "raw tools (no LLM, no feedback examples)",
            "negatives": f"top {MINE_DEPTH} of the untrained model without penalty, first {N_NEGATIVES} kept",
            "setup": {"param_max_share": setup[0], "penalty_learned": setup[1],

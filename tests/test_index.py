@@ -57,11 +57,12 @@ def _reference_all_tools(index: ToolIndex, query: Query, *, masked: bool = True)
         f = index.field(field)
         return f.score_tools(b, scale=norm, threads=1) if group else f.score_docs(b, scale=norm, threads=1)
 
-    def description_text(n):  # the description query (IndexConfig.intent_in_description), restated
-        intent, desc = n.user_intent, n.tool_description
-        if not cfg.intent_in_description or not intent.strip() or intent == desc:
-            return desc
-        return f"{desc} {intent}" if desc.strip() else intent
+    def description_text(n):  # the description query (IndexConfig.intent_in/request_in_description), restated
+        words = [n.tool_description]
+        for extra, on in ((n.user_intent, cfg.intent_in_description), (query.text, cfg.request_in_description)):
+            if on and extra.strip() and extra not in words:
+                words.append(extra)
+        return " ".join(w for w in words if w.strip())
 
     d = dense("description", [description_text(n) for n in query.needs], True)
     r = dense("response", [n.expected_response for n in query.needs], True)

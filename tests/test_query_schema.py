@@ -85,9 +85,29 @@ def test_real_rewritten_queries_validate():
         if q.rewritten is None:
             continue
         wire = {"tool_needs": [asdict(n) for n in q.rewritten.needs],
-                "extracted_arguments": dict(q.rewritten.arguments)}
+                "extracted_arguments": dict(q.rewritten.arguments), "request": q.text}
+        assert wire == q.rewritten.to_dict()
         errors = list(validator.iter_errors(wire))
         assert not errors, (q.id, errors[0].message)
         StructuredQuery.model_validate(wire)
+        assert Query.from_dict(wire) == q.rewritten
         checked += 1
     assert checked >= 50
+
+
+def test_the_request_round_trips_and_counts_toward_the_length_limit():
+    """``request`` is Query.text on the wire (``text``, the attribute's name, is read too);
+    to_dict writes it only when there is one; the gateway's length limit counts it."""
+    from toolsift.gateway.request_parsing import _structured_texts
+
+    base = {"tool_needs": [{"user_intent": "book a table", "tool_description": "Reserve a table",
+                            "expected_response": "a booking"}], "extracted_arguments": {}}
+    q = Query.from_dict({**base, "request": "a table for two tonight"})
+    assert q.text == "a table for two tonight"
+    assert q.to_dict() == {**base, "request": "a table for two tonight"}
+    assert Query.from_dict({**base, "text": "a table for two tonight"}) == q
+    assert Query.from_dict(base).to_dict() == base
+    assert StructuredQuery.model_validate({**base, "request": "x"}).request == "x"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**base, "request": 3}, structured_query_schema())
+    assert "a table for two tonight" in _structured_texts({**base, "request": "a table for two tonight"})[0]

@@ -32,10 +32,10 @@ README_QUERY = {
                     "expected_response": "The created event with its id"}],
     "extracted_arguments": {"title": "short name of the meeting",
                             "start_time": "date and time the meeting starts"},
+    "request": "set up a meeting with the design team next Tuesday at 10am",
 }
 # A plausible raw request against the same catalogue, and other arguments for the same need.
-OTHER_ARGUMENTS = {"attendees": "email addresses of the people to invite",
-                   "recipient": "email address of the person"}
+OTHER_ARGUMENTS = {"attendees": "the people to invite", "duration": "how long the meeting lasts"}
 
 
 @pytest.fixture(scope="module")
@@ -286,6 +286,12 @@ def test_description_query_joins_the_intent_once():
     assert description_query(ToolNeed("", "Create a reservation", "x")) == "Create a reservation"
     assert description_query(ToolNeed("  ", "Create a reservation", "")) == "Create a reservation"
     assert description_query(ToolNeed("book a room", "", "")) == "book a room"
+    need = ToolNeed("book a room", "Create a reservation", "")
+    assert description_query(need, request="I need a hotel in Rome") == \
+        "Create a reservation book a room I need a hotel in Rome"
+    assert description_query(need, intent=False, request="I need a hotel") == "Create a reservation I need a hotel"
+    assert description_query(need, request="book a room") == "Create a reservation book a room"  # not repeated
+    assert description_query(need, request="  ") == "Create a reservation book a room"
 
 
 def test_a_needs_intent_reaches_the_description_field(demo):
@@ -317,3 +323,45 @@ def test_intent_in_description_is_saved_and_old_manifests_keep_it_off(tmp_path):
     assert IndexConfig.from_dict(d).intent_in_description is False
     with pytest.raises(ConfigError):
         IndexConfig(intent_in_description="yes")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------- the request in the description
+
+
+def test_a_structured_querys_request_reaches_the_description_field(demo):
+    """The user's own words (Query.text, find_tools' "request") match tool descriptions
+    beside the rewrite's needs by default, and do nothing with the option off."""
+    from toolsift.schema import Query, ToolNeed
+
+    tool = next(t for t in demo if "weather" in t.description.lower())
+    need = ToolNeed(user_intent="zzqx", tool_description="zzqx", expected_response="zzqx")
+    q = Query(needs=(need,), text=tool.description)
+    on = ToolIndex.build(demo)
+    off = ToolIndex.build(demo, config=replace(on.config, request_in_description=False))
+    fs_on, fs_off = on.field_scores([q]), off.field_scores([q])
+    col = fs_on.tool_ids.index(tool.id)
+    assert fs_on.base[0, col, 0] > 0  # description field, the request's words
+    assert fs_off.base[0, col, 0] == 0
+    assert on.search(q, k=1)[0].id == tool.id
+    # Without a request the option changes nothing; the wire form's "request" is Query.text.
+    bare = Query(needs=(ToolNeed("check the weather", "Get a weather forecast", "forecast"),))
+    assert [(h.id, h.score) for h in on.search(bare, k=5)] == [(h.id, h.score) for h in off.search(bare, k=5)]
+    wire = {"tool_needs": [{"user_intent": "zzqx", "tool_description": "zzqx", "expected_response": "zzqx"}],
+            "request": tool.description}
+    assert [(h.id, h.score) for h in on.search(wire, k=5)] == [(h.id, h.score) for h in on.search(q, k=5)]
+
+
+def test_request_in_description_is_saved_and_old_manifests_keep_it_off():
+    from toolsift.search.query import structured_query_schema
+
+    cfg = IndexConfig()
+    assert cfg.request_in_description is True
+    assert IndexConfig.reference().request_in_description is False
+    d = cfg.to_dict()
+    assert IndexConfig.from_dict(d) == cfg
+    del d["request_in_description"]
+    assert IndexConfig.from_dict(d).request_in_description is False
+    with pytest.raises(ConfigError):
+        IndexConfig(request_in_description=1)  # type: ignore[arg-type]
+    props = structured_query_schema()["properties"]
+    assert props["request"]["type"] == "string"

@@ -165,6 +165,12 @@ class IndexConfig:
             what a raw query matches the description with; alone it would match only
             example intents, which raw tools lack. Off: the description field sees the
             tool description alone, as the MFTR reference does (docs/scoring.md).
+        request_in_description: A structured query's original request (``Query.text``,
+            the wire form's ``request``), when it has one, also queries the description
+            field with every need. An LLM's rewrite paraphrases and can drop the very
+            words a tool's description shares with the request; keeping the original
+            beside the expansion is the usual remedy (docs/scoring.md). Off: only the
+            needs' own texts.
         penalize_without_arguments: Apply the missing-parameter penalty to structured
             queries that extracted no arguments (every parameter unmatched), as the MFTR
             reference implementation does. Off by default: no arguments, no penalty.
@@ -219,6 +225,7 @@ class IndexConfig:
     parameter_format: Literal["text", "json"] = "text"
     no_argument_params: Literal["intent", "zero"] = "intent"
     intent_in_description: Annotated[bool, Strict()] = True
+    request_in_description: Annotated[bool, Strict()] = True
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
     query_encoder: Literal["static", "transformer"] = "static"
@@ -280,7 +287,7 @@ class IndexConfig:
         reproduce the paper's numbers."""
         base: dict[str, Any] = dict(scale="raw", name_in_description=False, tool_card=0, split_identifiers=False,
                     parameter_format="json", no_argument_params="zero", intent_in_description=False,
-                    penalize_without_arguments=True,
+                    request_in_description=False, penalize_without_arguments=True,
                     analyzer=Analyzer(), bm25=Bm25Config(), params=PAPER_PARAMS, query_encoder="transformer")
         base.update(overrides)
         return cls(**base)
@@ -342,6 +349,7 @@ class IndexConfig:
             "parameter_format": self.parameter_format,
             "no_argument_params": self.no_argument_params,
             "intent_in_description": self.intent_in_description,
+            "request_in_description": self.request_in_description,
             "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
             "encoder": self.encoder,
@@ -360,14 +368,14 @@ class IndexConfig:
         """Inverse of :meth:`to_dict`; raises :class:`ConfigError` on bad values. A missing
         ``tool_card`` means ``0``, a missing ``query_encoder`` ``"transformer"``, a missing
         ``dense_candidates`` the same depth as ``candidates``, a missing
-        ``dense_candidates_from`` every field and a missing ``intent_in_description``
-        ``False`` (manifests written before the options existed)."""
+        ``dense_candidates_from`` every field and a missing ``intent_in_description`` or
+        ``request_in_description`` ``False`` (manifests written before the options existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "dense_candidates", "dense_candidates_from",
                  "name_in_description", "tool_card", "split_identifiers",
-                 "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
-                 "retrievers", "encoder",
+                 "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
+                 "penalize_without_arguments", "retrievers", "encoder",
                  "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
                  "structured_params", "threads"}
         unknown = set(d) - known
@@ -376,8 +384,10 @@ class IndexConfig:
         # Indexes saved before the tool card existed were built without it, and those saved
         # before the static query encoder embedded queries with the transformer.
         # Those saved before dense_candidates took the dense lists as deep as BM25's.
-        # And before intent_in_description, the description field saw the tool description alone.
+        # And before intent_in_description (request_in_description), the description field
+        # saw the tool description alone.
         kw: dict[str, Any] = {"tool_card": 0, "query_encoder": "transformer", "intent_in_description": False,
+                              "request_in_description": False,
                               "dense_candidates": d.get("candidates", 100)}
         if "bm25" in d:
             kw["bm25"] = Bm25Config(**d["bm25"])
@@ -398,8 +408,8 @@ class IndexConfig:
                 raise ConfigError("config.dense_candidates_from: expected a list of field names")
             kw["dense_candidates_from"] = tuple(got)
         for key in ("scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
-                    "parameter_format", "no_argument_params", "intent_in_description", "penalize_without_arguments",
-                    "threads",
+                    "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
+                    "penalize_without_arguments", "threads",
                     "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]

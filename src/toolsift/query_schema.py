@@ -1,7 +1,8 @@
 """The structured query's wire form, defined once, and its generated JSON Schema.
 
 ``{"tool_needs": [{"user_intent", "tool_description", "expected_response"}],
-"extracted_arguments": {"role": "what it is"}}`` is :class:`StructuredQuery`; the JSON
+"extracted_arguments": {"role": "what it is"}, "request": "the user's words"}`` is
+:class:`StructuredQuery`; the JSON
 Schema ``find_tools`` advertises is generated from it (:func:`structured_query_schema`).
 :class:`~toolsift.schema.Query` is what it becomes inside toolsift. This module needs
 neither the compiled core nor the search path (the gateway imports it).
@@ -33,6 +34,8 @@ class StructuredQuery(BaseModel):
     tool_needs: Annotated[list[ToolNeedSpec], Field(min_length=1)]
     extracted_arguments: dict[str, str] = Field(
         default_factory=dict, description="Argument roles found in the request: {name: what it is}.")
+    request: str = Field("", description="The user's request, verbatim, if you have it: its exact words are "
+                                         "matched beside your rewrite.")
 
 
 def _inline(schema: Any, defs: Mapping[str, Any]) -> Any:

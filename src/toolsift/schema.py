@@ -339,8 +339,9 @@ class Query:
         needs: One or more tool needs; a tool's field score is the max over needs.
         arguments: ``{role name: abstract description}``; drives the parameter field
             and the missing-parameter penalty. Empty means no penalty.
-        text: The original request text, if any (used for the parameter field when
-            there are no arguments).
+        text: The original request, in the user's words, if any. A structured query's
+            text also queries the description field beside each need
+            (``IndexConfig.request_in_description``).
     """
 
     needs: tuple[ToolNeed, ...]
@@ -393,8 +394,10 @@ class Query:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "query") -> Query:
-        """Build from ``{"tool_needs": [...], "extracted_arguments": {...}}`` (the MFTR
-        rewrite format) or ``{"needs": [...], "arguments": {...}}``."""
+        """Build from ``{"tool_needs": [...], "extracted_arguments": {...}, "request": "..."}``
+        (the MFTR rewrite format, plus the user's own words) or ``{"needs": [...],
+        "arguments": {...}, "text": "..."}`` (the attribute names; :meth:`to_dict` writes
+        the first)."""
         if not isinstance(data, Mapping):
             raise QueryError(where, f"expected an object, got {type(data).__name__}")
         raw_needs = data.get("tool_needs", data.get("needs"))
@@ -405,9 +408,20 @@ class Query:
         )
         args = data.get("extracted_arguments", data.get("arguments")) or {}
         try:
-            return cls(needs=needs, arguments=args, text=data.get("text") or "")
+            return cls(needs=needs, arguments=args, text=data.get("request", data.get("text")) or "")
         except SchemaError as exc:
             raise QueryError(where, str(exc)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire form :meth:`from_dict` reads back: ``{"tool_needs": [...],
+        "extracted_arguments": {...}}``, with ``"request"`` when the query has a text."""
+        data: dict[str, Any] = {
+            "tool_needs": [{"user_intent": n.user_intent, "tool_description": n.tool_description,
+                            "expected_response": n.expected_response} for n in self.needs],
+            "extracted_arguments": dict(self.arguments)}
+        if self.text:
+            data["request"] = self.text
+        return data
 
     @property
     def penalized(self) -> bool:

@@ -37,12 +37,7 @@ QUERY_FORMATS = ("auto", "text", "json")
 
 def query_json(query: Query) -> str:
     """The structured-query JSON of ``query`` (what :func:`parse_query` reads back)."""
-    needs = [{"user_intent": n.user_intent, "tool_description": n.tool_description,
-              "expected_response": n.expected_response} for n in query.needs]
-    data = {"tool_needs": needs, "extracted_arguments": dict(query.arguments)}
-    if query.text:
-        data["text"] = query.text
-    return json.dumps(data, ensure_ascii=False)
+    return json.dumps(query.to_dict(), ensure_ascii=False)
 
 
 def error_text(exc: QueryError) -> str:

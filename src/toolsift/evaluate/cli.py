@@ -39,6 +39,9 @@ def add_commands(sub) -> dict:
                     help="tool docs for mftr: the authors' LLM-standardized ones (apibank) or rule-based")
     ev.add_argument("--no-feedback", action="store_true",
                     help="no example intents from training-fold queries (document expansion off)")
+    ev.add_argument("--rewrite-only", action="store_true",
+                    help="structured methods send the LLM rewrite without the user's request (by default a "
+                         "structured query carries the request too, as find_tools' 'request' does)")
     ev.add_argument("--json", action="store_true", help='print {method: {"ndcg@10": x, ...}} as JSON')
     ev.add_argument("--plot", metavar="FILE.png", help="write Recall@K curves per method")
     ev.add_argument("--runs", metavar="DIR", help="write one TREC run file per method into DIR")
@@ -98,7 +101,8 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
                     res = run_ultratool(ds, m, encoder=args.encoder)
                 else:
                     res = run_method(ds, m, docs=args.docs, feedback=not args.no_feedback,
-                                     retriever=args.retriever, encoder=args.encoder, progress=not args.quiet)
+                                     retriever=args.retriever, encoder=args.encoder, progress=not args.quiet,
+                                     request=not args.rewrite_only)
             except MethodUnavailable as exc:
                 skipped[m] = str(exc)
                 continue
@@ -127,8 +131,9 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         if st:
             fb = ("no feedback" if args.no_feedback else
                   "feedback: example intents from each fold's training queries (5 folds)")
+            what = ("original text dropped" if args.rewrite_only else "and the user's request, verbatim")
             print(f"structured ({', '.join(st)}): raw tools; the queries are the data set's LLM rewrites (tool "
-                  "needs + extracted arguments, original text dropped), scored with the structured weights "
+                  f"needs + extracted arguments, {what}), scored with the structured weights "
                   f"trained without this data set; {fb}", file=out)
     if args.plot:
         fixed = set(COLD_METHODS) | (set(curves) if ultra else set())

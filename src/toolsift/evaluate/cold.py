@@ -19,8 +19,9 @@ input an agent's LLM would send). They are the same on every fold, so they are r
 ``default-hybrid-transformer``  the same with queries embedded by MiniLM itself
 ``default-structured``
                    as ``default``, but each query is the MFTR authors' LLM rewrite
-                   (tool needs + extracted arguments, the original text dropped): what
-                   a calling LLM sends to ``find_tools``; scored with the structured
+                   (tool needs + extracted arguments) with the original text as its
+                   request (``toolsift eval --rewrite-only`` drops it): what a calling
+                   LLM sends to ``find_tools``; scored with the structured
                    weights (``structured-lodo-<set>``); raw tools, no feedback
 ``default-hybrid-structured``
                    the same on the ``default-hybrid`` index (``hybrid-structured-*``

@@ -127,8 +127,9 @@ def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", encoder: str | None 
 #: field a need's user intent is matched against. With the intent in the description as
 #: well (the cold default, IndexConfig.intent_in_description) `mftr` N@10 moved by
 #: -.021 / +.014 / +.015 / +.006 (APIBank / APIGen / Gorilla / ToolLink; docs/scoring.md):
-#: mixed, so the setup the published trained numbers rest on stays.
-TRAINED_INTENT_IN_DESCRIPTION = False
+#: mixed, so the setup the published trained numbers rest on stays. The same holds for the
+#: query's original request (IndexConfig.request_in_description).
+TRAINED_QUERY_TEXTS: dict[str, bool] = {"intent_in_description": False, "request_in_description": False}
 
 
 def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
@@ -145,7 +146,7 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
-                           query_encoder="transformer", intent_in_description=TRAINED_INTENT_IN_DESCRIPTION,
+                           query_encoder="transformer", **TRAINED_QUERY_TEXTS,
                            encoder=encoder, **g)
                for g in grid]
     run: dict = {}
@@ -189,7 +190,7 @@ def _mftr_mean(ds: MftrDataset, *, docs: str = "auto", feedback: bool = True, re
             index = ToolIndex.build(catalog_for(ds, docs, fold_examples(ds, k) if feedback else None),
                                     config=IndexConfig(retrievers=tuple(_preset(retriever)[0].items()), encoder=encoder,
                                                        query_encoder="transformer",
-                                                       intent_in_description=TRAINED_INTENT_IN_DESCRIPTION))
+                                                       **TRAINED_QUERY_TEXTS))
             fs = index.field_scores(qs, query_ids=[q.id for q in ds.queries])
         run.update(fs.run(mean, rows_of(ds, ds.test_ids(k)), depth=_DEPTH, penalty=False))
     return MethodOutput(run, time.perf_counter() - t0, len(ds.queries) * len(ds.raw_tools))
@@ -271,11 +272,13 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         method: One of :data:`METHODS`, or a cold-start method of
             :data:`toolsift.evaluate.cold.COLD_METHODS` (raw tools, raw query text, no
             folds, labels or feedback; only ``encoder`` is read from ``options``; the
-            structured ones send the LLM-rewritten queries and, with ``feedback``, add
-            example intents from each fold's training queries).
+            structured ones send the LLM-rewritten queries with the user's request, or
+            without it when ``request`` is false, and, with ``feedback``, add example
+            intents from each fold's training queries).
         **options: ``retriever`` (reproduce), ``encoder`` (model directory for dense
             fields; default the bundled int8 MiniLM), ``docs`` ("auto", "authors", "rules"),
-            ``feedback`` (examples from training queries), ``train_config``.
+            ``feedback`` (examples from training queries), ``train_config``, ``request``
+            (structured cold methods: send the user's request with the rewrite; default true).
 
     Raises:
         ValueError: Unknown method.
@@ -286,9 +289,11 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
 
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.
-        # Structured ones send the authors' rewrite as an agent's LLM would: needs and
-        # arguments only, without the original text.
-        structured = ([None if q.rewritten is None else replace(q.rewritten, text="") for q in ds.queries]
+        # Structured ones send the authors' rewrite as an agent's LLM would: needs,
+        # arguments and (find_tools' "request") the user's words; request=False drops them.
+        keep = options.get("request", True)
+        structured = ([None if q.rewritten is None else q.rewritten if keep else replace(q.rewritten, text="")
+                       for q in ds.queries]
                       if method in STRUCTURED_METHODS else None)
         if structured is not None and options.get("feedback", False):
             return _structured_feedback(ds, method, structured, encoder=options.get("encoder"))
@@ -314,7 +319,7 @@ def train_index(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritte
     fields, _ = _preset(retriever)
     grid = _grid(grid, retriever)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
-                           query_encoder="transformer", intent_in_description=TRAINED_INTENT_IN_DESCRIPTION,
+                           query_encoder="transformer", **TRAINED_QUERY_TEXTS,
                            encoder=encoder, **g)
                for g in grid]
     rows = np.arange(len(ds.queries))

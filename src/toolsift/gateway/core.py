@@ -229,8 +229,9 @@ class Gateway:
         Args:
             query: The task in plain text, or the structured form
                 ``{"tool_needs": [{"user_intent", "tool_description",
-                "expected_response"}, ...], "extracted_arguments": {role: description}}``
-                filled by the calling LLM itself (no extra LLM call). A string holding
+                "expected_response"}, ...], "extracted_arguments": {role: description},
+                "request": the user's words}`` filled by the calling LLM itself (no
+                extra LLM call; ``request`` optional). A string holding
                 that JSON object is accepted too.
             limit: Number of tools, ``1..max_limit``; default ``default_limit``.
             format: ``"mcp"``, ``"openai"`` or ``"anthropic"``; default from config.

@@ -27,7 +27,8 @@ def _structured_texts(query: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     (``tool_needs``...) neither use up the length limit nor trigger routing rules.
     """
     needs = query.get("tool_needs", query.get("needs"))
-    need_texts = [query["text"]] if isinstance(query.get("text"), str) else []
+    request = query.get("request", query.get("text"))  # as Query.from_dict reads it
+    need_texts = [request] if isinstance(request, str) else []
     if isinstance(needs, str):
         need_texts.append(needs)  # malformed, but not empty: let the parser say why
     elif isinstance(needs, Sequence):

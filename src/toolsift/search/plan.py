@@ -1,8 +1,8 @@
 """Query planning: a batch of queries becomes the texts each field is searched with.
 
 Every tool need contributes one text to the description, response and examples fields
-(its tool description with its user intent, expected response and user intent;
-:func:`description_query`); every extracted argument
+(its tool description with its user intent and the query's original request,
+expected response and user intent; :func:`description_query`); every extracted argument
 contributes one text to the parameters field. Texts are analysed once with the index's
 analyzer, and texts for dense or hybrid fields are embedded with one encoder call over
 the distinct strings (a raw query is the same string in three fields: encoded once).
@@ -124,9 +124,10 @@ def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPla
     penalize = np.zeros(len(queries), dtype=np.uint8)
     arg_names: list[list[str | None]] = []
     for i, q in enumerate(queries):
+        request = q.text if config.request_in_description else ""
         for need in q.needs:
-            texts["description"].append(description_query(need) if config.intent_in_description
-                                        else need.tool_description)
+            texts["description"].append(description_query(need, intent=config.intent_in_description,
+                                                          request=request))
             texts["response"].append(need.expected_response)
             texts["examples"].append(need.user_intent)
         if q.arguments:
@@ -161,16 +162,16 @@ def _plan(st: IndexState, config: IndexConfig, queries: list[Query]) -> QueryPla
     return QueryPlan(queries, fields, arg_names, penalize)
 
 
-def description_query(need: ToolNeed) -> str:
-    """The description field's query text of a structured need: its tool description
-    and its user intent (IndexConfig.intent_in_description). A blank text is left out,
-    and an intent equal to the description (a raw query's one text) is not repeated."""
-    desc, intent = need.tool_description, need.user_intent
-    if not intent.strip() or intent == desc:
-        return desc
-    if not desc.strip():
-        return intent
-    return f"{desc} {intent}"
+def description_query(need: ToolNeed, *, intent: bool = True, request: str = "") -> str:
+    """The description field's query text of a structured need: its tool description,
+    its user intent (IndexConfig.intent_in_description) and the query's original request
+    (IndexConfig.request_in_description), in that order. Blank texts are left out and a
+    text equal to one before it is not repeated (a raw query's one text stays one)."""
+    parts: list[str] = []
+    for text in (need.tool_description, need.user_intent if intent else "", request):
+        if text.strip() and text not in parts:
+            parts.append(text)
+    return " ".join(parts)
 
 
 def _analyser(st: IndexState, config: IndexConfig):

@@ -84,9 +84,7 @@ def _query_json(query: Any, parsed: Query) -> str:
         return json.dumps(query, ensure_ascii=False, default=str)
     if isinstance(query, str):
         return query.strip()  # the client sent the structured form as a JSON string
-    return json.dumps({"tool_needs": [{"user_intent": n.user_intent, "tool_description": n.tool_description,
-                                       "expected_response": n.expected_response} for n in parsed.needs],
-                       "extracted_arguments": dict(parsed.arguments), "text": parsed.text}, ensure_ascii=False)
+    return json.dumps(parsed.to_dict(), ensure_ascii=False)
 
 
 class UsageRecorder:

@@ -9,6 +9,7 @@ replaced, kept here.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -108,7 +109,12 @@ def _explain_twin(st, plan, cands, q, i, score_, rank_, terms, params, matched):
     parts = [f"{f} {fields[f]:.2f}" for c, f in contrib if c > 0][:2]
     why = "matches " + " and ".join(parts) if parts else ("weak lexical match" if matched else "no field matches")
     if plan.penalize[q]:
-        missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < params.tau]
+        def key(name):  # an identifier by its words, as the reason compares names
+            return " ".join(re.sub(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./:]+", " ", name).casefold().split())
+
+        given = {key(n) for n in names if n}
+        missing = [p.name for p in tool.parameters
+                   if p.required and matches[p.name][1] < params.tau and key(p.name) not in given]
         if missing:
             why += "; no argument for required " + ", ".join(missing)
     return Hit(tool=tool, score=score_, rank=rank_, fields=fields, penalty=float(terms[4]),

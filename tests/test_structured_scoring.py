@@ -365,3 +365,21 @@ def test_request_in_description_is_saved_and_old_manifests_keep_it_off():
         IndexConfig(request_in_description=1)  # type: ignore[arg-type]
     props = structured_query_schema()["properties"]
     assert props["request"]["type"] == "string"
+
+
+def test_the_reason_does_not_call_a_named_argument_missing(index):
+    """An extracted argument named after a required parameter covers it in ``why``,
+    whatever its description's similarity (the demo's ``title``); a required parameter
+    no argument names or matches is still listed."""
+    def reason(args, explain):
+        hits = index.search({**README_QUERY, "extracted_arguments": args}, k=3, explain=explain)
+        return next(h.why for h in hits if h.id == "create_calendar_event")
+
+    for explain in (True, "why"):
+        named = reason({"title": "short name of the meeting"}, explain)
+        assert "title" not in named.partition("no argument for required")[2]
+        assert "start" in named.partition("no argument for required")[2]  # required too, and not given
+        renamed = reason({"name": "short name of the meeting"}, explain)
+        assert "title" in renamed.partition("no argument for required")[2]
+        other_case = reason({"title": "short name of the meeting", "Start": "when it begins"}, explain)
+        assert "no argument for required" not in other_case

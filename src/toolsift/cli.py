@@ -39,6 +39,7 @@ DEMO_QUERIES: tuple[Any, ...] = (
             "start_time": "date and time the meeting starts",
             "attendees": "email addresses of the people invited",
         },
+        "request": "set up a meeting with the design team next Tuesday at 10am",
     },
 )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.fields import name_words
 from ..kernels.params import ScoringParams
 from ..schema import FIELDS, Tool
 from .candidates import Candidates
@@ -142,9 +143,22 @@ def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
     return f"matches {best[1]} {best[2]:.2f} and {second[1]} {second[2]:.2f}"
 
 
-def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float) -> str:
-    missing = [p.name for p in tool.parameters if p.required and matches[p.name][1] < tau]
+def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float,
+             names: list[str | None]) -> str:
+    """The reason's note on required parameters no extracted argument covers: none
+    matches it at similarity ``tau`` or more, and none carries its name (``title`` for
+    ``title``, ``startTime`` for ``start_time``). The name rule is the explanation's
+    only: an argument the caller named after the parameter is not "missing" even when
+    its description shares few words with the parameter's."""
+    given = {_name_key(n) for n in names if n}
+    missing = [p.name for p in tool.parameters
+               if p.required and matches[p.name][1] < tau and _name_key(p.name) not in given]
     return "; no argument for required " + ", ".join(missing) if missing else ""
+
+
+def _name_key(name: str) -> str:
+    """An identifier compared by its words: ``startTime``, ``start_time``, ``Start time``."""
+    return " ".join(name_words(name).casefold().split())
 
 
 def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
@@ -164,7 +178,7 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
         why = _why(values, weights, matched)
         if penalize:
-            why += _missing(tool, matches, params.tau)
+            why += _missing(tool, matches, params.tau, names)
         hits.append(Hit(tool=tool, score=score, rank=r, fields=fields, penalty=values[4],
                         parameters=matches, why=why, matched=matched))
     return hits
@@ -190,7 +204,7 @@ def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         if penalize:
             p0, p1, a0 = p_lo[r - 1], p_hi[r - 1], ap_off[r - 1]
             matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
-            why += _missing(tool, matches, params.tau)
+            why += _missing(tool, matches, params.tau, names)
         hits.append(_plain_hit(tool, score, r, matched, why))
     return hits
 

@@ -174,6 +174,7 @@ def test_structured_query_intent_and_record_use(tmp_path):
     q = {"tool_needs": [{"user_intent": "Book a table for two", "tool_description": "restaurant booking"}],
          "extracted_arguments": {"people": "2"}}
     rec.record_use(q, "book_table", True, session="u1")
+    rec.record_use({**q, "request": "a table for two at 8"}, "book_table", True, session="u2")
     record_use("cheap flights to Oslo", "search_flights", "success", log=rec.log)
     with pytest.raises(UsageLogError, match="outcome"):
         record_use("x", "t", "fine", log=rec.log)
@@ -181,7 +182,10 @@ def test_structured_query_intent_and_record_use(tmp_path):
         rec.record_use("   ", "t", True)
     uses = list(rec.log.uses())
     assert [(u.intent, u.via, u.session) for u in uses] == [("Book a table for two", "record_use", "u1"),
+                                                           ("Book a table for two", "record_use", "u2"),
                                                            ("cheap flights to Oslo", "record_use", None)]
+    # The stored query text is the request when the structured query carries one.
+    assert [u.query_text for u in uses] == ["Book a table for two", "a table for two at 8", "cheap flights to Oslo"]
     rec.close()
 
 

@@ -269,6 +269,8 @@ def _record(log: UsageLog, run: str, client: str | None, query: Any, tool_id: An
         raise UsageLogError(f"record_use: bad query ({exc})") from None
     if not intent:
         raise UsageLogError("record_use: the query is empty")
-    text = query if isinstance(query, str) else (query.get("text") if isinstance(query, Mapping) else query.text)
+    if isinstance(query, Mapping):
+        query = Query.from_dict(query)  # parsed by intent_of already: its "request" (or "text")
+    text = query if isinstance(query, str) else query.text
     log.add_use(run=run, session=session, client=client, tool_id=tool_id, via="record_use", outcome=outcome,
                 validated=None, query_text=text or intent, intent=intent)

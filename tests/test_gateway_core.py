@@ -132,7 +132,8 @@ def test_find_tools_answers_equal_the_fully_explained_search(gw, index):
     structured = {"tool_needs": [{"user_intent": "convert 100 dollars to euros", "tool_description": "convert currency",
                                   "expected_response": "converted amount"}],
                   "extracted_arguments": {"amount": "money amount"}}
-    for q in [*queries(), "delete", "weather in paris", "zzzz qqqq", structured]:
+    with_request = {**structured, "request": "how many euros do I get for 100 dollars?"}
+    for q in [*queries(), "delete", "weather in paris", "zzzz qqqq", structured, with_request]:
         for limit in (1, 5, 12):
             got = run(gw.find_tools(q, limit=limit))["tools"]
             hits = [h for h in index.search(q, k=limit, explain=True) if h.matched]
@@ -227,6 +228,8 @@ def test_query_length_limit(index):
     assert err.code == "query_too_long" and err.details["max_query_chars"] == 40
     long_structured = {"tool_needs": [{"user_intent": ok, "tool_description": ok}]}
     assert error_of(gw.find_tools(long_structured)).code == "query_too_long"
+    long_request = {"tool_needs": [{"user_intent": "send an email"}], "request": ok + " and attach the file"}
+    assert error_of(gw.find_tools(long_request)).code == "query_too_long"  # the request counts too
     assert error_of(gw.use_tool(ok * 2, {})).code == "query_too_long"
 
 

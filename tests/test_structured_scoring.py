@@ -294,6 +294,20 @@ def test_description_query_joins_the_intent_once():
     assert description_query(need, request="  ") == "Create a reservation book a room"
 
 
+def _description_on_off(demo, query, option: str, tool_id: str):
+    """``(on, off)`` indexes of ``demo`` with ``option`` on (the default) and off, after
+    checking that ``query``'s description-field score for ``tool_id`` is positive only
+    with it on and that the tool then ranks first."""
+    on = ToolIndex.build(demo)
+    off = ToolIndex.build(demo, config=replace(on.config, **{option: False}))
+    fs_on, fs_off = on.field_scores([query]), off.field_scores([query])
+    col = fs_on.tool_ids.index(tool_id)
+    assert fs_on.base[0, col, 0] > 0  # description field
+    assert fs_off.base[0, col, 0] == 0
+    assert on.search(query, k=1)[0].id == tool_id
+    return on, off
+
+
 def test_a_needs_intent_reaches_the_description_field(demo):
     """Words only the intent has match tool descriptions by default, and match nothing
     with the option off (the MFTR reference's description query)."""
@@ -301,28 +315,23 @@ def test_a_needs_intent_reaches_the_description_field(demo):
 
     tool = next(t for t in demo if "weather" in t.description.lower())
     q = Query(needs=(ToolNeed(user_intent=tool.description, tool_description="zzqx", expected_response="zzqx"),))
-    on = ToolIndex.build(demo)
-    off = ToolIndex.build(demo, config=replace(on.config, intent_in_description=False))
-    fs_on, fs_off = on.field_scores([q]), off.field_scores([q])
-    col = fs_on.tool_ids.index(tool.id)
-    assert fs_on.base[0, col, 0] > 0  # description field, the intent's words
-    assert fs_off.base[0, col, 0] == 0
-    assert on.search(q, k=1)[0].id == tool.id
+    on, off = _description_on_off(demo, q, "intent_in_description", tool.id)
     # A raw query is one text in every field: the same scores either way.
     raw = "what is the weather in Paris"
     assert [(h.id, h.score) for h in on.search(raw, k=5)] == [(h.id, h.score) for h in off.search(raw, k=5)]
 
 
-def test_intent_in_description_is_saved_and_old_manifests_keep_it_off(tmp_path):
+@pytest.mark.parametrize("option", ["intent_in_description", "request_in_description"])
+def test_query_text_options_are_saved_and_old_manifests_keep_them_off(option):
     cfg = IndexConfig()
-    assert cfg.intent_in_description is True
-    assert IndexConfig.reference().intent_in_description is False
+    assert getattr(cfg, option) is True
+    assert getattr(IndexConfig.reference(), option) is False
     d = cfg.to_dict()
     assert IndexConfig.from_dict(d) == cfg
-    del d["intent_in_description"]
-    assert IndexConfig.from_dict(d).intent_in_description is False
+    del d[option]
+    assert getattr(IndexConfig.from_dict(d), option) is False
     with pytest.raises(ConfigError):
-        IndexConfig(intent_in_description="yes")  # type: ignore[arg-type]
+        IndexConfig(**{option: "yes"})
 
 
 # ------------------------------------------------------- the request in the description
@@ -336,13 +345,7 @@ def test_a_structured_querys_request_reaches_the_description_field(demo):
     tool = next(t for t in demo if "weather" in t.description.lower())
     need = ToolNeed(user_intent="zzqx", tool_description="zzqx", expected_response="zzqx")
     q = Query(needs=(need,), text=tool.description)
-    on = ToolIndex.build(demo)
-    off = ToolIndex.build(demo, config=replace(on.config, request_in_description=False))
-    fs_on, fs_off = on.field_scores([q]), off.field_scores([q])
-    col = fs_on.tool_ids.index(tool.id)
-    assert fs_on.base[0, col, 0] > 0  # description field, the request's words
-    assert fs_off.base[0, col, 0] == 0
-    assert on.search(q, k=1)[0].id == tool.id
+    on, off = _description_on_off(demo, q, "request_in_description", tool.id)
     # Without a request the option changes nothing; the wire form's "request" is Query.text.
     bare = Query(needs=(ToolNeed("check the weather", "Get a weather forecast", "forecast"),))
     assert [(h.id, h.score) for h in on.search(bare, k=5)] == [(h.id, h.score) for h in off.search(bare, k=5)]
@@ -351,20 +354,10 @@ def test_a_structured_querys_request_reaches_the_description_field(demo):
     assert [(h.id, h.score) for h in on.search(wire, k=5)] == [(h.id, h.score) for h in on.search(q, k=5)]
 
 
-def test_request_in_description_is_saved_and_old_manifests_keep_it_off():
+def test_the_wire_form_advertises_the_request():
     from toolsift.search.query import structured_query_schema
 
-    cfg = IndexConfig()
-    assert cfg.request_in_description is True
-    assert IndexConfig.reference().request_in_description is False
-    d = cfg.to_dict()
-    assert IndexConfig.from_dict(d) == cfg
-    del d["request_in_description"]
-    assert IndexConfig.from_dict(d).request_in_description is False
-    with pytest.raises(ConfigError):
-        IndexConfig(request_in_description=1)  # type: ignore[arg-type]
-    props = structured_query_schema()["properties"]
-    assert props["request"]["type"] == "string"
+    assert structured_query_schema()["properties"]["request"]["type"] == "string"
 
 
 def test_the_reason_does_not_call_a_named_argument_missing(index):

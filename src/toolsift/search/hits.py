@@ -143,14 +143,17 @@ def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
     return f"matches {best[1]} {best[2]:.2f} and {second[1]} {second[2]:.2f}"
 
 
-def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float,
-             names: list[str | None]) -> str:
+def _given(names: list[str | None]) -> set[str]:
+    """The extracted arguments' names as :func:`_missing` compares them (once per query)."""
+    return {_name_key(n) for n in names if n}
+
+
+def _missing(tool: Tool, matches: dict[str, tuple[str | None, float]], tau: float, given: set[str]) -> str:
     """The reason's note on required parameters no extracted argument covers: none
-    matches it at similarity ``tau`` or more, and none carries its name (``title`` for
-    ``title``, ``startTime`` for ``start_time``). The name rule is the explanation's
-    only: an argument the caller named after the parameter is not "missing" even when
-    its description shares few words with the parameter's."""
-    given = {_name_key(n) for n in names if n}
+    matches it at similarity ``tau`` or more, and none carries its name (``given``, see
+    :func:`_given`: ``title`` for ``title``, ``startTime`` for ``start_time``). The name
+    rule is the explanation's only: an argument the caller named after the parameter is
+    not "missing" even when its description shares few words with the parameter's."""
     missing = [p.name for p in tool.parameters
                if p.required and matches[p.name][1] < tau and _name_key(p.name) not in given]
     return "; no argument for required " + ", ".join(missing) if missing else ""
@@ -170,6 +173,7 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
     ap_off = cands.ap_off[pos].tolist()
     na, names, penalize = int(cands.n_args[q]), plan.arg_names[q], bool(plan.penalize[q])
+    given = _given(names) if penalize else set()
     weights = params.weights
     hits = []
     for r, ((t, score, matched), values, p0, p1, a0) in enumerate(zip(top, rows, p_lo, p_hi, ap_off), 1):
@@ -178,7 +182,7 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
         why = _why(values, weights, matched)
         if penalize:
-            why += _missing(tool, matches, params.tau, names)
+            why += _missing(tool, matches, params.tau, given)
         hits.append(Hit(tool=tool, score=score, rank=r, fields=fields, penalty=values[4],
                         parameters=matches, why=why, matched=matched))
     return hits
@@ -197,6 +201,7 @@ def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
         ap_off = cands.ap_off[pos].tolist()
         na, names = int(cands.n_args[q]), plan.arg_names[q]
+        given = _given(names)
     hits = []
     for r, ((t, score, matched), values) in enumerate(zip(top, rows), 1):
         tool = st.catalog[t]
@@ -204,7 +209,7 @@ def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
         if penalize:
             p0, p1, a0 = p_lo[r - 1], p_hi[r - 1], ap_off[r - 1]
             matches = _parameter_matches(tool, cands.ap_sims[a0:a0 + na * (p1 - p0)], na, p1 - p0, names)
-            why += _missing(tool, matches, params.tau, names)
+            why += _missing(tool, matches, params.tau, given)
         hits.append(_plain_hit(tool, score, r, matched, why))
     return hits
 

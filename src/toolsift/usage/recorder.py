@@ -264,13 +264,13 @@ def _record(log: UsageLog, run: str, client: str | None, query: Any, tool_id: An
     if not isinstance(tool_id, str) or not tool_id.strip():
         raise UsageLogError(f"record_use: tool_id must be a non-empty string, got {tool_id!r}")
     try:
+        if isinstance(query, Mapping):
+            query = Query.from_dict(query)  # parsed once: its "request" (or "text") is the query text
         intent = intent_of(query)
     except Exception as exc:  # noqa: BLE001 - re-raised as a typed UsageLogError
         raise UsageLogError(f"record_use: bad query ({exc})") from None
     if not intent:
         raise UsageLogError("record_use: the query is empty")
-    if isinstance(query, Mapping):
-        query = Query.from_dict(query)  # parsed by intent_of already: its "request" (or "text")
     text = query if isinstance(query, str) else query.text
     log.add_use(run=run, session=session, client=client, tool_id=tool_id, via="record_use", outcome=outcome,
                 validated=None, query_text=text or intent, intent=intent)

@@ -19,6 +19,7 @@ from toolsift.errors import ConfigError, ToolsiftError
 from toolsift.gateway import Gateway
 from toolsift.gateway.errors import GatewayError
 from toolsift.toolindex import ToolIndex
+from toolsift.usage.recorder import client_scope
 from toolsift.usage import (
     SCHEMA_VERSION,
     AttributionRules,
@@ -57,7 +58,9 @@ def gateway(index, tmp_path):
     rec.close()
 
 
-def _session(gw, session, query, calls, *, limit=5):
+def _session(gw, session, query, calls, *, limit=5, client="same"):
+    """One agent session; its client identity is the session name unless ``client`` says
+    otherwise (``None``: no identity recorded)."""
     async def run():
         found = await gw.find_tools(query, limit=limit, session=session)
         for name in calls:
@@ -67,7 +70,8 @@ def _session(gw, session, query, calls, *, limit=5):
                 pass
         return [t["name"] for t in found["tools"]]
 
-    return asyncio.run(run())
+    with client_scope(session if client == "same" else client):
+        return asyncio.run(run())
 
 
 def _tool(index, tool_id):
@@ -243,7 +247,7 @@ def test_learn_adds_trusted_intents_only(gateway, index):
     query = "how polluted is the air outside"
     before = _rank(index, query, "get_air_quality")
     original = _tool(index, "get_air_quality").examples
-    for s in ("s1", "s2", "s3", "s4", "s5"):  # min_clients=5 (no client recorded: a session is one)
+    for s in ("s1", "s2", "s3", "s4", "s5"):  # min_clients=5: five sessions of five clients
         _session(gw, s, query, ["get_air_quality"])
     _session(gw, "s6", "is it going to rain", ["track_order"])  # one session only: not trusted
     rec.flush()

@@ -15,6 +15,7 @@ from toolsift.adapters import demo_catalog_path, load_catalog
 from toolsift.gateway import Gateway
 from toolsift.toolindex import ToolIndex
 from toolsift.usage import LearnConfig, Relearner, UsageLog, UsageRecorder, learn
+from toolsift.usage.recorder import client_scope
 
 
 async def _ok(tool, args):
@@ -61,8 +62,9 @@ def test_relearn_swaps_without_dropping_requests(demo_index, tmp_path):
             return len(found["tools"])
         return await asyncio.gather(*(one(i) for i in range(n)))
 
-    for session in "abcde":  # five sessions: five identities (min_clients), none recorded
-        asyncio.run(teach(session))
+    for session in "abcde":  # five sessions of five client identities (min_clients)
+        with client_scope(f"client-{session}"):
+            asyncio.run(teach(session))
     swaps = []
     stop = threading.Event()
 
@@ -205,8 +207,8 @@ def test_learning_that_does_not_help_is_dropped(apibank, tmp_path):
     with UsageLog(tmp_path / "u.db") as log:
         for q in solved:
             for agent in range(5):  # five agents: min_clients
-                log.add_use(run="r", session=f"{q.id}-{agent}", tool_id=q.labels[0], outcome="success",
-                            via="record_use", query_text=q.text, intent=q.text)
+                log.add_use(run="r", session=f"{q.id}-{agent}", client=f"agent{agent}", tool_id=q.labels[0],
+                            outcome="success", via="record_use", query_text=q.text, intent=q.text)
         result = learn(index, log)
     w = result.weights
     assert w is not None and not w.keep_examples, w
@@ -238,7 +240,8 @@ def test_weights_retrained_only_when_they_help(apibank, tmp_path):
         for q in train:
             for agent in range(5):  # five agents: min_clients
                 for t in q.labels:
-                    log.add_use(run="r", session=f"{q.id}-{agent}", tool_id=t, outcome="success", via="record_use",
+                    log.add_use(run="r", session=f"{q.id}-{agent}", client=f"agent{agent}", tool_id=t,
+                                outcome="success", via="record_use",
                                 query_text=q.text, intent=q.text)
         result = learn(index, log)
     w = result.weights

@@ -188,6 +188,25 @@ def test_many_sessions_from_few_clients_cannot_promote(tmp_path, demo_index, vic
     assert _rank(res.index, QUERY, victim) == _rank(demo_index, QUERY, victim)
 
 
+@pytest.mark.parametrize("via", ["record_use", "find_then_call"])
+def test_sessions_without_identity_are_one_anonymous_client(tmp_path, demo_index, victim, via):
+    """Five sessions (library record_use, or find + call) with no client recorded are one
+    anonymous identity, not five: the victim stays where it was. (Before: each session was
+    its own identity and five of them put the victim in the top 10.)"""
+    with UsageLog(tmp_path / "anon.db") as log:
+        for s in range(5):
+            t = 1000.0 * (s + 1)
+            if via == "record_use":
+                log.add_use(run="r", session=f"s{s}", tool_id=victim, outcome="success", via="record_use",
+                            query_text=QUERY, intent=QUERY, ts=t)
+            else:
+                log.add_find(run="r", session=f"s{s}", query_text=QUERY, intent=QUERY, returned=["send_email"], ts=t)
+                log.add_use(run="r", session=f"s{s}", tool_id=victim, outcome="success", ts=t + 1)
+        res = learn(demo_index, log)
+    assert res.added == {}
+    assert _rank(res.index, QUERY, victim) == _rank(demo_index, QUERY, victim) > 10
+
+
 class _Index:
     """Stands for an index (the recorder only labels it)."""
 

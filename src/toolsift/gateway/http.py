@@ -7,9 +7,14 @@ Routes:
   per-upstream details (state, restarts, last error) only for authenticated callers,
   so a load balancer can probe without a token but learns nothing internal.
 
-Guards, outermost first: a bearer token when ``auth_token`` is configured (401, with
-``WWW-Authenticate: Bearer``), then the request body limit (413), both answered before
-the MCP layer parses anything.
+Guards, outermost first: a bearer token when ``auth_token`` or ``auth_tokens`` is
+configured (401, with ``WWW-Authenticate: Bearer``), then the request body limit (413),
+both answered before the MCP layer parses anything.
+
+Client identity (what the usage log records, see ``server._client_key``): the principal
+of a named token, else the TCP peer address. uvicorn's proxy-header handling is off
+unless ``trusted_proxies`` names the proxies, so a forged ``X-Forwarded-For``,
+``X-Real-IP`` or ``Forwarded`` header changes nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import hmac
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -50,37 +55,64 @@ async def _send_json(send: Send, status: int, body: dict[str, Any],
     await send({"type": "http.response.body", "body": data})
 
 
-def _authorized(scope: Scope, token: str | None) -> bool:
-    if token is None:
-        return True
+def _bearer(scope: Scope) -> bytes | None:
+    """The bearer token a request carries, if any."""
     for key, value in scope.get("headers", ()):
         if key == b"authorization":
             scheme, _, given = value.decode("latin-1").partition(" ")
-            # Constant-time comparison: the token must not leak through response timing.
-            return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-    return False
+            return given.strip().encode("latin-1") if scheme.lower() == "bearer" else None
+    return None
 
 
 class BearerAuth:
     """Require ``Authorization: Bearer <token>`` on every HTTP request except the
-    public paths; ``scope["toolsift.authorized"]`` tells the app whether it was given."""
+    public paths.
 
-    def __init__(self, app: ASGIApp, token: str | None, *, public: Sequence[str] = ("/health",)) -> None:
+    ``scope["toolsift.authorized"]`` tells the app whether a valid token was given, and
+    ``scope["toolsift.principal"]`` names the principal of a named token (``None`` for
+    the unnamed ``token`` or no auth): the identity the usage log records.
+
+    Args:
+        app: The wrapped ASGI app.
+        token: The unnamed token (``ServeConfig.auth_token``), or ``None``.
+        public: Paths served without a token.
+        principals: Named tokens, principal -> token (``ServeConfig.auth_tokens``).
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, *, public: Sequence[str] = ("/health",),
+                 principals: Mapping[str, str] | None = None) -> None:
         self.app = app
-        self.token = token
+        self.tokens: list[tuple[str | None, bytes]] = [(name, t.encode()) for name, t in (principals or {}).items()]
+        if token is not None:
+            self.tokens.append((None, token.encode()))
         self.public = frozenset(public)
+
+    def _check(self, scope: Scope) -> tuple[bool, str | None]:
+        if not self.tokens:
+            return True, None
+        given = _bearer(scope)
+        if given is None:
+            return False, None
+        found: tuple[bool, str | None] = (False, None)
+        # Constant-time comparisons, every token compared: timing must not leak a token
+        # or which one matched.
+        for name, token in self.tokens:
+            if hmac.compare_digest(given, token):
+                found = (True, name)
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        ok = _authorized(scope, self.token)
+        ok, principal = self._check(scope)
         if not ok and scope.get("path") not in self.public:
             await _send_json(send, 401, {"error": {"code": "unauthorized",
                                                    "message": "missing or wrong bearer token"}},
                              [(b"www-authenticate", b'Bearer realm="toolsift"')])
             return
         scope["toolsift.authorized"] = ok
+        scope["toolsift.principal"] = principal
         await self.app(scope, receive, send)
 
 
@@ -185,7 +217,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
                                             max_request_body_size=config.max_request_bytes, stateless=stateless)
 
     async def health(request: Request) -> JSONResponse:
-        detail = bool(request.scope.get("toolsift.authorized", config.auth_token is None))
+        detail = bool(request.scope.get("toolsift.authorized", not config.requires_auth))
         return JSONResponse(holder().health(detail=detail))
 
     @asynccontextmanager
@@ -212,7 +244,7 @@ def build_app(config: ServeConfig, *, local_tools: Sequence[Tool] = (), index_co
                             Route("/mcp", endpoint)],
                     lifespan=lifespan)
     limited = BodyLimit(app, config.max_request_bytes, timeout_s=config.body_timeout_s)
-    outer = _QuietStartup(BearerAuth(limited, config.auth_token), failure)
+    outer = _QuietStartup(BearerAuth(limited, config.auth_token, principals=config.auth_tokens), failure)
     return outer
 
 
@@ -311,14 +343,14 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     """
     import uvicorn
 
-    if host not in _LOOPBACK and config.auth_token is None:
+    if host not in _LOOPBACK and not config.requires_auth:
         log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
-    from .http_limits import uvicorn_settings
+    from .http_limits import proxy_settings, uvicorn_settings
 
     app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage,
                     index=index, stateless=worker, worker_pid=os.getpid() if worker else None)
     uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                        timeout_graceful_shutdown=3, **uvicorn_settings(config))
+                        timeout_graceful_shutdown=3, **uvicorn_settings(config), **proxy_settings(config))
     server = _server_class()(uv, on_ready)
     failure = app.failure if isinstance(app, _QuietStartup) else []
     quiet = _DropStartupFailed(failure)

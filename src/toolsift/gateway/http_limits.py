@@ -23,7 +23,7 @@ import asyncio
 import logging
 from typing import Any
 
-__all__ = ["guarded_protocol", "uvicorn_settings"]
+__all__ = ["guarded_protocol", "proxy_settings", "uvicorn_settings"]
 
 log = logging.getLogger("toolsift.gateway.http")
 
@@ -90,3 +90,17 @@ def uvicorn_settings(config: Any) -> dict[str, Any]:
         # Requests (not connections) beyond the cap get uvicorn's own 503.
         "limit_concurrency": config.max_connections + 1,
     }
+
+
+def proxy_settings(config: Any) -> dict[str, Any]:
+    """``uvicorn.Config`` keyword arguments for client addresses behind proxies.
+
+    uvicorn by default rewrites the client address from ``X-Forwarded-For`` when the
+    peer is 127.0.0.1 (or ``$FORWARDED_ALLOW_IPS``): any local process could then pose
+    as any number of clients. Forwarding headers are honoured only from the proxies
+    ``config.trusted_proxies`` names; with none, never.
+    """
+    proxies = list(config.trusted_proxies)
+    if not proxies:
+        return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    return {"proxy_headers": True, "forwarded_allow_ips": proxies}

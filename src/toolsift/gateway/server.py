@@ -203,10 +203,21 @@ def _session_key(request: Any) -> str | None:
 
 
 def _client_key(request: Any) -> str | None:
-    """The client identity recorded in the usage log: over HTTP the peer address (an
-    attacker can open sessions at will, but not addresses; forwarded-for headers are
-    not trusted); ``None`` over stdio (one client per process: the recorder's default)."""
-    client = getattr(request, "client", None) if request is not None else None
+    """The client identity recorded in the usage log: what the deployment authenticates.
+
+    Over HTTP, the principal of a named bearer token (``token:NAME``, from
+    ``ServeConfig.auth_tokens``), else the TCP peer address (``http:ADDR``). A request
+    header never names the client: uvicorn's proxy-header handling is off unless
+    ``trusted_proxies`` names the proxies (then the address a trusted proxy forwards is
+    the peer). ``None`` over stdio (one client per process: the recorder's default).
+    """
+    if request is None:
+        return None
+    scope = getattr(request, "scope", None) or {}
+    principal = scope.get("toolsift.principal")
+    if principal:
+        return f"token:{principal}"
+    client = getattr(request, "client", None)
     host = getattr(client, "host", None)
     return f"http:{host}" if host else None
 

@@ -115,6 +115,12 @@ class ServeConfig(ConfigModel):
         gateway: Retrieval settings (format, limits, routing, risk tags).
         auth_token: Bearer token required on HTTP requests; ``None`` means no auth.
             ``"auth_token_env": "VAR"`` in the file reads it from an environment variable.
+        auth_tokens: Named bearer tokens, principal -> token (alone or beside
+            ``auth_token``): a request carrying one is recorded in the usage log as that
+            principal (``token:NAME``), the client identity learning counts.
+        trusted_proxies: Addresses or networks (``"10.0.0.5"``, ``"10.0.0.0/8"``) of
+            reverse proxies whose ``X-Forwarded-For`` names the client. Empty (the
+            default): no forwarding header is trusted and the client is the TCP peer.
         max_request_bytes: Largest HTTP request body accepted (413 above).
         max_connections: Open HTTP connections served at once; one more is answered
             503 and closed.
@@ -135,6 +141,8 @@ class ServeConfig(ConfigModel):
     upstreams: tuple[UpstreamSpec, ...] = ()
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     auth_token: NonEmptyStr | None = None
+    auth_tokens: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    trusted_proxies: tuple[NonEmptyStr, ...] = ()
     max_request_bytes: Annotated[int, Field(strict=True, ge=1024)] = 1_048_576
     max_connections: Annotated[int, Field(strict=True, ge=1)] = 1000
     header_timeout_s: PositiveSeconds = 10.0
@@ -151,6 +159,32 @@ class ServeConfig(ConfigModel):
         if dup:
             raise ValueError(f"duplicate upstream name(s): {', '.join(dup)}")
         return ups
+
+    @field_validator("auth_tokens")
+    @classmethod
+    def _distinct_tokens(cls, tokens: dict[str, str]) -> dict[str, str]:
+        values = list(tokens.values())
+        if len(set(values)) != len(values):
+            raise ValueError("two principals share one token: each principal needs its own")
+        return tokens
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, proxies: tuple[str, ...]) -> tuple[str, ...]:
+        import ipaddress
+
+        for proxy in proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ValueError(f"a trusted proxy is an IP address or network (\"10.0.0.0/8\"), "
+                                 f"got {proxy!r}") from None
+        return proxies
+
+    @property
+    def requires_auth(self) -> bool:
+        """Whether HTTP requests need a bearer token."""
+        return self.auth_token is not None or bool(self.auth_tokens)
 
     @field_validator("upstreams", "gateway", mode="before")
     @classmethod

@@ -80,10 +80,10 @@ class IntentEvidence:
         positives: Tool id -> voters that used it successfully after this intent.
         negatives: Tool id -> voters it was returned to and who did not use it.
         first_seen: Time of the first vote.
-        clients: Tool id -> distinct client identities behind its positive voters (a
-            voter with no recorded client is its own identity). Sessions cost an
-            attacker nothing; identities (the HTTP peer, an auth principal) do, so
-            trust counts these too (``LearnConfig.min_clients``).
+        clients: Tool id -> distinct client identities behind its positive voters
+            (all voters with no recorded client are one identity, ``"anonymous"``).
+            Sessions cost an attacker nothing; identities (an auth principal, the
+            HTTP peer) do, so trust counts these too (``LearnConfig.min_clients``).
     """
 
     text: str
@@ -123,9 +123,14 @@ def _voter_id(row: FindRow | UseRow, rules: AttributionRules) -> str | None:
     return f"{row.run}/{row.session}"
 
 
-def _client_id(row: FindRow | UseRow, voter: str) -> str:
-    """The identity behind a vote: the recorded client, else the voter itself."""
-    return f"client:{row.client}" if row.client else voter
+#: The one identity of every vote without a recorded client: sessions (and library
+#: records) cost nothing to make, so any number of them is still one identity.
+ANONYMOUS = "anonymous"
+
+
+def _client_id(row: FindRow | UseRow) -> str:
+    """The identity behind a vote: the recorded client, else the one anonymous identity."""
+    return f"client:{row.client}" if row.client else ANONYMOUS
 
 
 def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
@@ -180,7 +185,7 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
         if item is None:
             item = ev.intents[key] = IntentEvidence(text=" ".join(intent.split()), first_seen=ts)
         item.positives.setdefault(tool, set()).add(voter)
-        item.clients.setdefault(tool, set()).add(_client_id(row, voter))
+        item.clients.setdefault(tool, set()).add(_client_id(row))
         ev.bump("positives")
         return True
 

@@ -49,7 +49,7 @@ class LearnConfig:
         min_voters: Distinct sessions (voters) an (intent, tool) positive needs to be trusted.
         min_clients: Distinct client identities behind those voters a positive needs
             (the recorded client: over HTTP the peer address, else the configured
-            identity; a voter without one counts as its own). Sessions are free to open,
+            identity; all voters without one are one anonymous identity). Sessions are free to open,
             so this is what bounds collusion: with the default 5, fewer than five
             colluding clients cannot add an example to any tool.
         max_examples_per_tool: Learned intents kept per tool (the best supported).

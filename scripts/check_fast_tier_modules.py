@@ -6,7 +6,7 @@ test process, the toolsift modules that process imported), then::
     python scripts/check_fast_tier_modules.py DIR
 
 Exits 1 naming each module of the imported toolsift package (the installed one in CI's
-wheel run) that neither a test process nor a Python the tests started (the CLI, gateway
+run) that neither a test process nor a Python the tests started (the CLI, gateway
 servers; a child killed by a signal records nothing) imported.
 """
 

@@ -112,3 +112,42 @@ def responses_reply(*items: dict[str, Any], rid: str = "resp_test") -> dict[str,
     """A Responses API body with the given output items."""
     return {"id": rid, "object": "response", "created_at": 0, "model": "test-model", "status": "completed",
             "output": list(items), "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+
+
+def _found(text: Any) -> Any:
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return payload.get("found") if isinstance(payload, dict) else None
+
+
+def scripted_model(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A model for the wrapper examples: search with the user's words, call the first
+    tool found, then answer (Chat Completions, Messages and Responses APIs)."""
+    if path.endswith("/chat/completions"):
+        last = body["messages"][-1]
+        if last["role"] == "user":
+            return chat_reply(calls=[("c1", "tool_search", {"query": last["content"]})])
+        found = _found(last.get("content"))
+        return chat_reply(calls=[("c2", found[0]["name"], {})]) if found else chat_reply(content="Done.")
+    if path.endswith("/messages"):
+        content = body["messages"][-1]["content"]
+        if isinstance(content, str):
+            return anthropic_reply({"type": "tool_use", "id": "t1", "name": "tool_search",
+                                    "input": {"query": content}})
+        found = _found(content[0].get("content"))
+        if found:
+            return anthropic_reply({"type": "tool_use", "id": "t2", "name": found[0]["name"], "input": {}})
+        return anthropic_reply({"type": "text", "text": "Done."})
+    if path.endswith("/responses"):
+        last = body["input"][-1]
+        if last.get("role") == "user":
+            return responses_reply({"type": "function_call", "id": "f1", "call_id": "c1",
+                                    "name": "tool_search", "status": "completed",
+                                    "arguments": json.dumps({"query": last["content"]})})
+        found = _found(last.get("output"))
+        if found:
+            return responses_reply({"type": "function_call", "id": "f2", "call_id": "c2",
+                                    "name": found[0]["name"], "arguments": "{}", "status": "completed"})
+    raise AssertionError(f"unexpected request to {path}")

@@ -49,7 +49,7 @@ atexit.register(_toolsift_modules)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """With TOOLSIFT_TEST_INSTALLED=1 (CI's wheel run) the tests must exercise the
+    """With TOOLSIFT_TEST_INSTALLED=1 (CI's run) the tests must exercise the
     installed package, not the source tree.
 
     With TOOLSIFT_IMPORTED_MODULES=DIR, the Pythons the tests start (the CLI, gateway

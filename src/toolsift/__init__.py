@@ -34,6 +34,7 @@ __all__ = [
     "ToolIndex",
     "ToolNeed",
     "ToolsiftError",
+    "demo_catalog_path",
     "load_catalog",
 ]
 
@@ -44,8 +45,8 @@ def __getattr__(name: str):
         from . import toolindex
 
         return getattr(toolindex, name)
-    if name == "load_catalog":
-        from .adapters import load_catalog
+    if name in ("load_catalog", "demo_catalog_path"):
+        from . import adapters
 
-        return load_catalog
+        return getattr(adapters, name)
     raise AttributeError(f"module 'toolsift' has no attribute {name!r}")

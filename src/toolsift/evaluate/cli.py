@@ -23,7 +23,14 @@ def add_commands(sub) -> dict:
     """Add ``eval`` and ``train`` to the main parser's subparsers ``sub``; returns
     ``{name: handler}``."""
     ev = sub.add_parser("eval", help="evaluate methods on a benchmark folder (mftr-* or ultratool)")
-    ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool")
+    ev.add_argument("dataset", help="benchmark folder, e.g. ../shared/data/mftr-apibank or ../shared/data/ultratool; "
+                                    "or 'pooled' (the four mftr-* sets' tools and queries pooled) or 'stress' (seeded "
+                                    "multi-step requests over the pooled tools); see docs/evaluation.md")
+    ev.add_argument("--data", metavar="DIR", default=None,
+                    help="folder of the shared sets for 'pooled' and 'stress' (default $TOOLSIFT_DATA, else ../shared/data)")
+    ev.add_argument("--seed", type=int, default=0, help="generator seed of 'stress' (default 0, the reported set)")
+    ev.add_argument("--split-by-gold-count", action="store_true",
+                    help="also report the queries with 1, 2 and 3+ relevant tools separately")
     ev.add_argument("--method", default=None,
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
@@ -73,10 +80,19 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from .ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
     from .cold import BASELINE_METHODS, COLD_METHODS
 
+    from .pooled import POOLED_SETS, PSEUDO_DATASETS, load_pseudo, run_pooled
+
     root = Path(args.dataset)
-    _check_dataset_folder(root)
-    ultra = (root / "data" / "English-dataset").is_dir()
-    if ultra:
+    pseudo = args.dataset in PSEUDO_DATASETS and not root.exists()
+    if not pseudo:
+        _check_dataset_folder(root)
+    ultra = not pseudo and (root / "data" / "English-dataset").is_dir()
+    if pseudo:
+        ds = load_pseudo(args.dataset, args.data, seed=args.seed)
+        methods = _split(args.method) or ["default", "default-hybrid", "bm25s-fulldoc"]
+        metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
+                   "recall@10", "recall@20", "mrr", "completeness@10")
+    elif ultra:
         ds = UltraToolDataset.load(root)
         methods = _split(args.method) or list(ULTRATOOL_METHODS + BASELINE_METHODS)
         metrics = ULTRATOOL_METRICS
@@ -85,11 +101,11 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         methods = _split(args.method) or ["fulldoc", "reproduce", "mftr", "llm-free", *BASELINE_METHODS]
         metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
                    "recall@10", "recall@20", "mrr", "completeness@10")
-    known = (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
+    known = COLD_METHODS if pseudo else (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
     bad = [m for m in methods if m not in known]
     if bad:
         raise ToolsiftError(f"unknown method(s) {', '.join(bad)} for {ds.name} (methods: {', '.join(known)})")
-    results, seconds, curves, skipped = {}, {}, {}, {}
+    results, seconds, curves, skipped, runs = {}, {}, {}, {}, {}
     bar = methods if args.quiet else _tqdm(methods, "methods")
     qrels = ds.qrels()
     # Every method, setup and fold encodes through one cache: each text once per run, and
@@ -97,7 +113,9 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     with eval_encoder_cache(disk=not args.no_embed_cache):
         for m in bar:
             try:
-                if ultra:
+                if pseudo:
+                    res = run_pooled(ds, m, encoder=args.encoder)
+                elif ultra:
                     res = run_ultratool(ds, m, encoder=args.encoder)
                 else:
                     res = run_method(ds, m, docs=args.docs, feedback=not args.no_feedback,
@@ -108,17 +126,34 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
                 continue
             all_metrics = tuple(dict.fromkeys(metrics + tuple(f"recall@{k}" for k in range(1, 21))))
             results[m] = evaluate(qrels, res.run, metrics=all_metrics)
+            runs[m] = res.run
             seconds[m] = res.seconds
             curves[m] = [results[m].mean[f"recall@{k}"] for k in range(1, 21)]
             if args.runs:
                 Path(args.runs).mkdir(parents=True, exist_ok=True)
                 write_trec_run(res.run, Path(args.runs) / f"{ds.name}.{m}.run", tag=f"toolsift-{m}")
+    if args.runs:
+        write_qrels(qrels, Path(args.runs) / f"{ds.name}.qrels")
     if args.json:
-        json.dump({m: {k: r.mean[k] for k in metrics} for m, r in results.items()}, out, indent=2)
+        doc = {m: {k: r.mean[k] for k in metrics} for m, r in results.items()}
+        if args.split_by_gold_count:
+            for label, sub in gold_count_subsets(qrels).items():
+                for m in results:
+                    doc[m][f"gold {label}"] = {k: v for k, v in evaluate(sub, runs[m], metrics=metrics).mean.items()}
+        json.dump(doc, out, indent=2)
         out.write("\n")
     else:
         print(format_table(results, metrics, seconds=seconds,
                            title=f"{ds.name}: {len(qrels)} queries, {args.retriever}, pooled over all test queries"), file=out)
+        if args.split_by_gold_count:
+            for label, sub in gold_count_subsets(qrels).items():
+                part = {m: evaluate(sub, runs[m], metrics=metrics) for m in results}
+                print(format_table(part, metrics, title=f"{ds.name}, queries with {label} relevant tools: {len(sub)}"),
+                      file=out)
+        if pseudo:
+            print(f"{ds.name}: {len(ds.tools)} pooled tools of {', '.join(POOLED_SETS)}; trained methods score each "
+                  "query with the leave-one-dataset-out weights of its source set ([hybrid-]lodo-<set>), which never "
+                  "saw it", file=out)
         for m, why in skipped.items():
             print(f"{m}: skipped: {why}", file=out)
         from .cold import STRUCTURED_METHODS
@@ -139,6 +174,24 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         fixed = set(COLD_METHODS) | (set(curves) if ultra else set())
         plot_recall(labelled_curves(curves, args.retriever, fixed=fixed), args.plot, title=ds.name)
     return 0
+
+
+def gold_count_subsets(qrels: dict) -> dict[str, dict]:
+    """``qrels`` split by the number of relevant tools: ``{"1": ..., "2": ..., "3+": ...}``
+    (empty groups left out)."""
+    groups: dict[str, dict] = {"1": {}, "2": {}, "3+": {}}
+    for qid, rel in qrels.items():
+        n = sum(1 for v in rel.values() if v > 0)
+        if n:
+            groups["1" if n == 1 else "2" if n == 2 else "3+"][qid] = rel
+    return {k: v for k, v in groups.items() if v}
+
+
+def write_qrels(qrels: dict, path: Path) -> None:
+    """``qid 0 doc rel`` lines (the TREC qrels format ``scripts/paired_test.py`` reads)."""
+    from ..atomic import write_atomic
+
+    write_atomic(path, "".join(f"{q} 0 {d} {r}\n" for q, rel in qrels.items() for d, r in rel.items()).encode())
 
 
 def labelled_curves(curves: dict, retriever: str, *, fixed: set[str]) -> dict:

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 
 from .conftest import dataset
 
@@ -67,3 +69,20 @@ def test_errors_are_one_line_with_exit_2(tmp_path):
     _run("index", str(dataset("mftr-apibank") / "dataset/from_toolret/apibank/tools.json"), str(tmp_path / "i2"))
     proc = _run("search", str(tmp_path / "i2"), "   ", check=False)
     assert proc.returncode == 2 and "empty" in proc.stderr
+
+
+def test_index_help_names_the_default_preset_and_every_format(capsys):
+    """`toolsift index --help` says which preset an index gets and which formats it reads."""
+    from toolsift.adapters import FORMATS
+    from toolsift.cli import CATALOG_FORMATS, main
+    from toolsift.presets import default_preset
+
+    assert set(CATALOG_FORMATS) == set(FORMATS)
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default: {default_preset()}" in text
+    for name in FORMATS:
+        assert name in text
+    for shown in ("OpenAPI", "OpenAI", "Anthropic", "Gemini", "LangChain", "MCP", "ToolRet", "MFTR", "native"):
+        assert shown in text

@@ -44,6 +44,11 @@ DEMO_QUERIES: tuple[Any, ...] = (
 )
 
 
+#: Catalogue formats ``toolsift index --format`` accepts (toolsift.adapters.FORMATS).
+CATALOG_FORMATS = ("openapi", "gemini", "langchain", "native", "openai", "anthropic", "mcp", "toolret",
+                   "mftr-augmented")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="toolsift",
@@ -52,9 +57,14 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ix = sub.add_parser("index", help="build an index directory from a catalogue file")
-    ix.add_argument("catalog", help="catalogue JSON (OpenAI, Anthropic, MCP tools/list, ToolRet, MFTR, native)")
+    ix.add_argument("catalog", help="catalogue file: an OpenAPI 3.0/3.1 spec (JSON or YAML), OpenAI, "
+                                    "Anthropic, Gemini, LangChain-style or MCP tools/list JSON, ToolRet "
+                                    "tools.json, MFTR standardised tools, or toolsift's native format")
     ix.add_argument("out", help="index directory to write (replaced atomically if it exists)")
-    ix.add_argument("--format", default="auto", help="catalogue format (default: detect)")
+    # The names are toolsift.adapters.FORMATS, written out so that --help imports no
+    # adapter (tests/test_cli.py checks that the two lists agree).
+    ix.add_argument("--format", default="auto", metavar="FORMAT",
+                    help="catalogue format: auto (default: detect), " + ", ".join(CATALOG_FORMATS))
     _add_config_options(ix)
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
     ix.add_argument("--no-embed-cache", action="store_true",
@@ -167,11 +177,14 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     # The preset is the whole configuration (toolsift.presets, the same as
     # ToolIndex.build(catalog)); every other option overrides one setting of it and
     # defaults to None: "keep the preset's value".
-    from .presets import PRESETS
+    from .presets import DEFAULT_PRESET_WITH_DENSE, PRESETS, default_preset
 
+    default = default_preset()
+    if DEFAULT_PRESET_WITH_DENSE != "bm25":  # the default follows the installed extras
+        default += f" here: {DEFAULT_PRESET_WITH_DENSE} with the dense extra installed, else bm25"
     p.add_argument("--preset", choices=PRESETS, default=None,
-                   help="index configuration: bm25 or hybrid (default: the library's default, "
-                        "toolsift.presets.default_preset(); README, 'Presets')")
+                   help=f"index configuration: bm25 or hybrid (default: {default}, as for "
+                        "ToolIndex.build(catalog); README, 'Presets')")
     p.add_argument("--scale", choices=("bounded", "linear", "raw"), default=None,
                    help="override the preset's field score scale")
     p.add_argument("--k1", type=float, default=None, help="override the preset's BM25 k1")

@@ -112,10 +112,12 @@ def test_store_retention_caps(tmp_path):
 
 def test_store_refuses_newer_schema_foreign_files_and_bad_records(tmp_path):
     path = tmp_path / "new.db"
-    db = sqlite3.connect(path)
+    with UsageLog(path):
+        pass
+    db = sqlite3.connect(path)  # a log of a later toolsift: marked, a newer schema version
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
     db.close()
-    with pytest.raises(UsageLogError, match="newer"):
+    with pytest.raises(UsageLogError, match=f"schema version {SCHEMA_VERSION + 1} is newer"):
         UsageLog(path)
     other = tmp_path / "other.db"
     db = sqlite3.connect(other)

@@ -1,8 +1,9 @@
 """The usage log: an embedded SQLite database (WAL) of ``find_tools`` requests and tool uses.
 
 No server, standard library only. Several threads (and processes) may write; readers
-never block writers (WAL). The schema is versioned (``PRAGMA user_version``) and
-described in docs/usage-learning.md:
+never block writers (WAL). The schema is versioned (``PRAGMA user_version``), every log
+carries the toolsift mark (``PRAGMA application_id``, :mod:`toolsift.usage.marker`)
+and a file without it is refused before any write. Described in docs/usage-learning.md:
 
 ``finds``  one row per ``find_tools`` request::
 
@@ -48,12 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolsiftError
+from .marker import APPLICATION_ID, SCHEMA_VERSION, UsageLogError, check
 
 __all__ = ["SCHEMA_VERSION", "OUTCOMES", "UsageLogError", "FindRow", "UseRow", "UsageLog"]
-
-#: Version of the database layout; a newer file is refused, an older one upgraded.
-SCHEMA_VERSION = 1
 
 #: What a tool use can end with. Only ``success`` ever counts for learning.
 OUTCOMES: tuple[str, ...] = ("success", "invalid_params", "error", "timeout", "not_run")
@@ -75,10 +73,6 @@ CREATE INDEX IF NOT EXISTS uses_ts ON uses (ts);
 """
 
 _VIAS = ("call_tool", "use_tool", "record_use")
-
-
-class UsageLogError(ToolsiftError):
-    """The usage log cannot be opened, is of a newer schema, or a record is malformed."""
 
 
 @dataclass(frozen=True)
@@ -122,51 +116,6 @@ def _text(value: Any, what: str, *, optional: bool = False) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise UsageLogError(f"usage record: {what} must be a non-empty string, got {value!r}")
     return value
-
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_OUR_TABLES = frozenset({"meta", "finds", "uses"})
-
-
-def _check_identity(path: Path) -> None:
-    """Refuse ``path`` unless it is missing, empty, an empty SQLite database or a toolsift
-    usage log, reading it without any chance of a write.
-
-    Opening it read-write would already change a foreign file: ``journal_mode=WAL``
-    rewrites its header and creates ``-wal``/``-shm`` files. So the header is read as
-    bytes and the schema through an ``immutable`` read-only URI (no locks, no journal,
-    no side files).
-
-    Raises:
-        UsageLogError: Not an SQLite file, a newer schema, or an SQLite file with tables
-            that are not a usage log's.
-    """
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(100)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UsageLogError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not head:
-        return  # an empty file: a new log (SQLite treats it as an empty database)
-    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
-        raise UsageLogError(f"{path}: not an SQLite file, so not a toolsift usage log (left untouched)")
-    version = int.from_bytes(head[60:64], "big", signed=True)  # PRAGMA user_version
-    if version > SCHEMA_VERSION:
-        raise UsageLogError(f"{path}: usage log schema version {version} is newer than this toolsift "
-                            f"reads ({SCHEMA_VERSION})")
-    uri = f"{path.absolute().as_uri()}?mode=ro&immutable=1"
-    try:
-        db = sqlite3.connect(uri, uri=True)
-        try:
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
-        raise UsageLogError(f"{path}: not a usable usage log ({exc})") from None
-    if tables - _OUR_TABLES or (version >= 1 and tables != _OUR_TABLES):
-        raise UsageLogError(f"{path}: an SQLite file that is not a toolsift usage log (left untouched)")
 
 
 _NUM = (int, float)
@@ -216,34 +165,41 @@ class UsageLog:
         self._writes = 0
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _check_identity(self.path)  # read-only: a file that is not ours is never touched
+        new = check(self.path)  # read-only: a file that is not ours is never touched
         try:
             # One connection shared by this object's threads, serialised by _lock;
             # autocommit mode, with explicit transactions for batches.
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise UsageLogError(f"{self.path}: cannot open ({exc})") from None
+        try:
+            if new:
+                self._create()
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise UsageLogError(f"{self.path}: not a usable usage log ({exc})") from None
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            self._db.close()
+            raise UsageLogError(f"{self.path}: not a usable usage log ({type(exc).__name__}: {exc})") from None
+        except BaseException:
+            self._db.close()
+            raise
 
     # ------------------------------------------------------------------ schema
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise UsageLogError(f"{self.path}: usage log schema version {version} is newer than this toolsift "
-                                f"reads ({SCHEMA_VERSION})")
-        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if version == 0 and tables - {"meta", "finds", "uses"}:
-            raise UsageLogError(f"{self.path}: an SQLite file that is not a toolsift usage log")
-        if version == 0:
-            # executescript commits on its own; every statement is IF NOT EXISTS, so a
-            # concurrent creator racing us is harmless.
-            self._db.executescript(_SCHEMA)
+    def _create(self) -> None:
+        """Make the schema and the mark in one transaction, unless another process made the
+        log meanwhile; a file that turned into anything else meanwhile is refused unchanged."""
         with self._transaction():
+            app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+            if app_id == APPLICATION_ID:
+                return  # created by a concurrent opener
+            if app_id != 0 or self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                raise UsageLogError(f"{self.path}: changed while being opened; not a toolsift usage log")
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self._db.execute(statement)
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(time.time()),))
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -243,6 +243,34 @@ def learn(index: Any, log: UsageLog | Evidence, *, config: LearnConfig | None = 
     return LearnResult(new_index, added, params_before, params_after, outcome, dict(evidence.stats), unknown)
 
 
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _check_out(src: Path, out: Path) -> None:
+    """Refuse an OUT equal to, inside, or containing INDEX, by resolved path (symlinks,
+    ``..``) and by file identity of the folders that exist (other names of one folder).
+
+    Saving there would rewrite or delete the input's files (its generation folders, its
+    manifest), and the input must stay loadable: serving it again is the rollback.
+    """
+    src_r, out_r = src.absolute().resolve(), out.absolute().resolve()
+    how = None
+    if out_r == src_r or _same(out_r, src_r):
+        how = "is"
+    elif src_r in out_r.parents or any(_same(p, src_r) for p in out_r.parents):
+        how = "is inside"
+    elif out_r in src_r.parents or (out_r.exists() and any(_same(out_r, p) for p in src_r.parents)):
+        how = "contains"
+    if how is not None:
+        raise ToolsiftError(f"learn: OUT ({out}) {how} INDEX ({src}): OUT must be a folder of its own, outside "
+                            "the input index, which is kept unchanged so that serving it again rolls the "
+                            "learning back")
+
+
 def learn_index(index_path: str | os.PathLike, usage_path: str | os.PathLike, out: str | os.PathLike | None, *,
                 config: LearnConfig | None = None, dry_run: bool = False) -> LearnResult:
     """:func:`learn` on directories: load ``index_path``, read ``usage_path``, and unless
@@ -250,8 +278,8 @@ def learn_index(index_path: str | os.PathLike, usage_path: str | os.PathLike, ou
     (:data:`REPORT_FILE`) beside its files.
 
     Raises:
-        ToolsiftError: ``out`` is the input index (it must stay loadable for rollback),
-            or ``out`` is missing without ``dry_run``.
+        ToolsiftError: ``out`` is, is inside or contains the input index (it must stay
+            loadable for rollback), or ``out`` is missing without ``dry_run``.
         IndexFormatError: ``index_path`` is not an index.
         UsageLogError: ``usage_path`` is not a usage log.
     """
@@ -261,9 +289,7 @@ def learn_index(index_path: str | os.PathLike, usage_path: str | os.PathLike, ou
     if not dry_run:
         if out is None:
             raise ToolsiftError("learn: OUT is required unless --dry-run is given")
-        if Path(out).absolute().resolve() == src.absolute().resolve():
-            raise ToolsiftError(f"learn: OUT must differ from INDEX ({src}): the input index is kept unchanged "
-                                "so that serving it again rolls the learning back")
+        _check_out(src, Path(out))
     if not Path(usage_path).is_file():
         raise ToolsiftError(f"learn: usage log {usage_path} does not exist")
     index = ToolIndex.load(src)

@@ -360,12 +360,48 @@ def test_the_wire_form_advertises_the_request():
     assert structured_query_schema()["properties"]["request"]["type"] == "string"
 
 
-def test_the_reason_does_not_call_a_named_argument_missing(index):
-    """An extracted argument named after a required parameter covers it in ``why``,
-    whatever its description's similarity (the demo's ``title``); a required parameter
-    no argument names or matches is still listed."""
+@pytest.fixture(scope="module")
+def penalized(demo):
+    """The demo indexed with a missing-parameter penalty on structured queries."""
+    config = IndexConfig()
+    return ToolIndex.build(demo, config=config.with_params(
+        config.params, structured=replace(config.structured_scoring, w_req=0.1)))
+
+
+@pytest.mark.filterwarnings("ignore:.*untrained default parameters")  # `penalized`, on purpose
+def test_explanations_follow_the_weights(index, penalized, capsys):
+    """A reason names only terms that move the score: with the shipped weights (penalty
+    weight 0) no missing argument is mentioned, and the CLI's breakdown shows no number
+    for a zero-weight term; with the penalty weighted, the same query names them."""
+    from toolsift.cli import main
+
+    assert index.config.structured_scoring.w_req == 0
+    for explain in (True, "why"):
+        hits = index.search(README_QUERY, k=10, explain=explain)
+        assert not any("no argument for required" in h.why for h in hits)
+        hits = penalized.search(README_QUERY, k=10, explain=explain)
+        assert any("no argument for required" in h.why for h in hits)
+    main(["demo"])
+    out = capsys.readouterr().out
+    assert "no argument for required" not in out
+    blocks = out.split("\nquery: ")[1:]
+    assert len(blocks) == 5 and blocks[-1].startswith('{"tool_needs"')
+    for block in blocks:
+        params = index.config.params_for(block.startswith("{"))
+        weighted = [w != 0 for w in params.weights] + [params.w_req != 0 or params.w_opt != 0]
+        rows = [line.split() for line in block.split("\n\n")[0].splitlines()[2:]]
+        assert rows
+        for cells in rows:
+            assert [c != "-" for c in cells[3:8]] == weighted, (block, cells)
+
+
+@pytest.mark.filterwarnings("ignore:.*untrained default parameters")  # `penalized`, on purpose
+def test_the_reason_does_not_call_a_named_argument_missing(penalized):
+    """With the penalty weighted: an extracted argument named after a required parameter
+    covers it in ``why``, whatever its description's similarity (the demo's ``title``);
+    a required parameter no argument names or matches is still listed."""
     def reason(args, explain):
-        hits = index.search({**README_QUERY, "extracted_arguments": args}, k=3, explain=explain)
+        hits = penalized.search({**README_QUERY, "extracted_arguments": args}, k=3, explain=explain)
         return next(h.why for h in hits if h.id == "create_calendar_event")
 
     for explain in (True, "why"):

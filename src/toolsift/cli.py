@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ToolsiftError
+from .schema import FIELDS
 from .usage.cli import add_learn_parser, run_learn
 
 __all__ = ["main"]
@@ -271,14 +272,23 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         json.dump(doc, out, indent=2)
         out.write("\n")
     else:
-        _print_hits(query, hits, ms, out)
+        _print_hits(query, hits, ms, out, _query_params(index, query))
         if args.token_budget is not None:
             used = sum(h.tokens or 0 for h in hits)
             print(f"  {args.format} schemas: {used} of {args.token_budget} tokens (o200k_base)", file=out)
     return 0
 
 
-def _print_hits(query: Any, hits, ms: float, out: TextIO) -> None:
+def _query_params(index, query: Any):
+    """The scoring parameters ``index`` gives ``query`` (raw text and structured differ)."""
+    from .search.query import as_query, is_raw
+
+    return index.config.params_for(not is_raw(as_query(query, "query")))
+
+
+def _print_hits(query: Any, hits, ms: float, out: TextIO, params) -> None:
+    """The ranked table. A term whose weight is 0 for this query moves no score: its
+    column shows ``-``, not a similarity the score does not use."""
     label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
     print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
     if not any(h.matched for h in hits):
@@ -286,17 +296,15 @@ def _print_hits(query: Any, hits, ms: float, out: TextIO) -> None:
 
         print(f"  {NO_MATCH_HINT}", file=out)
         return
+    weighted = [w != 0 for w in params.weights] + [params.w_req != 0 or params.w_opt != 0]
     name_w = max(12, max(len(h.name) for h in hits))
     print(f"  {'#':>2}  {'tool':<{name_w}}  {'score':>7}  {'desc':>5} {'param':>5} {'resp':>5} {'exmp':>5} {'pen':>5}  why",
           file=out)
     for h in hits:
         f = h.fields or {}
-        print(
-            f"  {h.rank:>2}  {h.name:<{name_w}}  {h.score:>7.4f}  {f.get('description', 0):>5.2f} "
-            f"{f.get('parameters', 0):>5.2f} {f.get('response', 0):>5.2f} {f.get('examples', 0):>5.2f} "
-            f"{h.penalty or 0:>5.2f}  {h.why}",
-            file=out,
-        )
+        values = [*(f.get(name, 0) for name in FIELDS), h.penalty or 0]
+        cells = " ".join(f"{v:>5.2f}" if on else f"{'-':>5}" for v, on in zip(values, weighted))
+        print(f"  {h.rank:>2}  {h.name:<{name_w}}  {h.score:>7.4f}  {cells}  {h.why}", file=out)
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -324,9 +332,9 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     print(f"toolsift demo: {len(catalog)} tools from {demo_catalog_path().name}, "
           f"indexed in {(t1 - t0) * 1e3:.1f} ms, saved and reloaded (memory-mapped)", file=out)
     for q, hits, ms in results:
-        _print_hits(q, hits, ms, out)
-    print("\nfields: desc=description param=parameters resp=response exmp=examples pen=missing-parameter penalty",
-          file=out)
+        _print_hits(q, hits, ms, out, _query_params(index, q))
+    print("\nfields: desc=description param=parameters resp=response exmp=examples pen=missing-parameter penalty;"
+          " - = weight 0 for this query (not part of its score)", file=out)
     return 0
 
 

@@ -143,6 +143,13 @@ def _why(values: list[float], weights: tuple[float, ...], matched: bool) -> str:
     return f"matches {best[1]} {best[2]:.2f} and {second[1]} {second[2]:.2f}"
 
 
+def _notes_missing(plan: QueryPlan, q: int, params: ScoringParams) -> bool:
+    """Whether query ``q``'s reasons name unmatched required parameters: only when the
+    missing-parameter penalty applies to it and weighs them (``w_req > 0``). With a zero
+    weight a missing argument moves no score, so the explanation does not mention it."""
+    return bool(plan.penalize[q]) and params.w_req > 0
+
+
 def _given(names: list[str | None]) -> set[str]:
     """The extracted arguments' names as :func:`_missing` compares them (once per query)."""
     return {_name_key(n) for n in names if n}
@@ -172,7 +179,8 @@ def _explain(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     rows = terms[pos].tolist()
     p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()
     ap_off = cands.ap_off[pos].tolist()
-    na, names, penalize = int(cands.n_args[q]), plan.arg_names[q], bool(plan.penalize[q])
+    na, names = int(cands.n_args[q]), plan.arg_names[q]
+    penalize = _notes_missing(plan, q, params)
     given = _given(names) if penalize else set()
     weights = params.weights
     hits = []
@@ -195,7 +203,7 @@ def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     only where the reason names a missing argument (a query with the penalty on)."""
     rows = terms[pos].tolist()
     weights = params.weights
-    penalize = bool(plan.penalize[q])
+    penalize = _notes_missing(plan, q, params)
     if penalize:
         tool_ids = cands.tool[pos]
         p_lo, p_hi = st.param_ptr[tool_ids].tolist(), st.param_ptr[tool_ids + 1].tolist()

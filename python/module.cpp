@@ -23,6 +23,7 @@ namespace py = pybind11;
 
 namespace toolsift::py_bridge {
 void register_interner(py::module_& m);  // python/interner.cpp
+void register_fused(py::module_& m);     // python/fused.cpp
 }
 
 using toolsift::Bm25Method;
@@ -729,6 +730,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "toolsift engine core (C++): per-field inverted index and BM25 scoring.";
   toolsift::py_bridge::register_column_view(m);
   toolsift::py_bridge::register_interner(m);
+  toolsift::py_bridge::register_fused(m);
   m.def("_stable_address", [](const I32Array& a) {
     // For tests: the address the kernels would read for ``a`` (its own when zero-copy).
     const I32Array kept = stable(a);

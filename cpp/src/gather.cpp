@@ -172,4 +172,15 @@ void InvertedIndex::gather(const QueryBatch& q, const TextQueries& tq, const Can
   });
 }
 
+void InvertedIndex::gather_texts(const QueryBatch& q, int64_t t0, int64_t t1, const int64_t* ids, std::size_t nc,
+                                 Scale scale, bool group, float* out) const {
+  if (t0 >= t1) return;
+  thread_local std::vector<int32_t> slot_docs, slot_ptr;
+  thread_local std::vector<float> sacc;
+  auto lease = pool_->acquire();
+  lease.begin();
+  gather_query(q, t0, t1, ids, nc, scale, group, *lease, slot_docs, slot_ptr, sacc, out);
+  lease.done();
+}
+
 }  // namespace toolsift

@@ -417,4 +417,14 @@ std::vector<int64_t> InvertedIndex::candidates(const QueryBatch& q, const TextQu
   return ptr;
 }
 
+void InvertedIndex::top_text(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group,
+                             Prune prune, std::vector<int64_t>& ids) const {
+  thread_local std::vector<Hit> hits;
+  auto lease = pool_->acquire();
+  lease.begin();
+  top_one(terms, m, n, scale, group, prune, *lease, hits);
+  lease.done();
+  for (const Hit& h : hits) ids.push_back(h.id);
+}
+
 }  // namespace toolsift

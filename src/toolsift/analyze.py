@@ -396,6 +396,11 @@ class Vocabulary:
         """All terms in id order."""
         return self._terms
 
+    def encode(self, tokens: Sequence[str]) -> np.ndarray:
+        """``int32`` ids of one text's tokens, ``-1`` for unknown ones (never grows)."""
+        ids = self._ids
+        return np.array([ids.get(t, -1) for t in tokens], dtype=np.int32)
+
     def encode_batch(self, token_lists: Sequence[Sequence[str]], *, grow: bool) -> TermBatch:
         """Map token lists to a :class:`TermBatch`; with ``grow`` new terms get ids."""
         offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)

@@ -113,6 +113,14 @@ class InvertedIndex {
   void gather(const QueryBatch& q, const TextQueries& tq, const CandidateSet& c, Scale scale, bool group,
               const int64_t* offsets, float* out, int threads) const;
 
+  // The fused search's per-text steps (fused.h): one text's top-n ids (positive scores,
+  // as topk ranks them) appended to `ids`; and texts [t0, t1) of `q` scored against the
+  // same nc ids (groups when `group`), text-major into out[(t - t0) * nc + i], as gather.
+  void top_text(const int32_t* terms, std::size_t m, std::size_t n, Scale scale, bool group, Prune prune,
+                std::vector<int64_t>& ids) const;
+  void gather_texts(const QueryBatch& q, int64_t t0, int64_t t1, const int64_t* ids, std::size_t nc, Scale scale,
+                    bool group, float* out) const;
+
   // Validates a query batch against this index; throws std::invalid_argument on a bad
   // offset or a term id >= n_terms.
   void check_batch(const QueryBatch& q, std::size_t n_terms_total) const;

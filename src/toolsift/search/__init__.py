@@ -15,6 +15,7 @@ from ..index.state import IndexState
 from ..kernels.launch import using_threads
 from ..schema import FIELDS, Query
 from .candidates import Candidates, find_candidates, pack
+from . import fused
 from .exhaustive import all_field_scores
 from .hits import Hit, rank
 from .plan import QueryPlan, plan_queries
@@ -63,6 +64,16 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
          params) -> list[list[Hit]]:
+    if fused.usable(config, explain):
+        # Every field BM25, no explanation: one engine call (the same hits; tests/test_fused.py).
+        return fused.run_fused(st, config, queries, k=k, params=params)
+    return _general(st, config, queries, k=k, explain=explain, params=params)
+
+
+def _general(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
+             params) -> list[list[Hit]]:
+    """:func:`_run` through the packed candidates and the Numba MFTR kernel: every
+    retriever and explanation, and the reference the fused path is tested against."""
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
         if plan.penalize.any():  # field_scores() does not warn: it applies no params

@@ -1,0 +1,114 @@
+// One engine call per search: every BM25 field's candidates and scores, the MFTR
+// combination and the top k, for a batch of queries.
+//
+// The same answer as toolsift's general search path (toolsift.search: candidates_union,
+// top-up, pack_fields, the Numba MFTR kernel, hits.rank), which stays the reference the
+// tests compare with bit for bit: the BM25 scores come from the same index code (or a
+// dense accumulator that adds each document's weights in the same query order), and the
+// MFTR combination below is the kernel's float64 arithmetic, operation by operation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "toolsift/inverted_index.h"
+
+namespace toolsift {
+
+// The MFTR model's parameters (toolsift.kernels.params.ScoringParams).
+struct MftrParams {
+  double weights[4] = {1.0, 1.0, 1.0, 1.0};  // description, parameters, response, examples
+  double bias = 0.0;
+  double alpha = 0.0;      // penalty sigmoid steepness
+  double tau = 0.0;        // penalty sigmoid threshold
+  double w_req = 0.0;      // penalty weight of a required parameter
+  double w_opt = 0.0;      // ... of an optional one
+  double max_share = 0.0;  // share of the max (vs the mean) in the parameters field
+  bool renormalize = false;
+};
+
+// One field's analysed texts for a batch of queries: text i has terms[offsets[i] :
+// offsets[i+1]], and query q's texts are [text_ptr[q], text_ptr[q+1]).
+struct FieldQueries {
+  QueryBatch texts;
+  const int64_t* text_ptr = nullptr;  // n_queries + 1
+};
+
+struct FusedBatch {
+  FieldQueries need[3];  // description, response, examples: one text per tool need
+  FieldQueries params;   // one text per argument (or need intent)
+  const uint8_t* penalize = nullptr;  // n_queries
+  std::size_t n_queries = 0;
+};
+
+struct FusedOptions {
+  std::size_t n = 100;  // candidates per text and field
+  std::size_t k = 10;   // hits per query
+  Scale scale = Scale::kBounded;
+  int threads = 1;
+};
+
+struct FusedHits {
+  std::vector<int64_t> ptr;  // n_queries + 1
+  std::vector<int64_t> tool;
+  std::vector<float> score;
+  std::vector<uint8_t> matched;  // 0: added only to fill k (no field matched it)
+};
+
+class FusedSearcher {
+ public:
+  // need: the description, response and examples indexes (documents grouped by tool, or
+  // one per tool); params: the parameters index (one document per parameter, by tool); param_ptr
+  // (n_tools + 1), param_required (param_ptr[n_tools]) and tool_bits (n_tools: bit f set
+  // when the tool has field f, in weight order) are copied. Throws std::invalid_argument
+  // on any inconsistency.
+  FusedSearcher(std::shared_ptr<const InvertedIndex> need[3], std::shared_ptr<const InvertedIndex> params,
+                const int64_t* param_ptr, std::size_t n_tools, const uint8_t* param_required,
+                const uint8_t* tool_bits);
+  ~FusedSearcher();  // out of line: Scratch is complete only in fused.cpp
+  FusedSearcher(const FusedSearcher&) = delete;
+  FusedSearcher& operator=(const FusedSearcher&) = delete;
+
+  std::size_t n_tools() const noexcept { return n_tools_; }
+  const InvertedIndex& need_index(std::size_t f) const noexcept { return *need_[f]; }
+  const InvertedIndex& param_index() const noexcept { return *params_; }
+
+  // Validates a batch against the indexes (term ids, CSR pointers); throws
+  // std::invalid_argument naming the first problem.
+  void check(const FusedBatch& b) const;
+
+  // The top k of every query: score descending, then catalogue position.
+  void search(const FusedBatch& b, const MftrParams& p, const FusedOptions& o, FusedHits& out) const;
+
+  struct Scratch;
+
+ private:
+  void search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o, Scratch& s,
+                  std::vector<int64_t>& tool, std::vector<float>& score, std::vector<uint8_t>& matched) const;
+  std::unique_ptr<Scratch> acquire() const;
+  void give_back(std::unique_ptr<Scratch> s) const;
+
+  std::shared_ptr<const InvertedIndex> need_[3];
+  std::shared_ptr<const InvertedIndex> params_;
+  std::vector<int64_t> param_ptr_;
+  std::vector<uint8_t> param_required_;
+  std::vector<uint8_t> tool_bits_;
+  std::size_t n_tools_ = 0;
+  mutable std::mutex mu_;
+  mutable std::vector<std::unique_ptr<Scratch>> free_;
+};
+
+// The MFTR score of one candidate: toolsift.kernels.mftr's kernel body, the same float64
+// operations in the same order. Need r's (description, response, examples) similarities
+// are desc/resp/ex[r * need_stride]; ap holds the arg-major argument x parameter
+// similarities (ap[a * n_params + k]; unread when n_args or n_params is 0); required has
+// the candidate's n_params required flags; bits its fields (1 description, 2 parameters,
+// 4 response, 8 examples).
+float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                 bool penalize, const MftrParams& p) noexcept;
+
+}  // namespace toolsift

@@ -1,0 +1,307 @@
+// One engine call per search (toolsift/fused.h): per query, every field's top-n tools,
+// their union topped up to k in catalogue order, every field's scores of those tools,
+// the MFTR combination and the top k.
+#include "toolsift/fused.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "scoring_detail.h"
+#include "toolsift/parallel.h"
+
+namespace toolsift {
+using detail::fail;
+
+namespace {
+
+// toolsift.kernels.mftr._sigmoid: exp() of a non-positive number only.
+inline double sigmoid(double x) noexcept {
+  if (x >= 0.0) return 1.0 / (1.0 + std::exp(-x));
+  const double z = std::exp(x);
+  return z / (1.0 + z);
+}
+
+void check_ptr(const int64_t* ptr, std::size_t n_queries, std::size_t n_texts, const std::string& what) {
+  if (ptr == nullptr) fail(what + " must not be null");
+  if (ptr[0] != 0) fail(what + "[0] must be 0");
+  for (std::size_t q = 0; q < n_queries; ++q) {
+    if (ptr[q + 1] < ptr[q]) fail(what + " decreases at query " + std::to_string(q));
+  }
+  if (static_cast<std::size_t>(ptr[n_queries]) != n_texts) {
+    fail(what + "[-1]=" + std::to_string(ptr[n_queries]) + " but there are " + std::to_string(n_texts) + " texts");
+  }
+}
+
+}  // namespace
+
+float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                 bool penalize, const MftrParams& p) noexcept {
+  const double w_desc = p.weights[0], w_param = p.weights[1], w_resp = p.weights[2], w_ex = p.weights[3];
+  const double w_abs = std::abs(w_desc) + std::abs(w_param) + std::abs(w_resp) + std::abs(w_ex);
+  const bool has_penalty = p.w_req != 0.0 || p.w_opt != 0.0;
+  double s_desc = 0.0, s_resp = 0.0, s_ex = 0.0;
+  if (n_needs > 0) {
+    s_desc = desc[0];
+    s_resp = resp[0];
+    s_ex = ex[0];
+    for (int64_t r = 1; r < n_needs; ++r) {
+      s_desc = std::max(s_desc, static_cast<double>(desc[r * need_stride]));
+      s_resp = std::max(s_resp, static_cast<double>(resp[r * need_stride]));
+      s_ex = std::max(s_ex, static_cast<double>(ex[r * need_stride]));
+    }
+  }
+  double s_param = 0.0, pen = 0.0;
+  if (n_params > 0 && n_args > 0) {
+    const bool apply_penalty = has_penalty && penalize;
+    double total = 0.0;
+    double top = -std::numeric_limits<double>::infinity();
+    for (int64_t k = 0; k < n_params; ++k) {
+      double best = ap[k];
+      for (int64_t a = 1; a < n_args; ++a) best = std::max(best, static_cast<double>(ap[a * n_params + k]));
+      total += best;
+      top = std::max(top, best);
+      if (apply_penalty) {
+        const double w = required[k] != 0 ? p.w_req : p.w_opt;
+        pen += w * sigmoid(p.alpha * (p.tau - best));
+      }
+    }
+    s_param = p.max_share * top + (1.0 - p.max_share) * (total / static_cast<double>(n_params));
+  } else if (n_params > 0 && has_penalty && penalize) {
+    for (int64_t k = 0; k < n_params; ++k) {
+      const double w = required[k] != 0 ? p.w_req : p.w_opt;
+      pen += w * sigmoid(p.alpha * p.tau);
+    }
+  }
+  double out;
+  if (p.renormalize) {
+    const double e_desc = (bits & 1) ? w_desc * s_desc : 0.0;
+    const double e_param = (bits & 2) ? w_param * s_param : 0.0;
+    const double e_resp = (bits & 4) ? w_resp * s_resp : 0.0;
+    const double e_ex = (bits & 8) ? w_ex * s_ex : 0.0;
+    const double present = ((bits & 1) ? std::abs(w_desc) : 0.0) + ((bits & 2) ? std::abs(w_param) : 0.0) +
+                           ((bits & 4) ? std::abs(w_resp) : 0.0) + ((bits & 8) ? std::abs(w_ex) : 0.0);
+    const double scale = present > 0.0 ? w_abs / present : 1.0;
+    out = scale * (e_desc + e_param + e_resp + e_ex) + p.bias - pen;
+  } else {
+    out = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + p.bias - pen;
+  }
+  return static_cast<float>(out);
+}
+
+struct FusedSearcher::Scratch {
+  std::vector<int64_t> cand;
+  std::vector<int64_t> merged;
+  std::vector<uint8_t> found;
+  std::vector<float> sims[3];
+  std::vector<int64_t> docs;
+  std::vector<float> par;
+  std::vector<float> score;
+  std::vector<uint32_t> order;
+};
+
+FusedSearcher::FusedSearcher(std::shared_ptr<const InvertedIndex> need[3], std::shared_ptr<const InvertedIndex> params,
+                             const int64_t* param_ptr, std::size_t n_tools, const uint8_t* param_required,
+                             const uint8_t* tool_bits)
+    : params_(std::move(params)), n_tools_(n_tools) {
+  for (int f = 0; f < 3; ++f) {
+    if (!need[f]) fail("fused search: a need field's index is missing");
+    need_[f] = need[f];
+    if (need_[f]->n_groups() != n_tools) {
+      fail("fused search: need field " + std::to_string(f) + " has " + std::to_string(need_[f]->n_groups()) +
+           " tools, not " + std::to_string(n_tools));
+    }
+  }
+  if (!params_) fail("fused search: the parameters index is missing");
+  if (params_->n_groups() != n_tools) fail("fused search: the parameters index does not group its documents by tool");
+  if (param_ptr == nullptr || param_ptr[0] != 0) fail("fused search: param_ptr must start at 0");
+  for (std::size_t t = 0; t < n_tools; ++t) {
+    if (param_ptr[t + 1] < param_ptr[t]) fail("fused search: param_ptr decreases at tool " + std::to_string(t));
+  }
+  const auto n_params = static_cast<std::size_t>(param_ptr[n_tools]);
+  if (n_params != params_->n_docs()) {
+    fail("fused search: param_ptr[-1]=" + std::to_string(n_params) + " but the parameters index has " +
+         std::to_string(params_->n_docs()) + " documents");
+  }
+  param_ptr_.assign(param_ptr, param_ptr + n_tools + 1);
+  param_required_.assign(param_required, param_required + n_params);
+  tool_bits_.assign(tool_bits, tool_bits + n_tools);
+}
+
+FusedSearcher::~FusedSearcher() = default;
+
+void FusedSearcher::check(const FusedBatch& b) const {
+  const std::size_t nq = b.n_queries;
+  const char* names[3] = {"description", "response", "examples"};
+  for (int f = 0; f < 4; ++f) {
+    const FieldQueries& fq = f < 3 ? b.need[f] : b.params;
+    const InvertedIndex& idx = f < 3 ? *need_[f] : *params_;
+    const std::string what = f < 3 ? names[f] : "parameters";
+    if (fq.texts.offsets == nullptr) fail(what + ": offsets must not be null");
+    const std::size_t n_terms = static_cast<std::size_t>(fq.texts.offsets[fq.texts.n_queries]);
+    idx.check_batch(fq.texts, n_terms);
+    check_ptr(fq.text_ptr, nq, fq.texts.n_queries, what + " text_ptr");
+  }
+  for (std::size_t q = 0; q < nq; ++q) {
+    const int64_t nn = b.need[0].text_ptr[q + 1] - b.need[0].text_ptr[q];
+    for (int f = 1; f < 3; ++f) {
+      if (b.need[f].text_ptr[q + 1] - b.need[f].text_ptr[q] != nn) {
+        fail("query " + std::to_string(q) + " has a different number of texts in the need fields");
+      }
+    }
+  }
+}
+
+std::unique_ptr<FusedSearcher::Scratch> FusedSearcher::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      auto s = std::move(free_.back());
+      free_.pop_back();
+      return s;
+    }
+  }
+  return std::make_unique<Scratch>();
+}
+
+void FusedSearcher::give_back(std::unique_ptr<Scratch> s) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(s));
+}
+
+void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const FusedOptions& o, FusedHits& out) const {
+  const std::size_t nq = b.n_queries;
+  std::vector<std::vector<int64_t>> tools(nq);
+  std::vector<std::vector<float>> scores(nq);
+  std::vector<std::vector<uint8_t>> matched(nq);
+  parallel_chunks(nq, o.threads, detail::kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
+    auto s = acquire();
+    for (std::size_t q = lo; q < hi; ++q) search_one(b, q, p, o, *s, tools[q], scores[q], matched[q]);
+    give_back(std::move(s));
+  });
+  out.ptr.assign(nq + 1, 0);
+  for (std::size_t q = 0; q < nq; ++q) out.ptr[q + 1] = out.ptr[q] + static_cast<int64_t>(tools[q].size());
+  out.tool.clear();
+  out.score.clear();
+  out.matched.clear();
+  for (std::size_t q = 0; q < nq; ++q) {
+    out.tool.insert(out.tool.end(), tools[q].begin(), tools[q].end());
+    out.score.insert(out.score.end(), scores[q].begin(), scores[q].end());
+    out.matched.insert(out.matched.end(), matched[q].begin(), matched[q].end());
+  }
+}
+
+void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o,
+                               Scratch& s, std::vector<int64_t>& tool_out, std::vector<float>& score_out,
+                               std::vector<uint8_t>& matched_out) const {
+  // Candidates: every text's top-n tools in every field (toolsift.search.candidates).
+  auto& cand = s.cand;
+  cand.clear();
+  for (int f = 0; f < 4; ++f) {
+    const FieldQueries& fq = f < 3 ? b.need[f] : b.params;
+    const InvertedIndex& idx = f < 3 ? *need_[f] : *params_;
+    for (int64_t t = fq.text_ptr[q]; t < fq.text_ptr[q + 1]; ++t) {
+      const int64_t a = fq.texts.offsets[t], e = fq.texts.offsets[t + 1];
+      idx.top_text(fq.texts.terms + a, static_cast<std::size_t>(e - a), o.n, o.scale, true, Prune::kAuto, cand);
+    }
+  }
+  std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  // Top-up: the first tools in catalogue order that are not candidates, until there are
+  // min(k, n_tools) (toolsift.search.candidates._top_up); they are not "matched".
+  auto& found = s.found;
+  const std::size_t want = std::min(o.k, n_tools_);
+  found.assign(cand.size(), 1);
+  if (cand.size() < want) {
+    auto& merged = s.merged;
+    merged.clear();
+    found.clear();
+    std::size_t i = 0, extra = want - cand.size();
+    for (int64_t t = 0; i < cand.size() || extra > 0; ++t) {
+      if (i < cand.size() && cand[i] == t) {
+        merged.push_back(t);
+        found.push_back(1);
+        ++i;
+      } else if (extra > 0) {
+        merged.push_back(t);
+        found.push_back(0);
+        --extra;
+      } else {
+        // No more additions: the remaining candidates follow as they are.
+        merged.insert(merged.end(), cand.begin() + static_cast<std::ptrdiff_t>(i), cand.end());
+        found.insert(found.end(), cand.size() - i, 1);
+        break;
+      }
+    }
+    cand.swap(merged);
+  }
+  const std::size_t nc = cand.size();
+
+  // Every field's scores of the candidates (toolsift.search.candidates.pack).
+  const int64_t n0 = b.need[0].text_ptr[q], nn = b.need[0].text_ptr[q + 1] - n0;
+  for (int f = 0; f < 3; ++f) {
+    const FieldQueries& fq = b.need[f];
+    s.sims[f].resize(static_cast<std::size_t>(nn) * nc);
+    need_[f]->gather_texts(fq.texts, fq.text_ptr[q], fq.text_ptr[q + 1], cand.data(), nc, o.scale, true,
+                           s.sims[f].data());
+  }
+  const int64_t a0 = b.params.text_ptr[q], na = b.params.text_ptr[q + 1] - a0;
+  const int64_t* pp = param_ptr_.data();
+  std::size_t nd = 0;
+  if (na > 0) {
+    s.docs.clear();
+    for (const int64_t t : cand) {
+      for (int64_t d = pp[t]; d < pp[t + 1]; ++d) s.docs.push_back(d);
+    }
+    nd = s.docs.size();
+    s.par.resize(static_cast<std::size_t>(na) * nd);
+    if (nd > 0) params_->gather_texts(b.params.texts, a0, a0 + na, s.docs.data(), nd, o.scale, false, s.par.data());
+  }
+
+  // MFTR per candidate. The parameters block of candidate i starts at its first
+  // parameter within the candidates' documents; argument a's row is nd further on.
+  auto& score = s.score;
+  score.resize(nc);
+  thread_local std::vector<float> ap;
+  const bool penalize = b.penalize[q] != 0;
+  std::size_t local = 0;
+  for (std::size_t i = 0; i < nc; ++i) {
+    const int64_t t = cand[i];
+    const int64_t n_par = pp[t + 1] - pp[t];
+    const float* block = nullptr;
+    if (na > 0 && n_par > 0) {
+      ap.resize(static_cast<std::size_t>(na * n_par));
+      for (int64_t a = 0; a < na; ++a) {
+        const float* src = s.par.data() + static_cast<std::size_t>(a) * nd + local;
+        std::copy(src, src + n_par, ap.data() + a * n_par);
+      }
+      block = ap.data();
+    }
+    score[i] = mftr_score(s.sims[0].data() + i, s.sims[1].data() + i, s.sims[2].data() + i, static_cast<int64_t>(nc),
+                          nn, block, na, param_required_.data() + pp[t], n_par, tool_bits_[static_cast<std::size_t>(t)],
+                          penalize, p);
+    local += static_cast<std::size_t>(n_par);
+  }
+
+  // Top k: score descending, then catalogue position (toolsift.search.hits.rank); the
+  // candidates are in catalogue order, so position order is tool order.
+  auto& order = s.order;
+  order.resize(nc);
+  for (std::size_t i = 0; i < nc; ++i) order[i] = static_cast<uint32_t>(i);
+  const std::size_t kk = std::min(o.k, nc);
+  const auto better = [&](uint32_t x, uint32_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), better);
+  tool_out.resize(kk);
+  score_out.resize(kk);
+  matched_out.resize(kk);
+  for (std::size_t r = 0; r < kk; ++r) {
+    tool_out[r] = cand[order[r]];
+    score_out[r] = score[order[r]];
+    matched_out[r] = found[order[r]];
+  }
+}
+
+}  // namespace toolsift

@@ -45,12 +45,14 @@ def env(**extra: str) -> dict[str, str]:
 class Proc:
     """A subprocess with its output (stdout and stderr) in a log file, stopped by pid."""
 
-    def __init__(self, args: Sequence[str], log: Path, **popen: object) -> None:
+    def __init__(self, args: Sequence[str], log: Path, *, extra_env: dict[str, str] | None = None,
+                 **popen: object) -> None:
         self.log = log
         self._out = open(log, "wb")  # noqa: SIM115 - open for the process's lifetime
         try:
             self.p = subprocess.Popen(list(args), stdin=subprocess.DEVNULL, stdout=self._out,
-                                      stderr=subprocess.STDOUT, env=env(), **popen)  # type: ignore[call-overload]
+                                      stderr=subprocess.STDOUT, env=env(**(extra_env or {})),
+                                      **popen)  # type: ignore[call-overload]
         except BaseException:
             self._out.close()
             raise
@@ -121,10 +123,34 @@ def started(args: Sequence[str], log: Path, **popen: object) -> Iterator[Proc]:
 
 
 @contextmanager
-def serving(args: Sequence[str], log: Path) -> Iterator[tuple[Proc, str]]:
+def serving(args: Sequence[str], log: Path, **popen: object) -> Iterator[tuple[Proc, str]]:
     """``toolsift serve ARGS --transport http --port 0``: yields the process and its base
     URL once it prints its ready line (with the port it picked); ends it on exit."""
     cmd = [sys.executable, "-m", "toolsift", "serve", *args, "--transport", "http", "--port", "0"]
-    with started(cmd, log) as proc:
+    with started(cmd, log, **popen) as proc:
         url = proc.wait_line().group(1)
         yield proc, url.removesuffix("/mcp")
+
+
+def children(pid: int) -> list[int]:
+    """The direct child processes of ``pid`` (Linux ``/proc``)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

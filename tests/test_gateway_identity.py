@@ -126,7 +126,7 @@ def test_five_token_principals_needed_to_promote(tmp_path):
     with _serve(tmp_path, "tokens", auth_tokens=tokens) as (_, base):
         with httpx.Client(timeout=30) as client:
             assert client.post(base + "/mcp", json={}).status_code == 401
-        for i, (name, token) in enumerate(tokens.items()):
+        for i, token in enumerate(tokens.values()):
             _promote(base, {"Authorization": f"Bearer {token}", **FORGED[i]})
     index = ToolIndex.load(tmp_path / "tokens-index")
     before = _rank(index, VICTIM)

@@ -201,7 +201,7 @@ def _is_worker(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--workers", "0", "--transport", "http"], "--workers must be at least 1"),
+    (["--workers", "0", "--transport", "http"], "--workers must be from 1 to 64"),
     (["--workers", "2"], "--workers needs --transport http"),
 ])
 def test_bad_workers_option_is_one_line(extra, message):

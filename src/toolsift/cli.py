@@ -350,6 +350,10 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
     if not args.config and not args.catalog:
         raise ToolsiftError("serve needs --config (upstream MCP servers) and/or --catalog (a local catalogue)")
+    from .gateway.workers import MAX_WORKERS
+
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise ToolsiftError(f"serve: --workers must be from 1 to {MAX_WORKERS}, got {args.workers}")
     config = ServeConfig.load(args.config) if args.config else ServeConfig()
     # Command-line values win over the file's; both were validated (choices, the model).
     flags = {k: v for k, v in (("preset", args.preset), ("save_index", args.save_index)) if v is not None}
@@ -367,8 +371,6 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         usage = GatewayLearning(args.usage, every_s=args.relearn_every)
     elif args.relearn_every is not None:
         raise ToolsiftError("serve: --relearn-every needs --usage")
-    if args.workers < 1:
-        raise ToolsiftError(f"serve: --workers must be at least 1, got {args.workers}")
     if args.workers > 1 and args.transport != "http":
         raise ToolsiftError("serve: --workers needs --transport http (stdio has one client)")
     if args.workers > 1 and usage is not None:

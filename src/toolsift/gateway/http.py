@@ -343,27 +343,38 @@ def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     """
     import uvicorn
 
-    if host not in _LOOPBACK and not config.requires_auth:
-        log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
-    from .http_limits import proxy_settings, uvicorn_settings
+    owned = None
+    if sock is None:
+        # Bound here, not by uvicorn: a port in use or a host that does not resolve is a
+        # ToolsiftError (one line, status 2), not uvicorn's log line and exit status 3.
+        from .listen import bind
 
-    app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage,
-                    index=index, stateless=worker, worker_pid=os.getpid() if worker else None)
-    uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                        timeout_graceful_shutdown=3, **uvicorn_settings(config), **proxy_settings(config))
-    server = _server_class()(uv, on_ready)
-    failure = app.failure if isinstance(app, _QuietStartup) else []
-    quiet = _DropStartupFailed(failure)
-    uv_log = logging.getLogger("uvicorn.error")
-    uv_log.addFilter(quiet)
+        sock = owned = bind(host, port)
     try:
-        server.run(sockets=[sock] if sock is not None else None)
-    except SystemExit:
-        if not failure:
-            raise
+        if host not in _LOOPBACK and not config.requires_auth:
+            log.warning("serving on %s without auth_token: anyone who can reach the port can call the tools", host)
+        from .http_limits import proxy_settings, uvicorn_settings
+
+        app = build_app(config, local_tools=local_tools, index_config=index_config, host=host, usage=usage,
+                        index=index, stateless=worker, worker_pid=os.getpid() if worker else None)
+        uv = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=3, **uvicorn_settings(config), **proxy_settings(config))
+        server = _server_class()(uv, on_ready)
+        failure = app.failure if isinstance(app, _QuietStartup) else []
+        quiet = _DropStartupFailed(failure)
+        uv_log = logging.getLogger("uvicorn.error")
+        uv_log.addFilter(quiet)
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:
+            if not failure:
+                raise
+        finally:
+            uv_log.removeFilter(quiet)
+        if failure:
+            raise failure[0]
+        if not server.started:
+            raise ToolsiftError(f"the HTTP gateway did not start on {host}:{port} (see the log above)")
     finally:
-        uv_log.removeFilter(quiet)
-    if failure:
-        raise failure[0]
-    if not server.started:
-        raise ToolsiftError(f"the HTTP gateway did not start on {host}:{port} (see the log above)")
+        if owned is not None:
+            owned.close()

@@ -12,6 +12,13 @@ Workers serve MCP statelessly: a session id issued by one worker would be unknow
 the next, so every POST stands alone (and the per-session schema cache is off). With
 upstreams, each worker opens its own connections to them (their tools are listed per
 worker; only the local catalogue's index is shared). A worker that dies is restarted.
+
+Stopping: SIGINT or SIGTERM reaching the supervisor is forwarded to every worker, which
+then has ``_STOP_GRACE_S`` to finish before SIGKILL; the temporary folder is removed.
+Workers also die with their supervisor however it ends (even ``kill -9``): each keeps the
+pipe its settings came on open as a lifeline, and its end of file (the kernel closes the
+supervisor's end when it dies) makes the worker remove the temporary folder, stop, and
+exit within ``_ORPHAN_EXIT_S`` at the latest.
 """
 
 from __future__ import annotations
@@ -33,37 +40,23 @@ from typing import Any
 
 from ..errors import ToolsiftError
 from ..schema import Tool
+from .listen import bind as _bind
 from .upstream import ServeConfig
 
-__all__ = ["serve_workers"]
+__all__ = ["MAX_WORKERS", "serve_workers"]
 
 log = logging.getLogger("toolsift.gateway.workers")
 
 _READY = "toolsift-worker-ready"
 _START_TIMEOUT_S = 120.0
-_STOP_TIMEOUT_S = 10.0
+#: Seconds workers get to stop after a forwarded SIGINT/SIGTERM before SIGKILL.
+_STOP_GRACE_S = 2.5
+#: Seconds an orphaned worker (supervisor gone) gets to stop before it exits hard.
+_ORPHAN_EXIT_S = 1.5
+#: Most worker processes ``--workers`` starts (each is a whole gateway process).
+MAX_WORKERS = 64
 # A worker dying more often than this is not restarted again (a crash loop).
 _MIN_UPTIME_S = 5.0
-
-
-def _bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise ToolsiftError(f"cannot resolve --host {host!r}: {exc.strerror or exc}") from None
-    family, kind, proto, _, addr = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind(addr)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise ToolsiftError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 class _Worker:
@@ -76,11 +69,16 @@ class _Worker:
         self.url: str | None = None
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd,),
                                      # The terminal's Ctrl-C reaches the supervisor, which
-                                     # stops the workers in order.
+                                     # forwards it and stops the workers in order.
                                      start_new_session=True)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(payload)
-        self.proc.stdin.close()
+        # The settings, then the pipe stays open: the worker's lifeline (its end of
+        # file means the supervisor is gone, however it ended).
+        try:
+            self.proc.stdin.write(payload)
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # the worker died at once: its exit status is reported by the caller
         threading.Thread(target=self._relay, daemon=True, name=f"toolsift-worker-{number}").start()
 
     def _relay(self) -> None:
@@ -93,9 +91,19 @@ class _Worker:
             else:  # a worker's stdout is not the MCP channel here: pass it on
                 print(line, file=sys.stderr, flush=True)
 
-    def stop(self) -> None:
+    def signal(self, signum: int) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    def cut_lifeline(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
 
 
 def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1", port: int = 8000,
@@ -118,8 +126,8 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         ToolsiftError: A worker failed to start (its error is on stderr above), or the
             socket cannot be bound.
     """
-    if workers < 1:
-        raise ToolsiftError(f"--workers must be at least 1, got {workers}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ToolsiftError(f"--workers must be from 1 to {MAX_WORKERS}, got {workers!r}")
     if not config.upstreams and not local_tools:
         raise ToolsiftError("nothing to serve: the config lists no upstreams and no catalogue was given")
     if config.save_index is not None and config.upstreams:
@@ -131,9 +139,10 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         from ..presets import preset_config
 
         index_config = preset_config(config.preset)
-    # From here on, SIGTERM unwinds through the cleanup below (its default action would
-    # end this process at once and leave the workers running).
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    # From here on, SIGTERM and SIGINT unwind through the cleanup below (SIGTERM's default
+    # action would end this process at once and leave the workers running).
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    stop_signal = signal.SIGTERM
     tmp = tempfile.mkdtemp(prefix="toolsift-serve-")
     socks: list[socket.socket] = []
     pool: list[_Worker] = []
@@ -151,7 +160,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
                 save_gateway_index(built, save_index)
         socks = _listen(host, port, workers)
         payload = pickle.dumps({"config": config, "index_config": index_config, "index_dir": index_dir,
-                                "host": host, "log_level": log_level})
+                                "host": host, "log_level": log_level, "tmp": tmp})
         pool = [_Worker(i, _argv(s), payload, s.fileno()) for i, s in enumerate(socks)]
         deadline = time.monotonic() + _START_TIMEOUT_S
         for w in pool:
@@ -165,29 +174,51 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
         if on_ready is not None and pool[0].url:
             on_ready(pool[0].url)
         _supervise(pool, socks, payload)
-    except (_Stop, KeyboardInterrupt):
+    except _Stop as stop:
+        stop_signal = stop.signum
+        log.info("stopping %d gateway workers", len(pool))
+    except KeyboardInterrupt:
+        stop_signal = signal.SIGINT
         log.info("stopping %d gateway workers", len(pool))
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        for w in pool:
-            w.stop()
-        for w in pool:
-            try:
-                w.proc.wait(timeout=_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                w.proc.kill()
-                w.proc.wait()
-        for sock in set(socks):
-            sock.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        # Cleanup must not be cut short by a second Ctrl-C; it is bounded in time.
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            _stop_all(pool, stop_signal)
+            for sock in set(socks):
+                sock.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _stop_all(pool: list[_Worker], signum: int) -> None:
+    """Forward ``signum`` to every worker and cut their lifelines; SIGKILL those still
+    running after ``_STOP_GRACE_S``."""
+    for w in pool:
+        w.signal(signum)
+        w.cut_lifeline()
+    deadline = time.monotonic() + _STOP_GRACE_S
+    for w in pool:
+        try:
+            w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            w.proc.kill()
+            w.proc.wait()
 
 
 class _Stop(Exception):
-    """SIGTERM reached the supervisor."""
+    """SIGTERM or SIGINT reached the supervisor."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _raise_stop(signum: int, frame: Any) -> None:
-    raise _Stop
+    raise _Stop(signum)
 
 
 def _listen(host: str, port: int, workers: int) -> list[socket.socket]:
@@ -200,6 +231,11 @@ def _listen(host: str, port: int, workers: int) -> list[socket.socket]:
     if not hasattr(socket, "SO_REUSEPORT"):
         one = _bind(host, port)
         return [one] * workers
+    # A plain bind first: SO_REUSEPORT would let these sockets join another process's
+    # listeners on the port (another gateway of this user) instead of failing "in use".
+    probe = _bind(host, port)
+    port = probe.getsockname()[1]
+    probe.close()
     first = _bind(host, port, reuse_port=True)
     socks = [first]
     try:
@@ -229,6 +265,7 @@ def _supervise(pool: list[_Worker], socks: list[socket.socket], payload: bytes) 
                                     f"within {_MIN_UPTIME_S:g}s of starting; stopping")
             log.warning("gateway worker %d (pid %d) exited with status %s; restarting it",
                         w.number, w.proc.pid, w.proc.returncode)
+            w.cut_lifeline()
             pool[i] = _Worker(w.number, _argv(socks[i]), payload, socks[i].fileno())
 
 
@@ -237,15 +274,25 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m toolsift.gateway.workers")
     p.add_argument("--fd", type=int, required=True)
     args = p.parse_args(argv)
-    settings = pickle.loads(sys.stdin.buffer.read())  # trusted: written by our supervisor over a pipe
+    settings = pickle.load(sys.stdin.buffer)  # trusted: written by our supervisor over a pipe
+    # The pipe stays open while the supervisor lives: its end of file is our cue to go.
+    threading.Thread(target=_watch_lifeline, args=(sys.stdin.buffer, settings["tmp"]), daemon=True,
+                     name="toolsift-lifeline").start()
     logging.basicConfig(stream=sys.stderr, level=settings["log_level"].upper(),
                         format=f"%(asctime)s %(levelname)s %(name)s[{os.getpid()}]: %(message)s")
+    try:
+        return _serve_worker(args.fd, settings)
+    except KeyboardInterrupt:  # a forwarded SIGINT before uvicorn took over the signals
+        return 130
+
+
+def _serve_worker(fd: int, settings: dict[str, Any]) -> int:
     index = None
     if settings["index_dir"]:
         from ..toolindex import ToolIndex
 
         index = ToolIndex.load(settings["index_dir"], mmap=True)
-    sock = socket.socket(fileno=args.fd)
+    sock = socket.socket(fileno=fd)
     from .http import serve_http
 
     def ready(url: str) -> None:
@@ -258,6 +305,20 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
         print(f"toolsift: error: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def _watch_lifeline(pipe: Any, tmp: str) -> None:
+    """Wait for the end of the supervisor's pipe, then remove the temporary folder (a
+    supervisor killed outright cannot), stop gracefully, and exit hard if that lingers."""
+    try:
+        while pipe.read(65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(tmp, ignore_errors=True)  # harmless when the supervisor also does: mapped files stay valid
+    os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
+    time.sleep(_ORPHAN_EXIT_S)
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from toolsift.analyze import Analyzer, Vocabulary
+from toolsift.errors import ConfigError
 
 TEXTS = [
     "Send an e-mail to the given address", "", "the and of", "Café résumé naïve CAFÉ",
@@ -24,7 +25,7 @@ def _reference(an: Analyzer, texts: list[str], vocab: Vocabulary) -> tuple[np.nd
 @pytest.mark.parametrize("an", [Analyzer(), Analyzer(stopwords="nltk", stemmer="english", fold_accents=True),
                                 Analyzer(stopwords=None, lowercase=False), Analyzer(stemmer="english"),
                                 Analyzer(stopwords="nltk", stemmer="english", fold_accents=True, exact_forms=True),
-                                Analyzer(exact_forms=True)])
+                                Analyzer(stemmer="english", exact_forms=True)])
 @pytest.mark.parametrize("chunk", [1, 3, 1000])
 def test_same_ids_lengths_and_vocabulary_as_tokenize(an, chunk):
     rng = np.random.default_rng(7)
@@ -50,7 +51,10 @@ def test_exact_forms_keep_each_word_beside_its_stem():
     # A word whose stem is itself gives one term; any other gives its stem, then itself.
     assert an.tokenize("the running email runs") == ["run", "running", "email", "run", "runs"]
     assert Analyzer(stopwords="nltk", stemmer="english").tokenize("the running email runs") == ["run", "email", "run"]
-    assert Analyzer(exact_forms=True).tokenize("running") == ["running"]  # no stemmer: nothing to keep
+    with pytest.raises(ConfigError, match="exact_forms .* needs a stemmer"):
+        Analyzer(exact_forms=True)  # no stemmer: it would change nothing (issue 37, item 8)
+    # A manifest written before that check loads as what it always was.
+    assert Analyzer.from_dict({"stopwords": "en", "exact_forms": True}) == Analyzer()
     assert Analyzer.from_dict(an.to_dict()) == an
     assert "exact_forms" not in Analyzer(stemmer="english").to_dict()  # older manifests unchanged
 

@@ -78,7 +78,8 @@ class Analyzer:
             when the two differ (Lucene's keyword-repeat): ``"running"`` gives the terms
             ``run`` and ``running``. A stemmed match still counts, and an exact match
             counts twice, with the exact form's own (higher) IDF, so stemming can no
-            longer merge near-duplicate tool names into one term.
+            longer merge near-duplicate tool names into one term. Needs a stemmer
+            (without one every form is already exact): ``ConfigError`` otherwise.
     """
 
     stopwords: str | tuple[str, ...] | None = "en"
@@ -119,6 +120,12 @@ class Analyzer:
                 stem = Stemmer.Stemmer(self.stemmer)
             except KeyError:
                 raise ConfigError(f"analyzer.stemmer: unknown language {self.stemmer!r}") from None
+        if self.exact_forms and stem is None:
+            # Without a stemmer there is no stem to keep the exact form beside: the
+            # option would silently change nothing.
+            raise ConfigError("analyzer.exact_forms keeps each word's exact form beside its stem, so it needs a "
+                              "stemmer: Analyzer(stemmer='english', exact_forms=True), or "
+                              "dataclasses.replace(COLDSTART_ANALYZER, exact_forms=True)")
         object.__setattr__(self, "_stem", stem)
         object.__setattr__(self, "_split", re.compile(TOKEN_PATTERN).findall)
         # Catalogues repeat texts (parameter descriptions, and every rebuild of the same
@@ -195,7 +202,8 @@ class Analyzer:
             stemmer=d.get("stemmer"),
             lowercase=bool(d.get("lowercase", True)),
             fold_accents=bool(d.get("fold_accents", False)),
-            exact_forms=bool(d.get("exact_forms", False)),
+            # A manifest written before exact_forms required a stemmer: it changed nothing.
+            exact_forms=bool(d.get("exact_forms", False)) and d.get("stemmer") is not None,
         )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import QueryError, SchemaError
 from .jsoncheck import MAX_NESTING, check_json, no_surrogates
+from .query_caps import check_counts, check_structure
 
 __all__ = [
     "FIELDS",
@@ -363,6 +364,7 @@ class Query:
         object.__setattr__(self, "needs", needs)
         if not isinstance(self.arguments, Mapping):
             raise QueryError("query.arguments", "expected a mapping of name -> description")
+        check_counts(len(needs), len(self.arguments))
         args: dict[str, str] = {}
         for k, v in self.arguments.items():
             if not isinstance(k, str) or not k.strip():
@@ -403,6 +405,7 @@ class Query:
         raw_needs = data.get("tool_needs", data.get("needs"))
         if not isinstance(raw_needs, Sequence) or isinstance(raw_needs, (str, bytes)):
             raise QueryError(f"{where}.tool_needs", "expected a list of tool needs")
+        check_structure(data, raw_needs, where)  # caps (toolsift.query_caps) before walking it
         needs = tuple(
             ToolNeed.from_dict(n, where=f"{where}.tool_needs[{i}]") for i, n in enumerate(raw_needs)
         )

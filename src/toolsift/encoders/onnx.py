@@ -9,7 +9,6 @@ normalisation.
 from __future__ import annotations
 
 import importlib
-import os
 import queue
 import threading
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from toolsift.cpus import available_cpus
 from toolsift.encoders import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import onnx_fingerprint
 from toolsift.encoders.models import ModelFiles, PathLike, resolve_model
@@ -65,8 +65,9 @@ class OnnxEncoder:
             ``tokenizer.json``, or an ``.onnx`` file (see
             :func:`toolsift.encoders.resolve_model`).
         tokenizer: A ``tokenizer.json`` to use instead of the resolved one.
-        threads: Cores one ``encode`` call may use; 0 = all cores. How they are used
-            is ``parallel``'s choice.
+        threads: Cores one ``encode`` call may use; 0 = all the cores this process
+            may use (:func:`toolsift.cpus.available_cpus`: CPU affinity and cgroup
+            quota). How they are used is ``parallel``'s choice.
         parallel: ``"sessions"`` (default): a call of more than one batch runs its
             batches on ``threads`` onnxruntime sessions of one intra-op thread each;
             ``"intra-op"``: one session with ``threads`` intra-op threads. In
@@ -96,7 +97,9 @@ class OnnxEncoder:
         if parallel not in PARALLEL_MODES:
             raise ConfigError(f"parallel must be one of {', '.join(PARALLEL_MODES)}, got {parallel!r}")
         self.parallel = parallel
-        self._workers = self.threads or (os.cpu_count() or 1)
+        # "All cores" is what this process may use (affinity, cgroup quota), not the
+        # machine's core count: under `taskset -c 0` that is 1, where os.cpu_count() says 2.
+        self._workers = self.threads or available_cpus()
         self.batch_size = _check_int("batch_size", batch_size, 1)
         # 2 = room for [CLS] and [SEP]; anything less drops the text entirely.
         self.max_length = _check_int("max_length", max_length, 2)
@@ -109,7 +112,7 @@ class OnnxEncoder:
         self._tokenizer = self._load_tokenizer(tokenizers)
         # The query path's session: intra-op threads only in "intra-op" mode, so a
         # sessions-mode encoder never has a session's thread pool fight its siblings.
-        self._session = self._load_session(ort, self.threads if parallel == "intra-op" else 1)
+        self._session = self._load_session(ort, self._workers if parallel == "intra-op" else 1)
         # Extra single-thread sessions for "sessions" mode, made on the first large call.
         self._pool: queue.SimpleQueue[Any] | None = None
         self._pool_lock = threading.Lock()

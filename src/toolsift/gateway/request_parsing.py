@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import QueryError
+from ..query_caps import MAX_ARGUMENTS, MAX_DEPTH, MAX_NEEDS, check_structure
 from ..schema import Query
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
@@ -114,7 +115,7 @@ def parse_query(query: Any, *, max_query_chars: int) -> tuple[str | Query, str]:
         if stripped.startswith("{"):
             try:
                 parsed = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):
                 parsed = None
             if isinstance(parsed, dict) and ("tool_needs" in parsed or "needs" in parsed):
                 return parse_query(parsed, max_query_chars=limit)
@@ -125,6 +126,11 @@ def parse_query(query: Any, *, max_query_chars: int) -> tuple[str | Query, str]:
                                max_query_chars=limit)
         return query, query
     if isinstance(query, Mapping):
+        try:  # the structure's caps first: counting is cheap, walking 200,000 needs is not
+            check_structure(query, query.get("tool_needs", query.get("needs")))
+        except QueryError as exc:
+            raise GatewayError("query_too_long", f"structured query: {exc}", max_tool_needs=MAX_NEEDS,
+                               max_arguments=MAX_ARGUMENTS, max_depth=MAX_DEPTH) from None
         need_texts, arg_texts = _structured_texts(query)
         texts = need_texts + arg_texts
         total = sum(len(t) for t in texts)

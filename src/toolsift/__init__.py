@@ -12,9 +12,8 @@ from .errors import (
     SchemaError,
     ToolsiftError,
 )
+from ._version import __version__ as __version__
 from .schema import FIELDS, Catalog, Parameter, Query, Tool, ToolNeed
-
-__version__ = "0.1.0"
 
 __all__ = [
     "FIELDS",

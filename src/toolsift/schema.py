@@ -209,30 +209,30 @@ class Tool:
         return tuple(p for p in self.parameters if _parent(p.name, names) is None)
 
     def to_openai(self, *, api: str = "chat") -> dict[str, Any]:
-        """The tool as an OpenAI function tool (:func:`toolsift.adapters.openai.to_openai`).
+        """The tool as an OpenAI function tool (:func:`toolsift.adapters.writers.to_openai`).
 
         Args:
             api: ``"chat"`` (Chat Completions, ``{"type": "function", "function":
                 {...}}``) or ``"responses"`` (Responses API, flat).
         """
-        from .adapters.openai import to_openai
+        from .adapters.writers import to_openai
 
         return to_openai(self, api=api)
 
     def to_anthropic(self) -> dict[str, Any]:
         """The tool as an Anthropic Messages API tool (``name``, ``description``,
         ``input_schema``)."""
-        from .adapters.anthropic import to_anthropic
+        from .adapters.writers import to_anthropic
 
         return to_anthropic(self)
 
     def to_mcp(self, *, examples: bool = False) -> dict[str, Any]:
-        """The tool as an MCP ``tools/list`` entry (:func:`toolsift.adapters.mcp.to_mcp`).
+        """The tool as an MCP ``tools/list`` entry (:func:`toolsift.adapters.writers.to_mcp`).
 
         Args:
             examples: Also write the example intents under ``_meta``.
         """
-        from .adapters.mcp import to_mcp
+        from .adapters.writers import to_mcp
 
         return to_mcp(self, examples=examples)
 

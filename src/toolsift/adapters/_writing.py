@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..schema import Tool
+if TYPE_CHECKING:
+    from ..schema import Tool
 
 __all__ = ["HINT_TAGS", "description_of", "input_schema", "source_body", "source_format"]
 

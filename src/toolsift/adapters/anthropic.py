@@ -17,7 +17,7 @@ from typing import Any
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import parameters_from_schema
-from ._writing import description_of, input_schema
+from .writers import to_anthropic
 
 __all__ = ["from_anthropic", "anthropic_tool", "to_anthropic"]
 
@@ -59,22 +59,3 @@ def from_anthropic(payload: Any) -> list[Tool]:
     """
     prefix, entries = tool_list(payload, fmt="anthropic")
     return map_tools(prefix, entries, anthropic_tool)
-
-
-
-def to_anthropic(tool: Tool) -> dict[str, Any]:
-    """The tool as an Anthropic Messages API tool: ``{"name", "description"?, "input_schema"}``.
-
-    Args:
-        tool: Any tool; :attr:`Tool.name` is written, not the source's name.
-
-    Returns:
-        A fresh dict the caller may modify; ``input_schema`` is the source's own JSON
-        Schema when there is one.
-    """
-    out: dict[str, Any] = {"name": tool.name}
-    desc = description_of(tool)
-    if desc:
-        out["description"] = desc
-    out["input_schema"] = input_schema(tool)
-    return out

@@ -20,7 +20,6 @@ behaviour hints set to ``true`` in ``annotations`` give ``tags``. ``title`` stan
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,15 +27,10 @@ from ..errors import CatalogFormatError, SchemaError
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import describe_output, parameters_from_schema
-from ._writing import HINT_TAGS, description_of, input_schema, source_format
+from ._writing import HINT_TAGS
+from .writers import EXAMPLES_KEY, TAGS_KEY, to_mcp
 
 __all__ = ["from_mcp", "mcp_tool", "to_mcp", "EXAMPLES_KEY", "TAGS_KEY"]
-
-#: ``_meta`` key holding example user intents (a toolsift convention; MCP reserves
-#: prefixed keys for exactly this kind of vendor extension).
-EXAMPLES_KEY = "toolsift/examples"
-#: ``_meta`` key holding free tags such as the tool's domain.
-TAGS_KEY = "toolsift/tags"
 
 # Only hints explicitly set to true become tags: MCP's defaults (destructive unless
 # told otherwise) say nothing about a particular tool.
@@ -128,53 +122,3 @@ def from_mcp(payload: Any) -> list[Tool]:
     outer, result = _unwrap(payload)
     prefix, entries = tool_list(result, fmt="mcp")
     return map_tools(outer + prefix, entries, mcp_tool)
-
-
-
-# Keys of an MCP tool object carried over verbatim when the tool came from MCP.
-_MCP_KEYS = ("title", "description", "inputSchema", "outputSchema", "annotations", "_meta")
-
-
-def to_mcp(tool: Tool, *, examples: bool = False) -> dict[str, Any]:
-    """The tool as an MCP ``tools/list`` entry: ``{"name", "title"?, "description"?,
-    "inputSchema", "outputSchema"?, "annotations"?, "_meta"?}``.
-
-    An MCP-sourced tool keeps its title, output schema, annotations and ``_meta``
-    verbatim. Any other tool gets annotations from its behaviour tags and its remaining
-    tags under ``_meta["toolsift/tags"]``, so risk labels survive the conversion (and the
-    gateway's ETag, computed from this form, changes when they do).
-
-    Args:
-        tool: Any tool; :attr:`Tool.name` is written, not the source's name, so a tool
-            renamed on the way in (e.g. namespaced by a gateway) is called by its new name.
-        examples: Also write the tool's example intents under
-            ``_meta["toolsift/examples"]`` (for exporting a catalogue; off by default
-            because a host's model never needs them and they cost tokens).
-
-    Returns:
-        A fresh dict the caller may modify.
-    """
-    src = tool.source or {}
-    out: dict[str, Any] = {"name": tool.name}
-    if source_format(tool) == "mcp":
-        for key in _MCP_KEYS:
-            if key in src:
-                out[key] = copy.deepcopy(src[key])
-        out["inputSchema"] = input_schema(tool)
-        return out
-    desc = description_of(tool)
-    if desc:
-        out["description"] = desc
-    out["inputSchema"] = input_schema(tool)
-    hints = {HINT_TAGS[t]: True for t in tool.tags if t in HINT_TAGS}
-    if hints:
-        out["annotations"] = hints
-    meta: dict[str, Any] = {}
-    rest = [t for t in tool.tags if t not in HINT_TAGS]
-    if rest:
-        meta[TAGS_KEY] = rest
-    if examples and tool.examples:
-        meta[EXAMPLES_KEY] = list(tool.examples)
-    if meta:
-        out["_meta"] = meta
-    return out

@@ -25,16 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import FormatError, SchemaError
+from ..errors import SchemaError
 from ..schema import Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import parameters_from_schema
-from ._writing import description_of, input_schema, source_body, source_format
+from .writers import OPENAI_APIS, to_openai
 
 __all__ = ["OPENAI_APIS", "from_openai", "openai_tool", "to_openai"]
 
 #: The OpenAI APIs :func:`to_openai` writes for: Chat Completions and Responses.
-OPENAI_APIS: tuple[str, ...] = ("chat", "responses")
 
 _NAMED_TYPES = ("function", "custom")
 
@@ -95,35 +94,3 @@ def from_openai(payload: Any) -> list[Tool]:
     """
     prefix, entries = tool_list(payload, fmt="openai", keys=("tools", "functions"))
     return map_tools(prefix, entries, openai_tool)
-
-
-
-def to_openai(tool: Tool, *, api: str = "chat") -> dict[str, Any]:
-    """The tool as an OpenAI function tool.
-
-    Args:
-        tool: Any tool; :attr:`Tool.name` is written, not the source's name.
-        api: ``"chat"`` for Chat Completions, ``{"type": "function", "function":
-            {"name", "description", "parameters"}}``; ``"responses"`` for the Responses
-            API's flat ``{"type": "function", "name", "description", "parameters"}``.
-
-    Returns:
-        A fresh dict the caller may modify. ``strict`` is kept when an OpenAI source set
-        it; the parameters are the source's own JSON Schema when there is one.
-
-    Raises:
-        FormatError: For an ``api`` other than ``"chat"`` or ``"responses"``.
-    """
-    if api not in OPENAI_APIS:
-        raise FormatError(f"unknown OpenAI api {api!r}; expected one of {', '.join(OPENAI_APIS)}")
-    fn: dict[str, Any] = {"name": tool.name}
-    desc = description_of(tool)
-    if desc:
-        fn["description"] = desc
-    fn["parameters"] = input_schema(tool)
-    src = tool.source or {}
-    if source_format(tool) == "openai" and (source_body(tool).get("strict") is True or src.get("strict") is True):
-        fn["strict"] = True
-    if api == "responses":
-        return {"type": "function", **fn}
-    return {"type": "function", "function": fn}

@@ -14,7 +14,9 @@ Example:
 
 from __future__ import annotations
 
-from toolsift.errors import ToolsiftError
+from toolsift.encoders.errors import EncoderError, EncoderInputError
+from toolsift.encoders.models import ModelFiles, default_model, resolve_model
+from toolsift.encoders.onnx import OnnxEncoder
 
 __all__ = [
     "EncoderError",
@@ -24,16 +26,3 @@ __all__ = [
     "default_model",
     "resolve_model",
 ]
-
-
-class EncoderError(ToolsiftError):
-    """An encoder cannot be built or run: missing model file, package or bad model."""
-
-
-class EncoderInputError(EncoderError, TypeError):
-    """The texts given to :meth:`OnnxEncoder.encode` are not a sequence of ``str``."""
-
-
-# Imported after the error classes because both modules raise them.
-from toolsift.encoders.models import ModelFiles, default_model, resolve_model
-from toolsift.encoders.onnx import OnnxEncoder

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from toolsift.encoders import EncoderError
+from toolsift.encoders.errors import EncoderError
 
 __all__ = ["BertConfig", "build_bert_onnx", "load_bert_weights"]
 

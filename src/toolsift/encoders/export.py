@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from toolsift.encoders import EncoderError
+from toolsift.encoders.errors import EncoderError
 from toolsift.encoders.bert_onnx import BertConfig, build_bert_onnx
 from toolsift.encoders.bert_onnx import require_export_module as _require
 from toolsift.encoders.models import MODEL_FILENAME, TOKENIZER_FILENAME, PathLike

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolsift.encoders.errors import EncoderError
+
 __all__ = [
     "DEFAULT_MODEL_PACKAGE",
     "MODEL_FILENAME",
@@ -50,8 +52,6 @@ class ModelFiles:
 
 
 def _error(message: str) -> Exception:
-    from toolsift.encoders import EncoderError  # late: the package imports this module
-
     return EncoderError(message)
 
 

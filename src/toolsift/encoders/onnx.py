@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from toolsift.cpus import available_cpus
-from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.errors import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import onnx_fingerprint
 from toolsift.encoders.models import ModelFiles, PathLike, resolve_model
 from toolsift.errors import ConfigError

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from toolsift.encoders import EncoderError, EncoderInputError
+from toolsift.encoders.errors import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import file_sha256
 from toolsift.encoders.models import VENDORED_TOKENIZER
 from toolsift.encoders.wordpiece import FastWordPiece

@@ -16,7 +16,6 @@ Every missing folder or file raises :class:`DatasetError` naming the path.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 import re
@@ -27,13 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import BenchmarkQuery, load_catalog, load_queries
-from ..errors import ToolsiftError
 from ..kernels.params import ScoringParams
 from ..schema import Catalog
+from .data_files import DatasetError
+from .data_files import existing as _existing
+from .data_files import read_json as _read_json
+# UltraTool lives in its own module; re-exported here, where it was first defined.
+from .ultratool_data import UltraQuery, UltraToolDataset, ultratool_tool
 
 __all__ = [
     "DatasetError",
     "MftrDataset",
+    "UltraQuery",
+    "UltraToolDataset",
+    "ultratool_tool",
 ]
 
 logger = logging.getLogger(__name__)
@@ -43,28 +49,7 @@ _PARAMS_FILE = "fold_{k}_learned_params.json"
 _STANDARDIZED_FILE = "gpt-4o-mini_tools.json"
 
 
-class DatasetError(ToolsiftError):
-    """A benchmark folder is missing a file, or its files disagree with each other."""
-
-
 # --------------------------------------------------------------------------- helpers
-
-
-def _existing(path: Path, what: str, *, folder: bool = False) -> Path:
-    ok = path.is_dir() if folder else path.is_file()
-    if not ok:
-        kind = "folder" if folder else "file"
-        raise DatasetError(f"{path}: {what} {kind} not found")
-    return path
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise DatasetError(f"{path}: invalid JSON: {exc}") from None
 
 
 def _single_subfolder(parent: Path) -> str:
@@ -332,9 +317,3 @@ def _load_hard_negatives(path: Path) -> dict[str, tuple[str, ...]] | None:
             raise DatasetError(f"{path}: [{qid!r}]: expected a list of [tool id, score] pairs")
         out[qid] = tuple(p[0] for p in pairs)
     return out
-
-
-# UltraTool lives in its own module; re-exported here, where it was first defined.
-from .ultratool_data import UltraQuery, UltraToolDataset, ultratool_tool  # noqa: E402
-
-__all__ += ["UltraQuery", "UltraToolDataset", "ultratool_tool"]

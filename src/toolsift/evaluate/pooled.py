@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..schema import Catalog
 from .output import MethodOutput
+from .pooled_query import PooledQuery
 
 __all__ = ["POOLED_SETS", "PSEUDO_DATASETS", "PooledDataset", "PooledQuery", "data_root", "load_pseudo",
            "run_pooled"]
@@ -34,27 +35,6 @@ __all__ = ["POOLED_SETS", "PSEUDO_DATASETS", "PooledDataset", "PooledQuery", "da
 POOLED_SETS: tuple[str, ...] = ("mftr-apibank", "mftr-apigen", "mftr-gorilla-huggingface", "mftr-toolink")
 #: Names ``toolsift eval`` takes instead of a folder.
 PSEUDO_DATASETS: tuple[str, ...] = ("pooled", "stress")
-
-
-@dataclass(frozen=True, slots=True)
-class PooledQuery:
-    """One query over the pooled catalogue.
-
-    Attributes:
-        id: Query id (the set's own id for ``pooled``; ``stress_q<n>`` for ``stress``).
-        text: The raw request.
-        labels: Relevant tool ids.
-        source: The shared set the query (or every part of a request) comes from.
-        parts: For a stress request, the ids of the queries it joins; else ``()``.
-        template: For a stress request, the name of its joining template; else ``""``.
-    """
-
-    id: str
-    text: str
-    labels: tuple[str, ...]
-    source: str
-    parts: tuple[str, ...] = ()
-    template: str = ""
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,6 +20,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from .pooled_query import PooledQuery
+
 __all__ = ["STRESS_SIZE", "TEMPLATES", "eligible", "join_parts", "stress_requests"]
 
 #: Requests in ``toolsift eval stress``.
@@ -117,8 +119,6 @@ def stress_requests(queries: Sequence, *, n: int = STRESS_SIZE, seed: int = 0) -
     Raises:
         ValueError: A set has too few eligible queries for 4 disjoint parts.
     """
-    from .pooled import PooledQuery
-
     rng = random.Random(seed)
     by_set: dict[str, list] = {}
     for q in queries:

@@ -18,7 +18,8 @@ from typing import Any
 from ..adapters._common import located, require_name, text_or_empty
 from ..adapters._jsonschema import describe_output, parameters_from_schema
 from ..schema import Catalog, Tool
-from .datasets import DatasetError, _existing
+from .data_files import DatasetError
+from .data_files import existing as _existing
 
 __all__ = ["UltraQuery", "UltraToolDataset", "ultratool_tool"]
 

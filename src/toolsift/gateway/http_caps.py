@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .stdio_transport import RESULT_TOO_LARGE, count_items
+from .result_size import RESULT_TOO_LARGE, count_items
 
 __all__ = ["CappedTransport"]
 

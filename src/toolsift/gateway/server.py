@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 import pydantic_core
 
-from .. import __version__
+from .._version import __version__
 from ..schema import Tool
 from .config import FORMATS
 from .core import Gateway

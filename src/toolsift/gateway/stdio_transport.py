@@ -36,13 +36,13 @@ import anyio
 import anyio.abc
 
 from . import _mcp
+from .result_size import RESULT_TOO_LARGE, count_items
 
 __all__ = ["RESULT_TOO_LARGE", "capped_stdio_client", "count_items", "top_level_id", "trailing_id"]
 
 log = logging.getLogger("toolsift.gateway.upstream")
 
 #: ``error.data["toolsift"]`` of the JSON-RPC error standing in for a refused result.
-RESULT_TOO_LARGE = "result_too_large"
 _ERROR_CODE = -32603  # JSON-RPC "internal error": the answer exists but is not delivered
 _PREFIX_BYTES = 4096  # where a response's top-level "id" is looked for (or at its end)
 _TAIL_BYTES = 256
@@ -108,21 +108,6 @@ def trailing_id(tail: bytes) -> tuple[bool, Any]:
         return True, json.loads(m.group(1))
     except ValueError:
         return False, None
-
-
-def count_items(value: Any, limit: int) -> int:
-    """JSON values below ``value`` (array elements, object members), counting stops
-    once past ``limit``."""
-    count, stack = 0, [value]
-    while stack and count <= limit:
-        v = stack.pop()
-        if isinstance(v, dict):
-            count += len(v)
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            count += len(v)
-            stack.extend(v)
-    return count
 
 
 def _refusal(msg_id: Any, what: str, **details: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .. import __version__
+from .._version import __version__
 from ..analyze import Vocabulary
 from ..config import IndexConfig
 from ..errors import IndexCorruptError, IndexFormatError, ToolsiftError

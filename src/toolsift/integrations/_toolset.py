@@ -185,6 +185,24 @@ class ToolSearch:
         return json.dumps(payload, ensure_ascii=False), [t.name for t in found]
 
     # ------------------------------------------------------------ state
+    def found_in_history(self, events: Iterable[tuple[str, Any, Any]]) -> list[str]:
+        """The tools a conversation has found so far, in order, from its history as
+        events (the one scan behind every wrapped API; each API only lists its events):
+        ``("call", call_id, tool_name)`` for a tool call and ``("result", call_id,
+        content)`` for a tool result. A call of a catalogue tool counts as found; a
+        result answering a ``tool_search`` call adds the tools it lists."""
+        search_ids: set[Any] = set()
+        names: list[str] = []
+        for kind, call_id, value in events:
+            if kind == "call":
+                if value == self.name:
+                    search_ids.add(call_id)
+                elif value in self.by_name:
+                    names.append(value)
+            elif kind == "result" and call_id in search_ids:
+                names.extend(self.found_in_result(value))
+        return names
+
     def found_in_result(self, content: Any) -> list[str]:
         """Tool names listed in one earlier ``tool_search`` result (text or text blocks)."""
         if isinstance(content, list):  # Anthropic / Responses text blocks

@@ -24,7 +24,7 @@ moved into ``toolsift_messages`` and removed from ``reply.content``. Tools passe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import ToolsiftError
@@ -85,21 +85,15 @@ def _blocks(content: Any) -> Sequence[Any]:
     return content if isinstance(content, (list, tuple)) else ()
 
 
-def _found(search: ToolSearch, messages: Sequence[Any]) -> list[str]:
-    search_ids: set[Any] = set()
-    names: list[str] = []
+def _events(messages: Sequence[Any]) -> Iterator[tuple[str, Any, Any]]:
+    """Messages API history as :meth:`ToolSearch.found_in_history` events."""
     for m in messages:
         for block in _blocks(field(m, "content")):
             kind = field(block, "type")
             if kind == "tool_use":
-                name = field(block, "name")
-                if name == search.name:
-                    search_ids.add(field(block, "id"))
-                elif name in search.by_name:
-                    names.append(name)
-            elif kind == "tool_result" and field(block, "tool_use_id") in search_ids:
-                names.extend(search.found_in_result(field(block, "content")))
-    return names
+                yield "call", field(block, "id"), field(block, "name")
+            elif kind == "tool_result":
+                yield "result", field(block, "tool_use_id"), field(block, "content")
 
 
 def _dump(block: Any) -> Any:
@@ -112,7 +106,7 @@ def _messages_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
         raise ToolsiftError("messages.create: messages= is required")
     messages = list(kwargs.pop("messages"))
     extra_tools = list(kwargs.pop("tools", None) or ())
-    found = _found(search, messages)
+    found = search.found_in_history(_events(messages))
     search_def = {"name": search.name, "description": search.description, "input_schema": search.parameters}
     added: list[dict[str, Any]] = []
     for round_ in range(search.max_searches + 1):

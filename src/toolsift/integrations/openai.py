@@ -26,7 +26,7 @@ call and pinned ones are sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import ToolsiftError
@@ -97,21 +97,15 @@ class _Chat:
         return getattr(self._owner._client.chat, name)
 
 
-def _chat_found(search: ToolSearch, messages: Sequence[Any]) -> list[str]:
-    search_ids: set[Any] = set()
-    names: list[str] = []
+def _chat_events(messages: Sequence[Any]) -> Iterator[tuple[str, Any, Any]]:
+    """Chat Completions history as :meth:`ToolSearch.found_in_history` events."""
     for m in messages:
         role = field(m, "role")
         if role == "assistant":
             for call in field(m, "tool_calls") or ():
-                name = field(field(call, "function"), "name")
-                if name == search.name:
-                    search_ids.add(field(call, "id"))
-                elif name in search.by_name:
-                    names.append(name)
-        elif role == "tool" and field(m, "tool_call_id") in search_ids:
-            names.extend(search.found_in_result(field(m, "content")))
-    return names
+                yield "call", field(call, "id"), field(field(call, "function"), "name")
+        elif role == "tool":
+            yield "result", field(m, "tool_call_id"), field(m, "content")
 
 
 def _chat_call(call: Any) -> dict[str, Any]:
@@ -125,7 +119,7 @@ def _chat_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
         raise ToolsiftError("chat.completions.create: messages= is required")
     messages = list(kwargs.pop("messages"))
     extra_tools = list(kwargs.pop("tools", None) or ())
-    found = _chat_found(search, messages)
+    found = search.found_in_history(_chat_events(messages))
     search_def = {"type": "function", "function": {"name": search.name, "description": search.description,
                                                    "parameters": search.parameters}}
     added: list[dict[str, Any]] = []
@@ -174,20 +168,14 @@ def _responses_tool(chat_tool: dict[str, Any]) -> dict[str, Any]:
             "parameters": fn["parameters"], "strict": bool(fn.get("strict", False))}
 
 
-def _responses_found(search: ToolSearch, items: Sequence[Any]) -> list[str]:
-    search_ids: set[Any] = set()
-    names: list[str] = []
+def _responses_events(items: Sequence[Any]) -> Iterator[tuple[str, Any, Any]]:
+    """Responses API input items as :meth:`ToolSearch.found_in_history` events."""
     for item in items:
         kind = field(item, "type")
         if kind == "function_call":
-            name = field(item, "name")
-            if name == search.name:
-                search_ids.add(field(item, "call_id"))
-            elif name in search.by_name:
-                names.append(name)
-        elif kind == "function_call_output" and field(item, "call_id") in search_ids:
-            names.extend(search.found_in_result(field(item, "output")))
-    return names
+            yield "call", field(item, "call_id"), field(item, "name")
+        elif kind == "function_call_output":
+            yield "result", field(item, "call_id"), field(item, "output")
 
 
 def _item(item: Any) -> Any:
@@ -199,7 +187,7 @@ def _responses_loop(search: ToolSearch, kwargs: dict[str, Any]) -> Any:
     given = kwargs.pop("input", None)
     items = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or ())
     extra_tools = list(kwargs.pop("tools", None) or ())
-    found = _responses_found(search, items)
+    found = search.found_in_history(_responses_events(items))
     search_def = {"type": "function", "name": search.name, "description": search.description,
                   "parameters": search.parameters, "strict": False}
     added: list[Any] = []

@@ -110,12 +110,14 @@ std::shared_ptr<FusedSearcher> make_searcher(const std::vector<std::shared_ptr<I
 py::tuple search(const FusedSearcher& self, const std::vector<I32Array>& need_terms,
                  const std::vector<I64Array>& need_offsets, const I64Array& need_ptr, const I32Array& param_terms,
                  const I64Array& param_offsets, const I64Array& arg_ptr, const U8Array& penalize_in,
-                 const py::tuple& params, py::ssize_t n, py::ssize_t k, const std::string& scale, int threads) {
+                 const py::tuple& params, py::ssize_t n, py::ssize_t k, const std::string& scale, int threads,
+                 py::ssize_t sum_docs) {
   if (need_terms.size() != 3 || need_offsets.size() != 3) {
     throw std::invalid_argument("search: needs the three need fields' terms and offsets");
   }
   const MftrParams p = parse_params(params);
-  const FusedOptions o = options(n, k, scale, threads);
+  FusedOptions o = options(n, k, scale, threads);
+  if (sum_docs >= 0) o.sum_docs = static_cast<std::size_t>(sum_docs);
   std::vector<uint8_t> penalize = copy_1d<uint8_t>(penalize_in, "penalize");
   const std::size_t nq = penalize.size();
   Field need[3] = {field(need_terms[0], need_offsets[0], need_ptr, nq),
@@ -142,37 +144,86 @@ py::tuple search(const FusedSearcher& self, const std::vector<I32Array>& need_te
   return py::make_tuple(ptr, tool, score, matched);
 }
 
-// One raw-text query: the same terms in every field, the parameters field included when
-// `params_field` (IndexConfig.no_argument_params == "intent"); no penalty. Returns the
-// hits as Python lists (tool positions, scores, matched): what the caller wraps.
-py::tuple search_text(const FusedSearcher& self, const I32Array& terms_in, bool params_field, const py::tuple& params,
-                      py::ssize_t n, py::ssize_t k, const std::string& scale) {
-  const MftrParams p = parse_params(params);
-  const FusedOptions o = options(n, k, scale, 1);
-  Field one{copy_1d<int32_t>(terms_in, "terms"), {0, 0}, {0, 1}};
-  one.offsets[1] = static_cast<int64_t>(one.terms.size());
-  const Field none{{}, {0}, {0, 0}};
-  const uint8_t penalize = 0;
-  FusedBatch b;
-  for (int f = 0; f < 3; ++f) b.need[f] = one.view();
-  b.params = params_field ? one.view() : none.view();
-  b.penalize = &penalize;
-  b.n_queries = 1;
-  self.check(b);
-  FusedHits out;
-  {
-    py::gil_scoped_release release;
-    self.search(b, p, o, out);
+// The usual single search, set up once per index state, configuration and weights: one
+// raw-text query's hits made straight into Python `hit_type` objects (what
+// toolsift.search.hits._plain_hit makes: the attributes of `template`, with tool, score,
+// rank and matched set), so a search on a small catalogue is not dominated by wrapping.
+class FusedText {
+ public:
+  FusedText(std::shared_ptr<FusedSearcher> searcher, const py::tuple& params, py::ssize_t n, const std::string& scale,
+            bool params_field, py::type hit_type, py::object tools, py::dict hit_template)
+      : searcher_(std::move(searcher)), params_(parse_params(params)), options_(options(n, 1, scale, 1)),
+        params_field_(params_field), hit_type_(std::move(hit_type)), tools_(std::move(tools)),
+        template_(std::move(hit_template)) {
+    if (!searcher_) throw std::invalid_argument("FusedText: searcher is None");
+    const char* set[4] = {"tool", "score", "rank", "matched"};
+    int found = 0;
+    for (const auto& item : template_) {
+      names_.push_back(py::reinterpret_borrow<py::str>(item.first));
+      defaults_.push_back(py::reinterpret_borrow<py::object>(item.second));
+      const std::string key = item.first.cast<std::string>();
+      int slot = -1;
+      for (int j = 0; j < 4; ++j) {
+        if (key == set[j]) slot = j;
+      }
+      found += slot >= 0;
+      slot_.push_back(slot);
+    }
+    if (found != 4) throw std::invalid_argument("hit_template must name tool, score, rank and matched");
   }
-  const std::size_t nh = out.tool.size();
-  py::list tools(nh), scores(nh), matched(nh);
-  for (std::size_t i = 0; i < nh; ++i) {
-    tools[i] = py::int_(out.tool[i]);
-    scores[i] = py::float_(static_cast<double>(out.score[i]));
-    matched[i] = py::bool_(out.matched[i] != 0);
+
+  py::list search(const std::vector<int32_t>& terms, py::ssize_t k) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    FusedOptions o = options_;
+    o.k = static_cast<std::size_t>(k);
+    const std::vector<int64_t> offsets{0, static_cast<int64_t>(terms.size())}, one_ptr{0, 1}, none_off{0},
+        none_ptr{0, 0};
+    const FieldQueries one{QueryBatch{terms.data(), offsets.data(), 1}, one_ptr.data()};
+    const FieldQueries none{QueryBatch{terms.data(), none_off.data(), 0}, none_ptr.data()};
+    const uint8_t penalize = 0;
+    FusedBatch b;
+    for (int f = 0; f < 3; ++f) b.need[f] = one;
+    b.params = params_field_ ? one : none;
+    b.penalize = &penalize;
+    b.n_queries = 1;
+    searcher_->check(b);
+    FusedHits out;
+    {
+      py::gil_scoped_release release;
+      searcher_->search(b, params_, o, out);
+    }
+    const py::tuple no_args;
+    auto* tp = reinterpret_cast<PyTypeObject*>(hit_type_.ptr());
+    py::list hits(out.tool.size());
+    for (std::size_t i = 0; i < out.tool.size(); ++i) {
+      // object.__new__(hit_type) and object.__setattr__ of each attribute in the
+      // template's order, as _plain_hit skips the frozen dataclass's __init__ (set one by
+      // one, in a fixed order, the values live inline in the object: no dict to build).
+      py::object hit = py::reinterpret_steal<py::object>(PyBaseObject_Type.tp_new(tp, no_args.ptr(), nullptr));
+      if (!hit) throw py::error_already_set();
+      const py::object values[4] = {tools_[py::int_(out.tool[i])], py::float_(static_cast<double>(out.score[i])),
+                                    py::int_(i + 1), py::bool_(out.matched[i] != 0)};
+      for (std::size_t a = 0; a < names_.size(); ++a) {
+        PyObject* v = slot_[a] >= 0 ? values[slot_[a]].ptr() : defaults_[a].ptr();
+        if (PyObject_GenericSetAttr(hit.ptr(), names_[a].ptr(), v) != 0) throw py::error_already_set();
+      }
+      hits[i] = std::move(hit);
+    }
+    return hits;
   }
-  return py::make_tuple(tools, scores, matched);
-}
+
+ private:
+  std::shared_ptr<FusedSearcher> searcher_;
+  MftrParams params_;
+  FusedOptions options_;
+  bool params_field_;
+  py::type hit_type_;
+  py::object tools_;
+  py::dict template_;
+  std::vector<py::str> names_;       // the template's attribute names, in order
+  std::vector<py::object> defaults_;  // and values
+  std::vector<int> slot_;             // 0..3: tool, score, rank, matched; -1: the default
+};
 
 }  // namespace
 
@@ -184,10 +235,14 @@ void register_fused(py::module_& m) {
       .def("search", &search, py::arg("need_terms"), py::arg("need_offsets"), py::arg("need_ptr"),
            py::arg("param_terms"), py::arg("param_offsets"), py::arg("arg_ptr"), py::arg("penalize"),
            py::arg("params"), py::arg("n"), py::arg("k"), py::arg("scale"), py::arg("threads"),
-           "A batch's top k per query: (ptr int64[nq+1], tool int64[], score float32[], matched bool[]).")
-      .def("search_text", &search_text, py::arg("terms"), py::arg("params_field"), py::arg("params"), py::arg("n"),
-           py::arg("k"), py::arg("scale"),
-           "One raw-text query's top k: (tools list[int], scores list[float], matched list[bool]).");
+           py::arg("sum_docs") = -1,
+           "A batch's top k per query: (ptr int64[nq+1], tool int64[], score float32[], matched bool[]).");
+  py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
+      .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
+                    py::object, py::dict>(),
+           py::arg("searcher"), py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"),
+           py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"))
+      .def("search", &FusedText::search, py::arg("terms"), py::arg("k"));
 }
 
 }  // namespace toolsift::py_bridge

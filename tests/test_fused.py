@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from toolsift import IndexConfig, Query, ToolIndex, ToolNeed
@@ -14,6 +15,7 @@ from toolsift.adapters import load_catalog
 from toolsift.adapters.benchmark import load_queries
 from toolsift.kernels.params import ScoringParams
 from toolsift.search import _general, fused, is_raw
+from toolsift.search.plan import plan_queries
 
 from .conftest import dataset
 
@@ -89,6 +91,25 @@ def test_fused_equals_general_path_settings(scale):
         index = ToolIndex.build(tools, config=cfg)
         for k in (1, 25, len(tools) + 3):
             assert _same(index, raw[:40] + structured[:40], k=k) > 0
+
+
+def test_fused_sum_rows_equal_postings_path():
+    """Small fields sum each text's postings into one dense row; large ones (over 2**18
+    documents) take the index's top-n and gather instead. Forced here on a small
+    catalogue: both give the same hits."""
+    tools, raw, structured = _mftr("toolink")
+    for cfg in (IndexConfig(), IndexConfig(candidates=5, scale="linear")):
+        index = ToolIndex.build(tools, config=cfg)
+        st = index._state
+        plan = plan_queries(st, cfg, [Query.from_text(t) for t in raw[:100]] + structured[:100])
+        need = [plan.fields[f].terms for f in ("description", "response", "examples")]
+        par = plan.fields["parameters"]
+        args = ([t.terms for t in need], [t.offsets for t in need], plan.need_ptr, par.terms.terms, par.terms.offsets,
+                plan.arg_ptr, plan.penalize, fused._params_tuple(cfg.structured_scoring), cfg.candidates, 10, cfg.scale, 1)
+        rows = fused.searcher(st).search(*args)
+        postings = fused.searcher(st).search(*args, sum_docs=0)
+        for a, b in zip(rows, postings):
+            assert np.array_equal(a, b)
 
 
 def test_fused_is_what_search_returns(apibank_tools):

@@ -92,7 +92,16 @@ float mftr_score(const float* desc, const float* resp, const float* ex, int64_t 
   return static_cast<float>(out);
 }
 
+// Per field of at most InvertedIndex::kSumDocs documents: each text's dense row of raw
+// sums (all zero between searches) and the documents it touched.
+struct FieldSums {
+  std::vector<std::vector<float>> acc;
+  std::vector<std::vector<int32_t>> touched;
+  std::vector<float> best;  // per group, all zero between uses
+};
+
 struct FusedSearcher::Scratch {
+  FieldSums sums[4];
   std::vector<int64_t> cand;
   std::vector<int64_t> merged;
   std::vector<uint8_t> found;
@@ -174,6 +183,13 @@ void FusedSearcher::give_back(std::unique_ptr<Scratch> s) const {
 
 void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const FusedOptions& o, FusedHits& out) const {
   const std::size_t nq = b.n_queries;
+  if (nq == 1) {  // a single search: straight into the output
+    auto s = acquire();
+    search_one(b, 0, p, o, *s, out.tool, out.score, out.matched);
+    give_back(std::move(s));
+    out.ptr = {0, static_cast<int64_t>(out.tool.size())};
+    return;
+  }
   std::vector<std::vector<int64_t>> tools(nq);
   std::vector<std::vector<float>> scores(nq);
   std::vector<std::vector<uint8_t>> matched(nq);
@@ -198,14 +214,37 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
                                Scratch& s, std::vector<int64_t>& tool_out, std::vector<float>& score_out,
                                std::vector<uint8_t>& matched_out) const {
   // Candidates: every text's top-n tools in every field (toolsift.search.candidates).
+  // A small field sums each text's postings once into a dense row that later gives the
+  // candidates' scores too; a large one takes top_text now and gather_texts later.
   auto& cand = s.cand;
   cand.clear();
+  bool dense[4];
   for (int f = 0; f < 4; ++f) {
     const FieldQueries& fq = f < 3 ? b.need[f] : b.params;
     const InvertedIndex& idx = f < 3 ? *need_[f] : *params_;
-    for (int64_t t = fq.text_ptr[q]; t < fq.text_ptr[q + 1]; ++t) {
-      const int64_t a = fq.texts.offsets[t], e = fq.texts.offsets[t + 1];
-      idx.top_text(fq.texts.terms + a, static_cast<std::size_t>(e - a), o.n, o.scale, true, Prune::kAuto, cand);
+    const int64_t t0 = fq.text_ptr[q], nt = fq.text_ptr[q + 1] - t0;
+    dense[f] = idx.n_docs() <= o.sum_docs;
+    FieldSums& fs = s.sums[f];
+    if (dense[f] && nt > 0) {
+      if (fs.acc.size() < static_cast<std::size_t>(nt)) {
+        fs.acc.resize(static_cast<std::size_t>(nt));
+        fs.touched.resize(static_cast<std::size_t>(nt));
+      }
+      if (fs.best.size() < idx.n_groups()) fs.best.resize(idx.n_groups(), 0.0f);
+    }
+    for (int64_t i = 0; i < nt; ++i) {
+      const int64_t a = fq.texts.offsets[t0 + i], e = fq.texts.offsets[t0 + i + 1];
+      const int32_t* terms = fq.texts.terms + a;
+      const auto m = static_cast<std::size_t>(e - a);
+      if (dense[f]) {
+        auto& acc = fs.acc[static_cast<std::size_t>(i)];
+        if (acc.size() < idx.n_docs()) acc.resize(idx.n_docs(), 0.0f);
+        auto& touched = fs.touched[static_cast<std::size_t>(i)];
+        idx.sum_text(terms, m, acc.data(), touched);
+        idx.top_from_sums(acc.data(), touched, terms, m, o.n, o.scale, true, fs.best.data(), cand);
+      } else {
+        idx.top_text(terms, m, o.n, o.scale, true, Prune::kAuto, cand);
+      }
     }
   }
   std::sort(cand.begin(), cand.end());
@@ -244,9 +283,24 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
   const int64_t n0 = b.need[0].text_ptr[q], nn = b.need[0].text_ptr[q + 1] - n0;
   for (int f = 0; f < 3; ++f) {
     const FieldQueries& fq = b.need[f];
+    const InvertedIndex& idx = *need_[f];
     s.sims[f].resize(static_cast<std::size_t>(nn) * nc);
-    need_[f]->gather_texts(fq.texts, fq.text_ptr[q], fq.text_ptr[q + 1], cand.data(), nc, o.scale, true,
-                           s.sims[f].data());
+    if (!dense[f]) {
+      idx.gather_texts(fq.texts, fq.text_ptr[q], fq.text_ptr[q + 1], cand.data(), nc, o.scale, true, s.sims[f].data());
+      continue;
+    }
+    for (int64_t r = 0; r < nn; ++r) {
+      const int64_t a = fq.texts.offsets[n0 + r], e = fq.texts.offsets[n0 + r + 1];
+      const detail::Scaler scaled(o.scale, idx.upper_bound(fq.texts.terms + a, static_cast<std::size_t>(e - a)),
+                                  idx.params().k1);
+      const float* acc = s.sums[f].acc[static_cast<std::size_t>(r)].data();
+      float* row = s.sims[f].data() + static_cast<std::size_t>(r) * nc;
+      for (std::size_t i = 0; i < nc; ++i) {
+        // f(0) is +0 on every scale: no expm1 for the many candidates a field misses.
+        const float v = idx.group_sum(acc, cand[i]);
+        row[i] = v == 0.0f ? 0.0f : scaled(v);
+      }
+    }
   }
   const int64_t a0 = b.params.text_ptr[q], na = b.params.text_ptr[q + 1] - a0;
   const int64_t* pp = param_ptr_.data();
@@ -258,7 +312,28 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
     }
     nd = s.docs.size();
     s.par.resize(static_cast<std::size_t>(na) * nd);
-    if (nd > 0) params_->gather_texts(b.params.texts, a0, a0 + na, s.docs.data(), nd, o.scale, false, s.par.data());
+    if (nd > 0 && !dense[3]) {
+      params_->gather_texts(b.params.texts, a0, a0 + na, s.docs.data(), nd, o.scale, false, s.par.data());
+    } else if (nd > 0) {
+      for (int64_t r = 0; r < na; ++r) {
+        const int64_t a = b.params.texts.offsets[a0 + r], e = b.params.texts.offsets[a0 + r + 1];
+        const auto m = static_cast<std::size_t>(e - a);
+        const detail::Scaler scaled(o.scale, params_->upper_bound(b.params.texts.terms + a, m), params_->params().k1);
+        const float* acc = s.sums[3].acc[static_cast<std::size_t>(r)].data();
+        float* row = s.par.data() + static_cast<std::size_t>(r) * nd;
+        for (std::size_t j = 0; j < nd; ++j) {
+          const float v = std::max(0.0f, acc[s.docs[j]]);
+          row[j] = v == 0.0f ? 0.0f : scaled(v);
+        }
+      }
+    }
+  }
+  // The rows go back to all zeros for the next search.
+  for (int f = 0; f < 4; ++f) {
+    FieldSums& fs = s.sums[f];
+    for (std::size_t i = 0; i < fs.touched.size(); ++i) {
+      if (!fs.touched[i].empty()) InvertedIndex::clear_sums(fs.acc[i].data(), fs.touched[i]);
+    }
   }
 
   // MFTR per candidate. The parameters block of candidate i starts at its first

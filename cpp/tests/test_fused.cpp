@@ -140,8 +140,26 @@ TEST_CASE("fused search equals score_dense + mftr_score over every tool") {
     o.n = static_cast<std::size_t>(n_tools);  // every matched tool is a candidate
     o.k = 1 + rng() % static_cast<unsigned>(n_tools + 3);
     o.scale = static_cast<Scale>(trial % 3);
-    FusedHits got;
+    FusedHits got, postings;
     fs.search(b, p, o, got);
+    // Both per-field strategies: dense rows of sums (these small fields) and postings.
+    o.sum_docs = 0;
+    fs.search(b, p, o, postings);
+    CHECK(got.tool == postings.tool);
+    CHECK(got.score == postings.score);
+    CHECK(got.matched == postings.matched);
+    // A candidate cut (the raw-floor selection of top_from_sums against top_one).
+    for (std::size_t cut : {std::size_t{1}, std::size_t{2}, std::size_t{5}}) {
+      FusedOptions c = o;
+      c.n = cut;
+      FusedHits a, z;
+      fs.search(b, p, c, a);
+      c.sum_docs = std::size_t{1} << 20;
+      fs.search(b, p, c, z);
+      CHECK(a.tool == z.tool);
+      CHECK(a.score == z.score);
+    }
+    o.sum_docs = std::size_t{1} << 20;
 
     // Reference: dense scores of every tool and parameter document.
     const std::size_t nt = static_cast<std::size_t>(n_tools), nd = par_group.size();

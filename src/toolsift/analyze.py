@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -404,10 +404,11 @@ class Vocabulary:
         """All terms in id order."""
         return self._terms
 
-    def encode(self, tokens: Sequence[str]) -> np.ndarray:
-        """``int32`` ids of one text's tokens, ``-1`` for unknown ones (never grows)."""
-        ids = self._ids
-        return np.array([ids.get(t, -1) for t in tokens], dtype=np.int32)
+    @property
+    def lookup(self) -> Callable[[str, int], int]:
+        """``lookup(term, -1)``: a term's id or ``-1``, as a bound ``dict.get`` (for a hot
+        loop over one query's words; it reads the vocabulary as it is when called)."""
+        return self._ids.get
 
     def encode_batch(self, token_lists: Sequence[Sequence[str]], *, grow: bool) -> TermBatch:
         """Map token lists to a :class:`TermBatch`; with ``grow`` new terms get ids."""

@@ -30,6 +30,7 @@ __all__ = [
     "ToolNeed",
     "Query",
     "Catalog",
+    "query_text",
 ]
 
 #: The four MFTR fields, in the order used by weight vectors and score breakdowns.
@@ -55,6 +56,20 @@ def _text(value: Any, where: str, *, allow_empty: bool = True,
         raise error(where, "must be a non-empty string")
     no_surrogates(value, where, error)
     return value
+
+
+def query_text(text: Any) -> str:
+    """``text``, checked as a raw-text query (:meth:`Query.from_text`): a string, not
+    blank, within the length limit, encodable as UTF-8.
+
+    Raises:
+        QueryError: Naming ``query``.
+    """
+    if not isinstance(text, str):
+        raise QueryError("query", f"expected a string, got {type(text).__name__}")
+    if not text.strip():
+        raise QueryError("query", "the query is empty")
+    return _text(text, "query", error=QueryError)
 
 
 def _text_tuple(values: Any, where: str) -> tuple[str, ...]:
@@ -376,11 +391,7 @@ class Query:
     @classmethod
     def from_text(cls, text: str) -> Query:
         """A query from plain text: each field sees ``text``; no arguments, no penalty."""
-        if not isinstance(text, str):
-            raise QueryError("query", f"expected a string, got {type(text).__name__}")
-        if not text.strip():
-            raise QueryError("query", "the query is empty")
-        _text(text, "query", error=QueryError)
+        query_text(text)
         if cls is not Query:
             return cls(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
         # ``text`` has passed every check ToolNeed and Query would make again (four

@@ -49,6 +49,9 @@ struct FusedOptions {
   std::size_t k = 10;   // hits per query
   Scale scale = Scale::kBounded;
   int threads = 1;
+  // Fields of at most this many documents sum each text's postings once into a dense row
+  // (InvertedIndex::sum_text); larger ones take top_text + gather_texts. Same answers.
+  std::size_t sum_docs = InvertedIndex::kSumDocs;
 };
 
 struct FusedHits {

@@ -121,6 +121,20 @@ class InvertedIndex {
   void gather_texts(const QueryBatch& q, int64_t t0, int64_t t1, const int64_t* ids, std::size_t nc, Scale scale,
                     bool group, float* out) const;
 
+  // The fused search's path for fields of at most kSumDocs documents (text_sums.cpp):
+  // one pass over a text's postings into a dense row of raw sums (each document's weights
+  // added in query-term order, as every other path adds them), then its top-n and any
+  // candidate's score read from that row. `acc` has n_docs() zeros on entry to sum_text;
+  // `touched` receives the documents it made non-zero (clear_sums resets exactly those).
+  static constexpr std::size_t kSumDocs = std::size_t{1} << 18;
+  void sum_text(const int32_t* terms, std::size_t m, float* acc, std::vector<int32_t>& touched) const;
+  // The ids top_text gives for the same text; `best` is n_groups() zeros, returned so.
+  void top_from_sums(const float* acc, const std::vector<int32_t>& touched, const int32_t* terms, std::size_t m,
+                     std::size_t n, Scale scale, bool group, float* best, std::vector<int64_t>& ids) const;
+  // Raw score of group g (max over its documents' sums, 0 without any), as gather takes it.
+  float group_sum(const float* acc, int64_t g) const noexcept;
+  static void clear_sums(float* acc, std::vector<int32_t>& touched) noexcept;
+
   // Validates a query batch against this index; throws std::invalid_argument on a bad
   // offset or a term id >= n_terms.
   void check_batch(const QueryBatch& q, std::size_t n_terms_total) const;

@@ -13,7 +13,7 @@ import numpy as np
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.launch import using_threads
-from ..schema import FIELDS, Query
+from ..schema import FIELDS, Query, query_text
 from .candidates import Candidates, find_candidates, pack
 from . import fused
 from .exhaustive import all_field_scores
@@ -24,7 +24,7 @@ from .retrievers import FieldRetriever, retriever_for
 from .score import score
 
 __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_explain", "check_k", "is_raw", "retrievers",
-           "run", "score_tools"]
+           "run", "score_tools", "search_text"]
 
 
 def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
@@ -40,11 +40,26 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     return got
 
 
+def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
+    """``run(st, config, [text], k=k, explain=False)[0]`` for a raw-text query when every
+    field is BM25 (one engine call, no :class:`Query` made), else ``None``.
+
+    Raises:
+        QueryError: ``text`` is not a valid query (:func:`~toolsift.schema.query_text`).
+    """
+    return fused.search_text(st, config, query_text(text), k)
+
+
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
         explain: bool | str) -> list[list[Hit]]:
     """Search: the top ``k`` hits of each query, each scored with its own parameters
     (:meth:`IndexConfig.params_for`: raw text and structured queries differ).
     ``explain="why"`` fills only each hit's ``why`` (see :func:`~.hits.rank`)."""
+    if len(queries) == 1 and not explain and is_raw(queries[0]):
+        # The usual call: one raw-text query on BM25 fields, one engine call.
+        hits = fused.search_text(st, config, queries[0].text, k)
+        if hits is not None:
+            return [hits]
     structured = [not is_raw(q) for q in queries]
     # One kind of query (a single search always is) resolves only its own parameters
     # (structured_scoring compares the params with the shipped ones).

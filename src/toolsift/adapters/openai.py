@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import SchemaError
-from ..schema import Tool
+from ..schema import Parameter, Tool
 from ._common import map_tools, require_name, text_or_empty, tool_list
 from ._jsonschema import parameters_from_schema
 from .writers import OPENAI_APIS, to_openai
@@ -64,7 +64,7 @@ def openai_tool(entry: Mapping[str, Any]) -> Tool | None:
         body, base = entry, ""
     name = require_name(body, path=f"{base}.name")
     strict = body.get("strict") is True or entry.get("strict") is True
-    params = ()
+    params: tuple[Parameter, ...] = ()
     if kind != "custom":
         params = parameters_from_schema(
             body.get("parameters"), where=f"{base}.parameters", nullable_optional=strict

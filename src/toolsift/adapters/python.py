@@ -143,7 +143,7 @@ def from_callable(fn: Callable[..., Any], *, name: str | None = None) -> Tool:
             id=tool_name,
             name=tool_name,
             description=_description(doc, raw_doc),
-            parameters=params,
+            parameters=tuple(params),
             response=_response(doc, hints.get("return", sig.return_annotation)),
             source={
                 "python": f"{getattr(fn, '__module__', '')}.{label}".lstrip("."),

@@ -111,6 +111,7 @@ def _score_mixed(st: IndexState, config: IndexConfig, plan, cands: Candidates):
     s_raw, t_raw = score(st, cands, raw_p, breakdown=True)
     s_st, t_st = score(st, cands, st_p, breakdown=True)
     pick = structured[cands.query]
+    assert t_st is not None and t_raw is not None  # breakdown=True
     return np.where(pick, s_st, s_raw), np.where(pick[:, None], t_st, t_raw)
 
 

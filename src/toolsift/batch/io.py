@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 from pathlib import Path
 
 import pyarrow as pa
@@ -42,7 +42,7 @@ COMPRESSIONS = ("none", "lz4", "zstd", "snappy")
 PARQUET_COMPRESSION = "lz4"
 
 #: What the batch API accepts as input.
-BatchSource = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch] | str | os.PathLike
+BatchSource: TypeAlias = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch] | str | os.PathLike
 
 
 def file_format(path: str | os.PathLike) -> str:

@@ -202,8 +202,8 @@ class QueryStore:
         if todo.size:
             fresh = plan_queries(self.st, self.config, [self.queries[s] for s in todo])
             if self._fields is None:
-                self._fields = {f: _FieldStore(None if fresh.fields[f].vectors is None
-                                               else fresh.fields[f].vectors.shape[1]) for f in FIELDS}
+                dims = {f: None if (v := fresh.fields[f].vectors) is None else v.shape[1] for f in FIELDS}
+                self._fields = {f: _FieldStore(dims[f]) for f in FIELDS}
             for f in FIELDS:
                 self._fields[f].add(fresh.fields[f])
             self._penalize.append(fresh.penalize)

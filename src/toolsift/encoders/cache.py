@@ -399,7 +399,7 @@ class CachedEncoder:
                 out[i] = v
                 hits += 1
         disk = 0
-        if todo and self._store is not None:
+        if todo and self._store is not None and self.namespace is not None:
             for t in list(todo):
                 v = self._store.get(self._store.key(self.namespace, t), dim)
                 if v is not None:
@@ -413,7 +413,7 @@ class CachedEncoder:
                 v = v.copy()  # not a view that pins the whole batch
                 self._memo[t] = v
                 out[todo[t]] = v
-            if self._store is not None:
+            if self._store is not None and self.namespace is not None:
                 self._store.put_many([(self._store.key(self.namespace, t), v) for t, v in zip(miss, vecs)])
         with self._lock:
             self._stats.memo_hits += hits

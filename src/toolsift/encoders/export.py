@@ -213,7 +213,7 @@ def export_onnx(src_dir: PathLike, out_dir: PathLike, *, quantize: bool, optimiz
         else:
             _export_torch(tok_dir, stage)
         fused = config is not None and optimize
-        if fused:
+        if config is not None and optimize:
             _fuse(stage, Path(tmp) / "fused.onnx", config)
             stage = Path(tmp) / "fused.onnx"
         if quantize:

@@ -238,10 +238,10 @@ class StaticEncoder:
             return out
         # A slice of texts at a time: a catalogue's token ids at once would be large.
         for start in range(0, len(texts), _CHUNK):
-            ids = self.token_ids(texts[start:start + _CHUNK])
-            ptr = np.zeros(len(ids) + 1, dtype=np.int64)
-            np.cumsum([len(x) for x in ids], out=ptr[1:])
-            flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(ptr[-1]))
+            chunk = self.token_ids(texts[start:start + _CHUNK])
+            ptr = np.zeros(len(chunk) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in chunk], out=ptr[1:])
+            flat = np.fromiter((t for x in chunk for t in x), dtype=np.int64, count=int(ptr[-1]))
             mean_rows_kernel(self._codes, self._row_mult, ptr, flat, out[start:start + _CHUNK])
         return out
 

@@ -12,7 +12,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import ToolsiftError
 
@@ -84,6 +84,8 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
 
     root = Path(args.dataset)
     pseudo = args.dataset in PSEUDO_DATASETS and not root.exists()
+    ds: Any  # a pooled, UltraTool or MFTR data set, run by its own runner below
+    metrics: tuple[str, ...]
     if not pseudo:
         _check_dataset_folder(root)
     ultra = not pseudo and (root / "data" / "English-dataset").is_dir()
@@ -135,7 +137,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     if args.runs:
         write_qrels(qrels, Path(args.runs) / f"{ds.name}.qrels")
     if args.json:
-        doc = {m: {k: r.mean[k] for k in metrics} for m, r in results.items()}
+        doc: dict[str, dict[str, Any]] = {m: {k: r.mean[k] for k in metrics} for m, r in results.items()}
         if args.split_by_gold_count:
             for label, sub in gold_count_subsets(qrels).items():
                 for m in results:

@@ -46,7 +46,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -274,7 +274,8 @@ def _dense_guard(encoder: str | None):
 
 
 def _default_hybrid(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
-                    dataset: str | None = None, query_encoder: str = "static") -> tuple[dict, dict]:
+                    dataset: str | None = None, query_encoder: Literal["static", "transformer"] = "static",
+                    ) -> tuple[dict, dict]:
     _dense_guard(encoder)
     base, weights = default_config(dataset, hybrid=True)
     # A custom document encoder has no fitted static table: its queries use the model.
@@ -415,7 +416,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         raise ValueError("cold-start evaluation needs a non-empty catalogue")
     qids = [q for q, _ in queries]
     texts: list[Any] = [t for _, t in queries]
-    llm = False
+    llm: bool | str = False
     if method in STRUCTURED_METHODS:
         if structured is None:
             raise MethodUnavailable("needs structured (LLM-rewritten) queries; this data set has none")

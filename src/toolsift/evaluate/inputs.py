@@ -4,7 +4,7 @@ examples from training queries only), query forms, hard negatives and row lookup
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 
 import numpy as np
@@ -52,7 +52,7 @@ def mine_negatives(ds: MftrDataset, *, depth: int = 100) -> dict[str, tuple[str,
     return out
 
 
-def examples_from(ds: MftrDataset, query_ids: Sequence[str], *, exclude_texts: set[str] = frozenset()
+def examples_from(ds: MftrDataset, query_ids: Sequence[str], *, exclude_texts: Set[str] = frozenset()
                   ) -> dict[str, list[str]]:
     """Example intents per tool: each given query's text becomes an example of every tool
     it is labelled with (document expansion from feedback), skipping ``exclude_texts``."""
@@ -123,7 +123,7 @@ def queries_for(ds: MftrDataset, form: str) -> list[Query | str]:
     missing = [q.id for q in ds.queries if q.rewritten is None]
     if missing:
         raise MethodUnavailable(f"{ds.name}: {len(missing)} queries have no rewrite (e.g. {missing[0]})")
-    return [q.rewritten for q in ds.queries]
+    return [q.rewritten for q in ds.queries if q.rewritten is not None]  # none is missing (checked above)
 
 
 def rows_of(ds: MftrDataset, ids: Sequence[str]) -> np.ndarray:

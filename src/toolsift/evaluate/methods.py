@@ -31,6 +31,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -129,7 +130,7 @@ def _reproduce(ds: MftrDataset, *, retriever: str = "bm25", encoder: str | None 
 #: -.021 / +.014 / +.015 / +.006 (APIBank / APIGen / Gorilla / ToolLink; docs/scoring.md):
 #: mixed, so the setup the published trained numbers rest on stays. The same holds for the
 #: query's original request (IndexConfig.request_in_description).
-TRAINED_QUERY_TEXTS: dict[str, bool] = {"intent_in_description": False, "request_in_description": False}
+TRAINED_QUERY_TEXTS: dict[str, Any] = {"intent_in_description": False, "request_in_description": False}
 
 
 def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", penalty: bool = True,
@@ -143,7 +144,7 @@ def _mftr(ds: MftrDataset, *, docs: str = "auto", queries: str = "rewritten", pe
         tc = replace(tc, penalty=False)
     qs = queries_for(ds, queries)
     negatives = mine_negatives(ds)
-    fields, _ = _preset(retriever)
+    fields, _kind = _preset(retriever)
     grid = _grid(grid, retriever)
     configs = [IndexConfig(penalize_without_arguments=(queries != "raw"), retrievers=tuple(fields.items()),
                            query_encoder="transformer", **TRAINED_QUERY_TEXTS,

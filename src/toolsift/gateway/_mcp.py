@@ -95,7 +95,7 @@ def parse_message(line: bytes | str) -> Any:
     if adapter is not None:  # mcp >= 2
         message = adapter.validate_json(line, by_name=False)
     else:
-        message = types.JSONRPCMessage.model_validate_json(line)
+        message = types.JSONRPCMessage.model_validate_json(line)  # type: ignore[attr-defined]  # mcp 1.x
     return SessionMessage(message)
 
 
@@ -104,7 +104,7 @@ def session_message(data: Mapping[str, Any]) -> Any:
     adapter = getattr(types, "jsonrpc_message_adapter", None)
     if adapter is not None:
         return SessionMessage(adapter.validate_python(dict(data), by_name=False))
-    return SessionMessage(types.JSONRPCMessage.model_validate(dict(data)))
+    return SessionMessage(types.JSONRPCMessage.model_validate(dict(data)))  # type: ignore[attr-defined]  # mcp 1.x
 
 
 def message_line(message: Any) -> bytes:
@@ -215,22 +215,22 @@ def make_server(name: str, *, version: str, title: str, instructions: str,
     server = Server(name, version=version, instructions=instructions)
 
     async def list_handler(req: Any) -> Any:
-        return types.ServerResult(listed())
+        return types.ServerResult(listed())  # type: ignore[operator]  # mcp 1.x: a model, 2.x: a union
 
     async def call_handler(req: Any) -> Any:
-        ctx = server.request_context
+        ctx = server.request_context  # type: ignore[attr-defined]  # mcp 1.x
         params = req.params
         result = await call_tool(params.name, dict(params.arguments or {}), _meta_dict(params.meta),
                                  getattr(ctx, "request", None))
         if isinstance(result, Mapping):  # 1.x serialises models only
             result = tool_result(result)
-        return types.ServerResult(result)
+        return types.ServerResult(result)  # type: ignore[operator]  # mcp 1.x
 
     # Registered directly rather than with the @call_tool() decorator: the decorator
     # validates against (and warns on every call about) tools it has not listed, which
     # is every proxied tool here.
-    server.request_handlers[types.ListToolsRequest] = list_handler
-    server.request_handlers[types.CallToolRequest] = call_handler
+    server.request_handlers[types.ListToolsRequest] = list_handler  # type: ignore[attr-defined]  # mcp 1.x
+    server.request_handlers[types.CallToolRequest] = call_handler  # type: ignore[attr-defined]
     return server
 
 

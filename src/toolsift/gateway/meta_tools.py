@@ -70,4 +70,5 @@ def meta_tool_definitions(config: GatewayConfig) -> list[Tool]:
         },
         "annotations": {"readOnlyHint": False, "openWorldHint": True},
     }
-    return [Tool(id=d["name"], name=d["name"], description=d["description"], source=d) for d in (find, use)]
+    return [Tool(id=str(d["name"]), name=str(d["name"]), description=str(d["description"]), source=d)
+            for d in (find, use)]

@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pydantic_core
@@ -238,7 +238,7 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
         try:
             if name == "find_tools":
                 _check_keys("find_tools", args, _FIND_KEYS)
-                found = await gateway.find_tools(args.get("query"), limit=args.get("limit"),
+                found = await gateway.find_tools(cast(Any, args.get("query")), limit=args.get("limit"),
                                                  format=args.get("format"), tags=args.get("tags") or (),
                                                  session=_session_key(request),
                                                  token_budget=args.get("token_budget"),
@@ -250,7 +250,7 @@ def build_mcp_server(runtime: Callable[[], Runtime], *, name: str = "toolsift") 
                 confirm = args.get("confirm", False)
                 if not isinstance(confirm, bool):
                     raise GatewayError("bad_request", f"confirm must be true or false, got {confirm!r}")
-                done = await gateway.use_tool(args.get("query"), args.get("params"), confirm=confirm,
+                done = await gateway.use_tool(cast(Any, args.get("query")), args.get("params"), confirm=confirm,
                                               session=_session_key(request))
                 payload = {"tool": done["tool"], "result": done["result"]}
                 return _text_result(payload, is_error=_is_error(done["result"]))

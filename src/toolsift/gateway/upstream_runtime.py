@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from typing_extensions import Self
@@ -134,6 +134,7 @@ class Upstream:
         client = _mcp.http_client(headers=spec.headers, timeout_s=spec.connect_timeout_s,
                                   max_result_bytes=self.owner.max_message_bytes,
                                   max_result_items=self.owner.max_result_items)
+        assert spec.url is not None  # a spec has a command or a url (GatewayConfig checks)
         return _mcp.http_transport(spec.url, client)
 
     async def _run(self, ready: anyio.Event, box: dict[str, Any]) -> None:
@@ -234,7 +235,7 @@ class Upstream:
 
     async def _connect(self) -> _Connection:
         self.state = "starting"
-        ready, box = anyio.Event(), {}
+        ready, box = anyio.Event(), cast("dict[str, Any]", {})
         self.owner._spawn(self._run, ready, box)
         # Shielded: a caller cancelled mid-start must not orphan a connection that then
         # starts anyway. The wait is bounded by the connect timeout inside _run.

@@ -142,7 +142,7 @@ def serve_workers(config: ServeConfig, *, workers: int, host: str = "127.0.0.1",
     # From here on, SIGTERM and SIGINT unwind through the cleanup below (SIGTERM's default
     # action would end this process at once and leave the workers running).
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    stop_signal = signal.SIGTERM
+    stop_signal: int = signal.SIGTERM
     tmp = tempfile.mkdtemp(prefix="toolsift-serve-")
     socks: list[socket.socket] = []
     pool: list[_Worker] = []

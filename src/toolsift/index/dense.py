@@ -45,8 +45,8 @@ def _digest(codes: np.ndarray, scales: np.ndarray) -> str:
     # Over the payload buffers rather than the file: the IPC framing is pyarrow's business
     # and truncation of it is already caught by the reader.
     h = hashlib.sha256()
-    h.update(np.ascontiguousarray(codes).view(np.uint8).reshape(-1))
-    h.update(np.ascontiguousarray(scales).view(np.uint8))
+    h.update(np.ascontiguousarray(codes).view(np.uint8).reshape(-1).tobytes())
+    h.update(np.ascontiguousarray(scales).view(np.uint8).tobytes())
     return h.hexdigest()
 
 

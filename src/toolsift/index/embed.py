@@ -116,7 +116,7 @@ def config_fingerprint(config: IndexConfig) -> str | None:
 
     # The same files and truncation length get_encoder's OnnxEncoder would use.
     files = resolve_model(config.encoder, None)
-    max_length = OnnxEncoder.__init__.__kwdefaults__["max_length"]
+    max_length = (OnnxEncoder.__init__.__kwdefaults__ or {})["max_length"]
     return onnx_fingerprint(files.model, files.tokenizer, max_length=max_length)
 
 
@@ -191,6 +191,7 @@ def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_id
         codes, scales, groups = [], [], []
         for t_new, tid in enumerate(new_ids):
             if tid in fresh_pos:
+                assert fresh_field is not None  # fresh tools come with their field
                 src, r = fresh_field.matrix, fresh_rows[fresh_pos[tid]]
             else:
                 src, r = dn.matrix, old_rows[old_pos[tid]]

@@ -126,7 +126,7 @@ def field_documents(catalog: Catalog, *, name_in_description: bool,
     return out
 
 
-def parameter_layout(catalog: Catalog) -> tuple[np.ndarray, np.ndarray]:
+def parameter_layout(catalog: Sequence[Tool]) -> tuple[np.ndarray, np.ndarray]:
     """``(param_ptr int64[n_tools+1], param_required uint8[n_params])``."""
     counts = np.fromiter((len(t.parameters) for t in catalog), dtype=np.int64, count=len(catalog))
     ptr = np.zeros(len(catalog) + 1, dtype=np.int64)

@@ -252,15 +252,14 @@ class ToolGraph:
         """What the tool at ``pos`` can do, as a hashable key: operation, resource, input
         and output keys; ``None`` for a tool naming no CRUD operation (two such tools
         are never known to do the same)."""
-        got = self._caps.get(pos, False)
-        if got is False:
+        if pos not in self._caps:
             sig = self.signature_at(pos, catalog, analyzer)
             got = None
             if sig.operation is not None and sig.resource:
                 got = (sig.operation, sig.resource, frozenset(f.key for f in sig.inputs),
                        frozenset(f.key for f in sig.outputs))
             self._caps[pos] = got
-        return got
+        return self._caps[pos]
 
     def into(self, consumer: int) -> range:
         """Edge rows whose consumer is catalogue position ``consumer``."""

@@ -329,13 +329,13 @@ def update_ivf(old: IvfIndex, old_matrix: Int8Matrix, old_ptr: np.ndarray, new_m
     their nearest centroid; rows of removed tools are gone. When the listed rows have
     grown or shrunk by :data:`DRIFT` since the fit, the centroids are fitted again.
     """
-    source = np.asarray(source, dtype=np.int64)
-    kept = source >= 0
+    old_pos = np.asarray(source, dtype=np.int64)
+    kept = old_pos >= 0
     counts = np.diff(new_ptr)
     new_labels = np.full(new_matrix.n_rows, -1, np.int64)
     old_labels = old.labels(old_matrix.n_rows)
     dst = ranges(new_ptr[:-1][kept], counts[kept])
-    src = ranges(old_ptr[:-1][source[kept]], counts[kept])
+    src = ranges(old_ptr[:-1][old_pos[kept]], counts[kept])
     new_labels[dst] = old_labels[src]
     fresh = ranges(new_ptr[:-1][~kept], counts[~kept])
     fresh = fresh[new_matrix.scales[fresh] > 0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -131,7 +131,7 @@ class DocumentTokens:
                 vocab: Vocabulary | None = None) -> DocumentTokens:
         """Analyse ``catalog``'s field documents, growing ``vocab`` in place."""
         vocab = vocab if vocab is not None else Vocabulary()
-        options = dict(name_in_description=config.name_in_description, split_identifiers=config.split_identifiers,
+        options: dict[str, Any] = dict(name_in_description=config.name_in_description, split_identifiers=config.split_identifiers,
                        parameter_format=config.parameter_format, tool_card=config.tool_card)
         n_tools = len(catalog)
         fields: dict[str, FieldTokens] = {}
@@ -176,8 +176,8 @@ class DocumentTokens:
 
     def select(self, keep: Sequence[int]) -> DocumentTokens:
         """A copy holding only the tools at ``keep`` (vocabulary copied, counts updated)."""
-        keep = np.asarray(keep, dtype=np.int64)
-        return DocumentTokens(self.vocab.copy(), {f: ft.take(keep) for f, ft in self.fields.items()})
+        rows = np.asarray(keep, dtype=np.int64)
+        return DocumentTokens(self.vocab.copy(), {f: ft.take(rows) for f, ft in self.fields.items()})
 
     def overwrite(self, positions: Sequence[int], fresh: DocumentTokens) -> DocumentTokens:
         """Replace the tools at ``positions`` by ``fresh``'s (analysed with this vocabulary)."""

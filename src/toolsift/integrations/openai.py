@@ -27,7 +27,7 @@ call and pinned ones are sent.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ToolsiftError
 from ..extras import require_extra
@@ -94,7 +94,7 @@ class _Chat:
         self.completions = WrappedEndpoint(owner, ("chat", "completions"), _chat_loop)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._owner._client.chat, name)
+        return getattr(cast(Any, self._owner._client).chat, name)
 
 
 def _chat_events(messages: Sequence[Any]) -> Iterator[tuple[str, Any, Any]]:

@@ -60,7 +60,7 @@ def set_threads(n: int) -> int:
         n = operator.index(n)
     except TypeError:
         raise ConfigError(f"threads: expected an integer, got {type(n).__name__}") from None
-    limit = int(numba.config.NUMBA_NUM_THREADS)
+    limit = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
     if not 0 <= n <= limit:
         raise ConfigError(f"threads={n} out of range 0..{limit} (0 = all cores)")
     # 0: the CPUs this process may use (affinity, cgroup quota), within Numba's pool.

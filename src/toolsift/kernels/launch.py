@@ -97,11 +97,12 @@ def launch(kernel: Callable[..., None], *args: Any, work: int | None = None) -> 
     """Run ``kernel(*args)``: its serial twin when ``work`` is below :data:`SERIAL_WORK`
     or one thread is allowed, else in parallel on :func:`current_threads` threads."""
     threads = current_threads()
-    if threads <= 1 or (work is not None and work < SERIAL_WORK) or numba.config.DISABLE_JIT:
-        (kernel if numba.config.DISABLE_JIT else serial_twin(kernel))(*args)
+    no_jit = numba.config.DISABLE_JIT  # type: ignore[attr-defined]  # numba.config is set at run time
+    if threads <= 1 or (work is not None and work < SERIAL_WORK) or no_jit:
+        (kernel if no_jit else serial_twin(kernel))(*args)
         return
     global _threadsafe
-    numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
     if _threadsafe:
         kernel(*args)
         return

@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,7 +143,8 @@ class ScoringParams:
         total = float(w.sum())
         if total <= 0:
             raise ConfigError("unit scale: all field weights are 0")
-        return replace(self, weights=tuple(float(x) / total for x in w), bias=0.0,
+        unit = cast("tuple[float, float, float, float]", tuple(float(x) / total for x in w))  # len checked
+        return replace(self, weights=unit, bias=0.0,
                        w_req=self.w_req / total, w_opt=self.w_opt / total)
 
     def weights_array(self) -> np.ndarray:
@@ -218,7 +219,8 @@ class ScoringParams:
             if key not in d:
                 raise ConfigError(f"MFTR params: missing key {key!r}")
         return cls(
-            weights=_unwrap(d["base_weight"], "base_weight", len(WEIGHT_FIELDS)),
+            weights=cast("tuple[float, float, float, float]", tuple(_unwrap(d["base_weight"], "base_weight",
+                                                                            len(WEIGHT_FIELDS)))),
             bias=_unwrap(d["base_bias"], "base_bias", 1)[0],
             alpha=d.get("alpha", cls.alpha),
             tau=d["tau"],

@@ -100,7 +100,7 @@ def parse_rewrite(data: Any, text: str, *, leaks: str = "repair",
         for key in ("user_intent", "tool_description", "expected_response"):
             if n.get(key) is not None and not isinstance(n.get(key), str):
                 raise LLMError("invalid", f"tool_needs[{i}].{key} is not a string")
-        if not any(isinstance(n.get(k), str) and n.get(k).strip()
+        if not any(isinstance(v := n.get(k), str) and v.strip()
                    for k in ("user_intent", "tool_description")):
             raise LLMError("invalid", f"tool_needs[{i}] has neither user_intent nor tool_description")
     args = data.get("extracted_arguments") or {}

@@ -114,9 +114,11 @@ def parse_standardized(data: Any, tool: Tool, rules: Tool) -> tuple[Tool, list[s
 
     from_rules: list[str] = []
     if not description and rules.description:
-        description, _ = rules.description, from_rules.append("description")
+        description = rules.description
+        from_rules.append("description")
     if not response and rules.response:
-        response, _ = rules.response, from_rules.append("response")
+        response = rules.response
+        from_rules.append("response")
     if params is None:
         merged = list(rules.parameters)
         if merged:
@@ -136,7 +138,8 @@ def parse_standardized(data: Any, tool: Tool, rules: Tool) -> tuple[Tool, list[s
                 merged.append(lp)
         merged.extend(by_name.values())
     if not examples and rules.examples:
-        examples, _ = list(rules.examples), from_rules.append("examples")
+        examples = list(rules.examples)
+        from_rules.append("examples")
     out = replace(tool, description=description, parameters=tuple(merged), response=response,
                   examples=tuple(examples[:_MAX_EXAMPLES]))
     return out, from_rules

@@ -143,15 +143,15 @@ def complete_hits(hits: Sequence[Hit], *, query: Query, k: int, graph: ToolGraph
         if not members:
             continue
         own = graph.operations[c]
-        for f in sorted((m for m in members if m in matched and m not in in_set), key=rank_of.__getitem__):
-            op = graph.operations[f]
+        for member in sorted((m for m in members if m in matched and m not in in_set), key=rank_of.__getitem__):
+            op = graph.operations[member]
             if op == own or i + 2 + len(adds) > k:
                 continue
             if asked is None:
                 asked = _asked_operations(query, analyzer)
             if op in asked:
-                adds.append((f, f"{OPERATION_CODES[op]} step on the resource of {h.name}"))
-                in_set.add(f)
+                adds.append((member, f"{OPERATION_CODES[op]} step on the resource of {h.name}"))
+                in_set.add(member)
     if not adds and not dropped:
         return [h for _, h in top]
     out = [h for _, h in top[:k - len(adds)]] + [dataclasses.replace(kept[rank_of[p]][1], why=why) for p, why in adds]

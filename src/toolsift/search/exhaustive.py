@@ -72,6 +72,7 @@ def _matrix(st: IndexState, config: IndexConfig, ft: FieldTexts, field: str, *, 
         if kind == "bm25":
             return bm
     dn = st.dense[field]
+    assert ft.vectors is not None  # planned for a dense field
     cos = dn.score_docs(ft.vectors) if docs else dn.score_tools(ft.vectors)
     if kind == "dense":
         # Parameter similarities are floored at 0 (see DenseRetriever).

@@ -49,7 +49,7 @@ class FieldTexts:
     terms: TermBatch
     vectors: np.ndarray | None = None
     codes: tuple[np.ndarray, np.ndarray] | None = None
-    owner: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]  # derived when not given
+    owner: np.ndarray = field(default=None, repr=False)  # type: ignore[arg-type, assignment]  # derived when not given
 
     def __post_init__(self) -> None:
         # int64[len(texts)]: the query each text belongs to (the engine's text_query).
@@ -225,11 +225,13 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
     flat = [t for f in names for t in texts[f]]
     if all(len(texts[f]) == 1 for f in names) and flat.count(flat[0]) == len(flat) and flat[0].strip():
         # The same one text in every dense field: embedded and quantized once.
-        vec, codes = _embed_one(st, config, flat[0])
-        return dict.fromkeys(names, vec), dict.fromkeys(names, codes)
+        vec, one = _embed_one(st, config, flat[0])
+        return dict.fromkeys(names, vec), dict.fromkeys(names, one)
     vecs = encode_texts(query_encoder_for(st, config), flat)
     q_codes, q_scales = quantize_rows(vecs)
-    out, codes, start = {}, {}, 0
+    out: dict[str, np.ndarray] = {}
+    codes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    start = 0
     for f in names:
         end = start + len(texts[f])
         out[f] = vecs[start:end]

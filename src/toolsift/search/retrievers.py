@@ -92,6 +92,7 @@ class DenseRetriever(FieldRetriever):
             return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64)
         if self.dn.ivf is not None:
             # A large field: score only the rows of each text's nprobe nearest lists.
+            assert ft.vectors is not None  # planned for a dense field
             tops = self.dn.top_tools_ivf(ft.vectors, n, self.nprobe)
         else:
             # Without an IVF, dense candidates need every (non-empty) document's score:
@@ -193,6 +194,7 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
     kind = config.retriever(field)
     if kind == "bm25":
         return Bm25Retriever(fi, config)
+    assert dn is not None  # a dense or hybrid field has its vectors
     dense = DenseRetriever(dn, floor_docs=(kind == "dense"), nprobe=config.ivf_nprobe,
                            adds_candidates=field in config.dense_candidates_from)
     if kind == "dense":

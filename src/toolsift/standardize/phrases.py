@@ -215,8 +215,8 @@ def mentioned_parameters(text: str, params: Sequence[Parameter]) -> dict[str, st
             if what and not _USELESS_WHAT.match(what):
                 found[name] = what
     if len(params) == 1 and empty == [params[0].name] and params[0].name not in found:
-        m = _TAKES_ONE.search(text)
-        if m and not _USELESS_WHAT.match(m.group("what").split(" ", 1)[1]):
-            found[params[0].name] = m.group("what")
+        one = _TAKES_ONE.search(text)
+        if one and not _USELESS_WHAT.match(one.group("what").split(" ", 1)[1]):
+            found[params[0].name] = one.group("what")
     cleaned = {k: clean_text(v) for k, v in found.items()}
     return {k: _sentence(v) for k, v in cleaned.items() if v}

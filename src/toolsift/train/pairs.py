@@ -49,7 +49,7 @@ class PairSet:
         return int(self.pos.size)
 
 
-def make_pairs(scores: FieldScores, rows: Sequence[int], labels: Mapping[str, Sequence[str]],
+def make_pairs(scores: FieldScores, rows: Sequence[int] | np.ndarray, labels: Mapping[str, Sequence[str]],
                negatives: Mapping[str, Sequence[str]], *, n_negatives: int = 64) -> PairSet:
     """Pair every relevant tool of each query with its first ``n_negatives`` negatives.
 
@@ -86,9 +86,9 @@ def make_pairs(scores: FieldScores, rows: Sequence[int], labels: Mapping[str, Se
         negs = [n for n in negatives.get(qid, ()) if n not in rel_set][:n_negatives]
         for p in rel:
             ps = side(r, tool_pos[p])
-            for n in negs:
+            for neg_id in negs:
                 pos.append(ps)
-                neg.append(side(r, tool_pos[n]))
+                neg.append(side(r, tool_pos[neg_id]))
 
     n = len(sides)
     sr = np.fromiter((s[0] for s in sides), dtype=np.int64, count=n)

@@ -107,7 +107,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _unpack(theta: np.ndarray, init: ScoringParams, penalty: bool) -> ScoringParams:
     return ScoringParams(
-        weights=tuple(float(v) for v in theta[:4]), bias=init.bias, alpha=init.alpha,
+        weights=(float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3])), bias=init.bias, alpha=init.alpha,
         tau=float(1.0 / (1.0 + math.exp(-theta[4]))) if penalty else init.tau,
         w_req=_softplus(float(theta[5])) if penalty else 0.0,
         w_opt=_softplus(float(theta[6])) if penalty else 0.0,

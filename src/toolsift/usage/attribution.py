@@ -192,7 +192,7 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
     for u in direct:
         # A library record without a session is its own voter: the application vouches for it.
         voter = _voter_id(u, rules) or f"record:{u.id}"
-        vote(voter, u.intent, u.tool_id, u.ts, u)
+        vote(voter, u.intent or "", u.tool_id, u.ts, u)  # no intent: no key, no vote
 
     for events in sessions.values():
         events.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -221,13 +221,13 @@ def attribute(log: UsageLog | tuple[Iterable[FindRow], Iterable[UseRow]], *,
         # Rule 5: returned but not used, for finds that got a positive.
         for f in finds_seen:
             used = credited.get(f.id)
-            voter = _voter_id(f, rules)
-            if not used or voter is None:
+            find_voter = _voter_id(f, rules)
+            if not used or find_voter is None:
                 continue
             item = ev.intents.get(intent_key(f.intent))
             if item is None:
                 continue
             for tool in f.returned:
                 if tool not in used:
-                    item.negatives.setdefault(tool, set()).add(voter)
+                    item.negatives.setdefault(tool, set()).add(find_voter)
     return ev

@@ -181,7 +181,7 @@ class GatewayLearning:
                  save_dir: str | os.PathLike | None = None, config: LearnConfig | None = None) -> None:
         from .recorder import UsageRecorder
 
-        self.recorder = UsageRecorder(path)
+        self.recorder = UsageRecorder(os.fspath(path))
         self.every_s = every_s
         self.save_dir = save_dir
         self.config = config

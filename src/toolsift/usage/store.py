@@ -324,7 +324,7 @@ class UsageLog:
                     raise ValueError("not a list of tool ids")
             except (ValueError, TypeError, RecursionError) as exc:
                 raise UsageLogError(f"{self.path}: finds row {r[0]}: damaged 'returned' column ({exc})") from None
-            yield FindRow(*r[:9], tuple(returned))
+            yield FindRow(*r[:9], tuple(returned))  # type: ignore[call-arg]  # nine checked columns
 
     def uses(self) -> Iterator[UseRow]:
         """Every logged use, oldest first."""
@@ -332,7 +332,7 @@ class UsageLog:
                "query_text, intent FROM uses ORDER BY id")
         for r in self._read(sql, ()):
             _check_row(self.path, "uses", r, _USE_TYPES)
-            yield UseRow(*r[:8], None if r[8] is None else bool(r[8]), *r[9:])
+            yield UseRow(*r[:8], None if r[8] is None else bool(r[8]), *r[9:])  # type: ignore[call-arg]
 
     def _read(self, sql: str, args: tuple) -> list[tuple]:
         with self._lock:

@@ -88,7 +88,7 @@ def crossfit_scores(base, intents: Sequence[TrainingIntent], examples: Mapping[s
         rows = np.flatnonzero(part == p)
         if rows.size == 0:
             continue
-        own = {intents[r].key for r in rows}
+        own = {intents[r].key for r in rows.tolist()}
         changed = []
         for tool in base.catalog:
             extra = [e for e in examples.get(tool.id, ()) if key_of(e) not in own]
@@ -100,7 +100,7 @@ def crossfit_scores(base, intents: Sequence[TrainingIntent], examples: Mapping[s
         view = base.with_params(base.config.params, structured="keep")
         if changed:
             view.replace_tools(changed)
-        fs = view.field_scores([intents[r].text for r in rows], query_ids=[ids[r] for r in rows])
+        fs = view.field_scores([intents[r].text for r in rows.tolist()], query_ids=[ids[r] for r in rows.tolist()])
         if out is None:
             out = FieldScores(ids, fs.tool_ids, np.zeros((n,) + fs.base.shape[1:], np.float32),
                               np.zeros((n, fs.param_sims.shape[1]), np.float32), np.zeros(n, bool),
@@ -193,7 +193,7 @@ def validate(base, intents: Sequence[TrainingIntent], examples: Mapping[str, Seq
         scores["trained"] = trained
         all_pairs = concat_pairs([p for p in split_pairs if p.n_pairs])
     val = {k: float(np.mean(list(v.values()))) for k, v in scores.items()}
-    final = train(all_pairs, tc).params if train_weights else None
+    final = train(all_pairs, tc).params if all_pairs is not None else None  # set iff train_weights
     # All-zero weights score every tool alike: rankings then fall to tie-breaking by id,
     # which must never pass for a model, however the validation numbers look.
     degenerate = final is not None and sum(abs(w) for w in final.weights) < 1e-9
@@ -205,7 +205,7 @@ def validate(base, intents: Sequence[TrainingIntent], examples: Mapping[str, Seq
         return WeightOutcome(current, False, f"learning did not clearly beat the index before learning on held-out "
                              f"intents (NDCG@10 {val[best]:.4f} vs {val['before']:.4f}, p={pvalue:.3g}); "
                              "nothing learned", val, 0, keep_examples=False)
-    if not use_trained:
+    if not use_trained or final is None or all_pairs is None:
         why = ("weights not retrained (train_weights off)" if not train_weights else
                "trained weights are all zero" if degenerate else
                f"trained weights did not beat the current ones on held-out intents "

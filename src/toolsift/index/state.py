@@ -63,8 +63,9 @@ class IndexState:
             )
         counts = np.diff(self.param_ptr)
         self._groups = np.repeat(np.arange(len(catalog), dtype=np.int64), counts)
-        # Per-field retrievers by settings, filled by toolsift.search.retrievers().
-        self.retrievers: dict[tuple, dict] = {}
+        # Per-field retrievers by settings (toolsift.search.retrievers()) and the fused
+        # searchers (toolsift.search.fused), made on first use and kept with the state.
+        self.retrievers: dict[Any, Any] = {}
         # The tool graph (toolsift.index.graph.ToolGraph), set by ToolIndex.
         self.graph: ToolGraph | None = None
         # The static query encoder's table (toolsift.index.query_table), set by ToolIndex.

@@ -245,3 +245,55 @@ def test_bm25s_batch(benchmark, corpus, bm25s_retriever, condition):
         k=K, show_progress=False, n_threads=1), run)
     _FIGURES.append(Figure("bm25s batch", condition, "q/s", value=len(texts) / seconds, n=len(texts),
                            extra={"load_avg_1m": _LOAD[-1]}))
+
+
+@pytest.fixture(scope="module")
+def stress_requests():
+    """The multi-step stress set (``toolsift eval stress``, seed 0): 600 requests of 3-4
+    joined queries over the same 6,417 tools, median 67 words."""
+    from toolsift.evaluate.pooled import load_pseudo
+
+    from .synthetic import data_dir
+
+    return load_pseudo("stress", data_dir()).queries
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_stress_paired_with_bm25(benchmark, bm25_index, hybrid_index, stress_requests, condition):
+    """Long multi-step requests: hybrid (one dense vector per step, docs/dense.md
+    "Multi-step requests") p50 ÷ BM25 fields p50, interleaved query by query as in
+    :func:`test_hybrid_paired_with_bm25`, and both rankings' N@10 on these requests (the
+    shipped weights here; ``toolsift eval stress`` reports the leave-one-out ones)."""
+    from toolsift.evaluate import evaluate
+
+    reqs = _spread(list(stress_requests), N_QUERIES)
+    texts = [r.text for r in reqs]
+    runs: dict[str, dict] = {"bm25": {}, "hybrid": {}}
+
+    def run():
+        times = {"bm25": np.empty(len(texts)), "hybrid": np.empty(len(texts))}
+        pair = (("bm25", bm25_index), ("hybrid", hybrid_index))
+        clock = time.perf_counter
+        for i, (r, q) in enumerate(zip(reqs, texts)):
+            for name, index in (pair if i % 2 == 0 else pair[::-1]):
+                t0 = clock()
+                hits = index.search(q, k=K)
+                times[name][i] = clock() - t0
+                runs[name][r.id] = {h.id: float(K - h.rank) for h in hits}
+        return times
+
+    times = _timed(benchmark, condition, lambda: [ix.search(q, k=K) for q in texts[:10]
+                                                  for ix in (bm25_index, hybrid_index)], run)
+    qrels = {r.id: {t: 1 for t in r.labels} for r in reqs}
+    ndcg = {name: evaluate(qrels, got, metrics=("ndcg@10",)).mean["ndcg@10"] for name, got in runs.items()}
+    p50 = {name: float(np.percentile(t, 50)) for name, t in times.items()}
+    over = p50["hybrid"] / p50["bm25"]
+    extra = {"load_avg_1m": _LOAD[-1], "hybrid_over_bm25_p50": over, "interleaved": True,
+             "words_p50": float(np.median([len(t.split()) for t in texts])),
+             "ndcg@10_bm25": ndcg["bm25"], "ndcg@10_hybrid": ndcg["hybrid"]}
+    _FIGURES.append(Figure.latency("stress: search raw", condition, times["bm25"], extra=extra))
+    _FIGURES.append(Figure.latency("stress: hybrid raw", condition, times["hybrid"],
+                                   baseline="stress: search raw", extra=extra))
+    report(f"stress ({condition}, {len(texts)} requests): hybrid p50 {p50['hybrid'] * 1e3:.3f} ms / BM25 p50 "
+           f"{p50['bm25'] * 1e3:.3f} ms = {over:.2f}x; N@10 hybrid {ndcg['hybrid']:.4f}, BM25 {ndcg['bm25']:.4f} "
+           "(shipped weights)")

@@ -171,6 +171,12 @@ class IndexConfig:
             words a tool's description shares with the request; keeping the original
             beside the expansion is the usual remedy (docs/scoring.md). Off: only the
             needs' own texts.
+        split_steps: A raw request that splits into several steps
+            (:func:`toolsift.decompose.split_steps`) searches the dense halves of dense
+            and hybrid fields with one vector per step and gives every step its share of
+            the ranking (:mod:`toolsift.search.needs`, docs/dense.md "Multi-step
+            requests"); BM25 still sees the whole request. No effect on BM25-only indexes,
+            structured queries or requests of one step.
         penalize_without_arguments: Apply the missing-parameter penalty to structured
             queries that extracted no arguments (every parameter unmatched), as the MFTR
             reference implementation does. Off by default: no arguments, no penalty.
@@ -226,6 +232,7 @@ class IndexConfig:
     no_argument_params: Literal["intent", "zero"] = "intent"
     intent_in_description: Annotated[bool, Strict()] = True
     request_in_description: Annotated[bool, Strict()] = True
+    split_steps: Annotated[bool, Strict()] = True
     penalize_without_arguments: Annotated[bool, Strict()] = False
     encoder: Annotated[str, Strict()] | None = None
     query_encoder: Literal["static", "transformer"] = "static"
@@ -350,6 +357,7 @@ class IndexConfig:
             "no_argument_params": self.no_argument_params,
             "intent_in_description": self.intent_in_description,
             "request_in_description": self.request_in_description,
+            "split_steps": self.split_steps,
             "penalize_without_arguments": self.penalize_without_arguments,
             "retrievers": dict(self.retrievers),
             "encoder": self.encoder,
@@ -369,13 +377,13 @@ class IndexConfig:
         ``tool_card`` means ``0``, a missing ``query_encoder`` ``"transformer"``, a missing
         ``dense_candidates`` the same depth as ``candidates``, a missing
         ``dense_candidates_from`` every field and a missing ``intent_in_description`` or
-        ``request_in_description`` ``False`` (manifests written before the options existed)."""
+        ``request_in_description`` or ``split_steps`` ``False`` (manifests written before the options existed)."""
         if not isinstance(d, dict):
             raise ConfigError("config must be an object")
         known = {"bm25", "analyzer", "scale", "candidates", "dense_candidates", "dense_candidates_from",
                  "name_in_description", "tool_card", "split_identifiers",
                  "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
-                 "penalize_without_arguments", "retrievers", "encoder",
+                 "split_steps", "penalize_without_arguments", "retrievers", "encoder",
                  "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
                  "structured_params", "threads"}
         unknown = set(d) - known
@@ -387,7 +395,7 @@ class IndexConfig:
         # And before intent_in_description (request_in_description), the description field
         # saw the tool description alone.
         kw: dict[str, Any] = {"tool_card": 0, "query_encoder": "transformer", "intent_in_description": False,
-                              "request_in_description": False,
+                              "request_in_description": False, "split_steps": False,
                               "dense_candidates": d.get("candidates", 100)}
         if "bm25" in d:
             kw["bm25"] = Bm25Config(**d["bm25"])
@@ -409,7 +417,7 @@ class IndexConfig:
             kw["dense_candidates_from"] = tuple(got)
         for key in ("scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
-                    "penalize_without_arguments", "threads",
+                    "split_steps", "penalize_without_arguments", "threads",
                     "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
             if key in d:
                 kw[key] = d[key]

@@ -18,6 +18,7 @@ from .candidates import Candidates, find_candidates, pack
 from . import fused
 from .exhaustive import all_field_scores
 from .hits import Hit, rank
+from .needs import request_steps, run_steps
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
 from .retrievers import FieldRetriever, retriever_for
@@ -82,6 +83,23 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
     if fused.usable(config, explain):
         # Every field BM25, no explanation: one engine call (the same hits; tests/test_fused.py).
         return fused.run_fused(st, config, queries, k=k, params=params)
+    steps = request_steps(st, config, queries)
+    if any(s is not None for s in steps):
+        # Raw requests that split into steps search their dense halves per step (.needs);
+        # the others take the general path unchanged. Results come back in order.
+        multi = [i for i, s in enumerate(steps) if s is not None]
+        single = [i for i, s in enumerate(steps) if s is None]
+        out: list[list[Hit]] = [[] for _ in queries]
+        with using_threads(config.threads):
+            got = run_steps(st, config, [queries[i] for i in multi], [steps[i] for i in multi],
+                            retrievers(st, config), k=k, explain=explain, params=params)
+        for i, hits in zip(multi, got):
+            out[i] = hits
+        if single:
+            for i, hits in zip(single, _general(st, config, [queries[i] for i in single], k=k, explain=explain,
+                                                params=params)):
+                out[i] = hits
+        return out
     return _general(st, config, queries, k=k, explain=explain, params=params)
 
 

@@ -19,7 +19,7 @@ from ..csr import ranges, row_of
 from ..index.state import IndexState
 from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
-from .plan import QueryPlan
+from .plan import FieldTexts, QueryPlan
 from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, merge_csr
 
 __all__ = ["Candidates", "find_candidates", "pack"]
@@ -71,10 +71,13 @@ class Candidates:
 
 
 def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever], *,
-                    n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    n: int, k: int, dense_texts: dict[str, FieldTexts] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
     of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
-    ``matched`` is False for tools added only to fill ``k``."""
+    ``matched`` is False for tools added only to fill ``k``. ``dense_texts``: per field,
+    the texts its dense half searches with instead of the plan's (a multi-step request's
+    steps, :mod:`.needs`)."""
     fields = [f for f in FIELDS if plan.fields[f].texts]
     lexical = [f for f in fields if retrievers[f].lexical is not None]
     settings = _lexical_settings(retrievers, lexical)
@@ -90,7 +93,7 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     else:
         parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
     for f in fields:
-        parts += retrievers[f].dense_parts(plan.fields[f], n, k=k)
+        parts += retrievers[f].dense_parts((dense_texts or plan.fields).get(f, plan.fields[f]), n, k=k)
     ptr, tool = merge_csr(parts)
     return _top_up(ptr, tool, min(k, len(st.catalog)))
 

@@ -1,0 +1,160 @@
+"""How a multi-step request's per-step scores are combined: the variants measured on a
+DEVELOPMENT stress set (seed 1; the reported set is seed 0) before one was kept.
+
+Usage: python scripts/needs_ablation.py [--seed 1] [--n 600] [--data ../shared/data]
+
+Variants (hybrid preset, per-source-set LODO weights, raw requests, k=100, N@10 / R@10):
+  onevector    split_steps off: one query vector per request (before issue 34)
+  steps        one reading per step (no whole-request reading)
+  whole+steps  the whole request as reading 0, then one reading per step; ties in the
+               order of reading 0 (search.needs.combine_needs)
+  max          a tool's score: the plain max over readings
+  shift        each reading's scores shifted so its best candidate scores the best of any
+               reading, then the max (kept with whole+steps: search.needs.per_need_shift)
+  ratio        as shift, but each reading's scores scaled (not shifted) to the best one's
+  round-robin  a tool's best rank in any reading's list (ties: the shifted score): the
+               per-need quota of an interleave
+  bm25 per step  whole+steps shift, but BM25 too searches and scores each reading alone
+               (every reading a raw query of its own; candidates = their union)
+  dense half   default-hybrid-densehalf (BM25's share of the hybrid fields 0)
+BM25 fields (``default``) and bm25s-fulldoc are printed for reference. Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+
+_SHIFT: list = []
+
+
+def _plain_max(block):
+    return block
+
+
+def _ratio(block):
+    top = block.max(axis=1, keepdims=True)
+    return block * (top.max() / np.maximum(top, 1e-9))
+
+
+def _round_robin(block):
+    per_need_shift = _SHIFT[0]
+    rank = np.argsort(np.argsort(-block, axis=1, kind="stable"), axis=1)
+    # Within a rank, the shifted score orders the steps' tools (it is below 1e3 * 1e-3).
+    return -rank.astype(np.float64) + 1e-3 * per_need_shift(block)
+
+
+def _lexical_per_step(st, config, queries, steps, fr, *, k, explain, params):
+    """needs.run_steps with every reading (the whole request, each step) a raw query of its
+    own in BM25 as well."""
+    from toolsift.csr import ranges
+    from toolsift.schema import Query
+    from toolsift.search.candidates import Candidates, find_candidates, pack
+    from toolsift.search.hits import rank
+    from toolsift.search.needs import combine_needs
+    from toolsift.search.plan import plan_queries
+    from toolsift.search.score import score
+
+    plan = plan_queries(st, config, queries)
+    steps = [[q.text, *s] for q, s in zip(queries, steps)]
+    pplan = plan_queries(st, config, [Query.from_text(t) for s in steps for t in s])
+    step_ptr = np.zeros(len(queries) + 1, np.int64)
+    np.cumsum([len(s) for s in steps], out=step_ptr[1:])
+    pptr, ptool, _ = find_candidates(st, pplan, fr, n=config.candidates, k=k)
+    tools = [np.unique(ptool[pptr[step_ptr[q]]:pptr[step_ptr[q + 1]]]) for q in range(len(queries))]
+    ptr = np.zeros(len(queries) + 1, np.int64)
+    np.cumsum([t.size for t in tools], out=ptr[1:])
+    tool = np.concatenate(tools)
+    matched = np.ones(tool.size, bool)
+    of = np.repeat(np.arange(len(queries)), np.diff(step_ptr))
+    sizes = np.diff(ptr)
+    exp_ptr = np.zeros(of.size + 1, np.int64)
+    np.cumsum(sizes[of], out=exp_ptr[1:])
+    cands = pack(st, pplan, fr, exp_ptr, tool[ranges(ptr[of], sizes[of])])
+    scores, _ = score(st, cands, params)
+    final = np.empty(tool.size, np.float32)
+    for q in range(len(queries)):
+        m, j0, n = int(sizes[q]), int(step_ptr[q]), int(step_ptr[q + 1] - step_ptr[q])
+        lo = int(exp_ptr[j0])
+        final[ptr[q]:ptr[q + 1]] = combine_needs(scores[lo:lo + n * m].reshape(n, m))[0]
+    view = Candidates(ptr, tool, np.ones(len(queries), np.int64), cands.n_args[step_ptr[:-1]], plan.penalize,
+                      cands.need_sims, cands.need_off[:tool.size], cands.ap_sims, cands.ap_off[:tool.size])
+    return rank(st, plan, view, final, None, matched, k, params)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--only", default="", help="comma-separated variant names (default: all)")
+    args = ap.parse_args()
+
+    from toolsift.evaluate import evaluate
+    from toolsift.evaluate.embcache import eval_encoder_cache
+    from toolsift.evaluate.pooled import load_pseudo, run_pooled
+    from toolsift.search import needs
+
+    ds = load_pseudo("stress", args.data, seed=args.seed, n=args.n)
+    qrels = ds.qrels()
+    keep = needs.per_need_shift
+    _SHIFT.append(keep)
+    variants = {  # name: (method, combination of the shifted block, whole request as reading 0)
+        "default (BM25 fields)": ("default", keep, True),
+        "bm25s-fulldoc": ("bm25s-fulldoc", keep, True),
+        "hybrid onevector": ("default-hybrid-onevector", keep, True),
+        "hybrid steps, max": ("default-hybrid", _plain_max, False),
+        "hybrid steps, shift": ("default-hybrid", keep, False),
+        "hybrid whole+steps, max": ("default-hybrid", _plain_max, True),
+        "hybrid whole+steps, shift (kept)": ("default-hybrid", keep, True),
+        "hybrid whole+steps, ratio": ("default-hybrid", _ratio, True),
+        "hybrid whole+steps, round-robin": ("default-hybrid", _round_robin, True),
+        "hybrid whole+steps, bm25 per step": ("default-hybrid", "lexical-per-step", True),
+        "dense half, onevector": ("default-hybrid-densehalf-onevector", keep, True),
+        "dense half, whole+steps, shift": ("default-hybrid-densehalf", keep, True),
+    }
+    if args.only:
+        variants = {k: v for k, v in variants.items() if k in args.only.split(",")}
+    print(f"stress seed {args.seed}: {len(qrels)} requests, {len(ds.tools)} tools")
+    print(f"{'variant':34} {'N@10':>7} {'R@10':>7}")
+    with eval_encoder_cache():
+        for name, (method, combine, whole) in variants.items():
+            import toolsift.search as search
+
+            kept_run = search.run_steps
+            if combine == "lexical-per-step":
+                search.run_steps, combine = _lexical_per_step, keep
+            needs.WHOLE_AS_NEED = whole
+            needs.per_need_shift = combine
+            try:
+                if method == "default-hybrid-densehalf-onevector":
+                    from dataclasses import replace
+
+                    from toolsift.evaluate import cold
+
+                    orig = cold.default_config
+                    cold.default_config = lambda d, hybrid=False: (lambda c: (replace(c[0], split_steps=False), c[1]))(
+                        orig(d, hybrid=hybrid))
+                    try:
+                        res = run_pooled(ds, "default-hybrid-densehalf")
+                    finally:
+                        cold.default_config = orig
+                else:
+                    res = run_pooled(ds, method)
+            finally:
+                needs.per_need_shift = keep
+                needs.WHOLE_AS_NEED = True
+                search.run_steps = kept_run
+            r = evaluate(qrels, res.run, metrics=("ndcg@10", "recall@10"))
+            print(f"{name:34} {r.mean['ndcg@10']:7.4f} {r.mean['recall@10']:7.4f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""Multi-step raw requests: the dense halves search with one vector per step as well as
+one for the whole request, and every step (need) gets its share of the ranking.
+
+One query vector for a request that asks for three things drifts toward one of them
+(docs/dense.md, "Multi-step requests"). When a raw request splits into two or more steps
+(:func:`toolsift.decompose.split_steps`: lines and list items, inline enumerations,
+sentences, sequencing and "and <verb>" clauses; context sentences that ask for nothing
+stay with their step), the search runs like this:
+
+1. BM25 (every BM25 field and the lexical half of every hybrid field) sees the whole
+   request, exactly as for any raw query: a long query's terms add up, they do not drift.
+2. The request has readings: the whole request (reading 0, the search as it was) and
+   each step. The dense halves embed each reading; each reading's top
+   ``dense_candidates`` tools by cosine join the candidates
+   (:func:`~.candidates.find_candidates` ``dense_texts``).
+3. Every candidate is scored once per reading: the whole request's BM25 with that
+   reading's cosine, through the same packing and MFTR kernel as any query.
+4. Per-need normalisation (:func:`combine_needs`): each reading's scores are shifted so
+   that its best candidate scores the best score of any reading, and a tool's score is
+   its best shifted score. Every reading's best tool is at the top, the next tools
+   compete by how far they fall below their own reading's best, and no step crowds the
+   others out because its cosines run higher. Ties go in the whole request's order, so
+   the first hit is always the unsplit search's first hit. No constant is involved.
+
+A request that does not split takes none of this path: it scores bit for bit as before
+(tested). ``IndexConfig.split_steps`` turns it off (indexes saved before it have it off).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..analyze import TermBatch
+from ..config import IndexConfig
+from ..csr import ranges, row_of
+from ..decompose.steps import split_steps
+from ..index.dense_field import encode_texts
+from ..index.query_table import query_encoder_for
+from ..index.state import IndexState
+from ..kernels.int8 import quantize_rows
+from ..schema import FIELDS, Query
+from .candidates import Candidates, find_candidates, pack
+from .hits import Hit, rank
+from .plan import FieldTexts, QueryPlan, plan_queries, read_only
+from .query import is_raw
+from .score import score
+
+__all__ = ["MAX_STEPS", "request_steps", "run_steps"]
+
+#: At most this many steps per request (surplus clauses join the last step).
+MAX_STEPS = 8
+#: The whole request is one more need beside its steps.
+WHOLE_AS_NEED = True
+
+# What split_steps needs to find two steps: a line break, a sentence end, an enumeration
+# number, or one of the words its clause rules start at. A request with none of them
+# (most short ones) is one step without running the splitter (~100 us a query).
+_MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
+                        r"finally|lastly|subsequently|additionally|also|well)\b", re.IGNORECASE)
+
+
+def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> list[list[str] | None]:
+    """Per query its steps when it is a raw request that splits into two or more and the
+    index has dense fields (with ``config.split_steps``), else ``None``."""
+    if not (config.split_steps and st.dense):
+        return [None] * len(queries)
+    out: list[list[str] | None] = []
+    for q in queries:
+        steps = split_steps(q.text, max_steps=MAX_STEPS) if is_raw(q) and _MAY_SPLIT.search(q.text) else []
+        out.append(steps if len(steps) >= 2 else None)
+    return out
+
+
+def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,
+              k: int, explain: bool | str, params) -> list[list[Hit]]:
+    """The hits of raw multi-step ``queries`` (``steps[i]``: query ``i``'s steps; see the
+    module docstring). ``fr``: the index's field retrievers."""
+    plan = plan_queries(st, config, queries)
+    # The readings of each request: the whole request first (the unsplit search), then its steps.
+    readings = [[q.text, *s] if WHOLE_AS_NEED else list(s) for s, q in zip(steps, queries)]
+    step_ptr = np.zeros(len(queries) + 1, np.int64)
+    np.cumsum([len(s) for s in readings], out=step_ptr[1:])
+    flat = [t for s in readings for t in s]
+    vecs = encode_texts(query_encoder_for(st, config), flat)
+    codes = quantize_rows(vecs)
+    read_only(vecs), read_only(codes[0]), read_only(codes[1])
+    step_owner = read_only(row_of(step_ptr))
+    no_terms = TermBatch(np.zeros(0, np.int32), np.zeros(len(flat) + 1, np.int64))
+    by_step = FieldTexts(flat, step_ptr, no_terms, vecs, codes, step_owner)
+    dense = {f: by_step for f in FIELDS if f in st.dense}
+    ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k, dense_texts=dense)
+
+    # One pseudo-query per reading: the request's texts and terms, the reading's vector,
+    # and all of the request's candidates.
+    of = step_owner  # pseudo-query -> query
+    sizes = np.diff(ptr)
+    exp_ptr = np.zeros(of.size + 1, np.int64)
+    np.cumsum(sizes[of], out=exp_ptr[1:])
+    exp_tool = tool[ranges(ptr[of], sizes[of])]
+    exp = _expand(plan, of, vecs, codes, set(dense))
+    cands = pack(st, exp, fr, exp_ptr, exp_tool)
+    scores, terms = score(st, cands, params, breakdown=bool(explain))
+
+    final = np.empty(tool.size, np.float32)
+    chosen = np.empty(tool.size, np.int64)
+    for q in range(len(queries)):
+        m, j0, n = int(sizes[q]), int(step_ptr[q]), int(step_ptr[q + 1] - step_ptr[q])
+        lo = int(exp_ptr[j0])
+        got, best = combine_needs(scores[lo:lo + n * m].reshape(n, m))
+        final[ptr[q]:ptr[q + 1]] = got
+        chosen[ptr[q]:ptr[q + 1]] = lo + best * m + np.arange(m)
+    first = step_ptr[:-1]  # every reading of a query has the same texts: take the first's counts
+    view = Candidates(ptr, tool, np.ones(len(queries), np.int64), cands.n_args[first], plan.penalize,
+                      cands.need_sims, cands.need_off[chosen], cands.ap_sims, cands.ap_off[chosen])
+    return rank(st, plan, view, final, None if terms is None else terms[chosen], matched, k, params,
+                why_only=explain == "why")
+
+
+def combine_needs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The one definition of the combination over a request's readings.
+
+    ``block``: ``float32[readings, candidates]`` MFTR scores, reading 0 the whole request.
+    Each reading's scores are shifted so that its best candidate scores the best score of
+    any reading (per-need normalisation), and a candidate's score is its best shifted
+    score; ties, above all the readings' best candidates tied at the top, go in the order
+    of reading 0's scores, then of the candidates (catalogue order). Returns the scores,
+    ``float32`` and strictly decreasing in that order (so any sort by score keeps it),
+    and per candidate the reading its score came from.
+    """
+    b = block.astype(np.float64)
+    shifted = per_need_shift(b)
+    final = shifted.max(axis=0)
+    order = np.lexsort((-b[0], -final))
+    s = final[order].astype(np.float32)
+    bad = np.flatnonzero(s[1:] >= s[:-1]) + 1
+    while bad.size:  # one pass per tied run length (at most the number of readings)
+        s[bad] = np.nextafter(s[bad - 1], np.float32(-np.inf))
+        bad = np.flatnonzero(s[1:] >= s[:-1]) + 1
+    out = np.empty_like(s)
+    out[order] = s
+    return out, shifted.argmax(axis=0)
+
+
+def per_need_shift(block: np.ndarray) -> np.ndarray:
+    """``[needs, candidates]`` scores, each need's row shifted so that its best candidate
+    scores exactly the best score of any need (float64 in, float64 out: the shift of a
+    row's best is exact)."""
+    top = block.max(axis=1, keepdims=True)
+    return block - top + top.max()
+
+
+def _expand(plan: QueryPlan, of: np.ndarray, vecs: np.ndarray, codes: tuple[np.ndarray, np.ndarray],
+            dense: set[str]) -> QueryPlan:
+    """``plan`` with query ``of[j]`` repeated as pseudo-query ``j``; dense fields' texts of
+    pseudo-query ``j`` carry step ``j``'s vector."""
+    fields: dict[str, FieldTexts] = {}
+    made: dict[int, FieldTexts] = {}
+    for f in FIELDS:
+        ft = plan.fields[f]
+        key = id(ft) if f not in dense else -1 - id(ft)
+        if key in made:  # a raw plan shares one FieldTexts between fields: expand it once
+            fields[f] = made[key]
+            continue
+        counts = np.diff(ft.ptr)[of]
+        idx = ranges(ft.ptr[of], counts)
+        ptr = np.zeros(of.size + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        off = ft.terms.offsets
+        lens = np.diff(off)[idx]
+        t_off = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(lens, out=t_off[1:])
+        terms = TermBatch(read_only(ft.terms.terms[ranges(off[idx], lens)]), read_only(t_off))
+        texts = [ft.texts[i] for i in idx.tolist()]
+        if f in dense:
+            step = np.repeat(np.arange(of.size), counts)
+            got = FieldTexts(texts, ptr, terms, read_only(vecs[step]),
+                             (read_only(codes[0][step]), read_only(codes[1][step])))
+        else:
+            got = FieldTexts(texts, ptr, terms)
+        fields[f] = made[key] = got
+    queries = [plan.queries[q] for q in of.tolist()]
+    arg_names = [plan.arg_names[q] for q in of.tolist()]
+    return QueryPlan(queries, fields, arg_names, read_only(plan.penalize[of]))

@@ -139,8 +139,11 @@ def main() -> int:
                     from toolsift.evaluate import cold
 
                     orig = cold.default_config
-                    cold.default_config = lambda d, hybrid=False: (lambda c: (replace(c[0], split_steps=False), c[1]))(
-                        orig(d, hybrid=hybrid))
+                    def one_vector(d, hybrid=False, orig=orig):
+                        cfg, name = orig(d, hybrid=hybrid)
+                        return replace(cfg, split_steps=False), name
+
+                    cold.default_config = one_vector
                     try:
                         res = run_pooled(ds, "default-hybrid-densehalf")
                     finally:

@@ -87,11 +87,12 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
     if any(s is not None for s in steps):
         # Raw requests that split into steps search their dense halves per step (.needs);
         # the others take the general path unchanged. Results come back in order.
-        multi = [i for i, s in enumerate(steps) if s is not None]
+        split = {i: s for i, s in enumerate(steps) if s is not None}
+        multi = list(split)
         single = [i for i, s in enumerate(steps) if s is None]
         out: list[list[Hit]] = [[] for _ in queries]
         with using_threads(config.threads):
-            got = run_steps(st, config, [queries[i] for i in multi], [steps[i] for i in multi],
+            got = run_steps(st, config, [queries[i] for i in multi], list(split.values()),
                             retrievers(st, config), k=k, explain=explain, params=params)
         for i, hits in zip(multi, got):
             out[i] = hits

@@ -98,6 +98,23 @@ class Proc:
                 raise AssertionError(f"hung: {host}:{port} never listened:\n{self.tail()}")
             time.sleep(0.05)
 
+    def wait_http(self, url: str) -> None:
+        """Wait until ``url`` answers (any status below 500); fail if the process exits first."""
+        import httpx
+
+        guard = time.monotonic() + HANG_GUARD_S
+        while True:
+            if self.p.poll() is not None:
+                raise AssertionError(f"{url}: process exited with {self.p.returncode}:\n{self.tail()}")
+            try:
+                if httpx.get(url, timeout=5.0).status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > guard:
+                raise AssertionError(f"hung: {url} never answered:\n{self.tail()}")
+            time.sleep(0.05)
+
     def stop(self, *, grace_s: float = 10.0) -> None:
         """End the process: SIGTERM (a gateway closes its upstreams), SIGKILL if it lingers."""
         try:

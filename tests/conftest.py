@@ -89,6 +89,35 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         (Path(out) / f"{worker}-{os.getpid()}.txt").write_text("".join(m + "\n" for m in mods))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_leftovers_at_session_end():
+    """The same check for the whole session (each xdist worker's): set up before any
+    other fixture and torn down after all of them, so a module- or session-scoped
+    fixture's process still running at the end fails the run. This process adopts its
+    orphaned descendants (a child subreaper), so they stay visible to the checks."""
+    from tests import _leaks
+
+    _leaks.make_subreaper()
+    before = _leaks.snapshot()
+    yield
+    report = _leaks.leaked(before, "the test session")
+    if report:
+        pytest.fail(report, pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes_or_threads(request):
+    """Every process and non-daemon thread a test starts ends with the test, pass or fail
+    (tests/_leaks.py); a leftover fails the test at teardown and is killed."""
+    from tests import _leaks
+
+    before = _leaks.snapshot()
+    yield
+    report = _leaks.leaked(before, request.node.nodeid)
+    if report:
+        pytest.fail(report, pytrace=False)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("needs_data") is not None and not DATA.is_dir():
         pytest.skip(_MISSING)

@@ -4,9 +4,7 @@ LangChain tools, and a live MCP server in a subprocess."""
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -14,6 +12,8 @@ from typing import Any, Literal, Optional
 import anyio
 import pytest
 from pydantic import BaseModel, Field
+
+from tests._procs import started
 
 from toolsift.adapters.gemini import from_gemini
 from toolsift.adapters.langchain import from_langchain
@@ -412,27 +412,11 @@ def _free_port() -> int:
 
 def test_live_mcp_http(tmp_path: Path) -> None:
     port = _free_port()
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server writes to it until the end
-    proc = subprocess.Popen([sys.executable, str(WEATHER), "--http", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    with started([sys.executable, str(WEATHER), "--http", "--port", str(port)], tmp_path / "server.log") as proc:
+        proc.wait_port("127.0.0.1", port)  # ready when its socket accepts; ended however the test ends
         reference = anyio.run(_reference_listing, [sys.executable, str(WEATHER)])
         tools = anyio.run(lambda: from_mcp_server(url=f"http://127.0.0.1:{port}/mcp", timeout=30))
         _assert_same_as(tools, reference)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.mark.slow  # starts failing MCP servers (~4 s)

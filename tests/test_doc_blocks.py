@@ -28,15 +28,13 @@ import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests._procs import serving
 from toolsift.adapters import demo_catalog_path
 
 from .chat_api_server import ChatAPIServer, scripted_model
@@ -105,36 +103,12 @@ def test_blocks_are_found_and_marks_are_known():
         assert f"toolsift.integrations.{module} import" in joined
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _gateway(log: Path):
-    """``toolsift serve`` on the demo catalogue over HTTP; yields its MCP URL."""
-    port = _free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "toolsift", "serve", "--catalog", str(demo_catalog_path()),
-                                 "--transport", "http", "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
-                    time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    """``toolsift serve`` on the demo catalogue over HTTP; yields its MCP URL once it
+    prints its ready line, and stops it however the block ends."""
+    with serving(["--catalog", str(demo_catalog_path())], log) as (_, base):
+        yield f"{base}/mcp"
 
 
 @pytest.mark.parametrize("doc", _params())

@@ -2,7 +2,8 @@
 real weather upstream (tests/gateway_servers), driven by the official MCP client: usage
 is logged per MCP session, and SIGHUP makes the running gateway relearn and swap.
 
-Every process is started here and stopped by its id.
+Every process is started here and stopped by its id, pass or fail; readiness and
+relearning are awaited by the lines the gateway prints, not by deadlines.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import time
 
 
-from tests.test_gateway_server import SERVERS, Proc, _free_port, call, http_session, run
+from tests._procs import serving
+from tests.test_gateway_server import SERVERS, call, http_session, run
 from toolsift.usage import UsageLog, attribute
 
 QUERY = "will I need an umbrella in Lisbon over the next days"
@@ -25,12 +26,8 @@ def test_serve_records_usage_and_relearns_on_sighup(tmp_path):
                                                                                 str(SERVERS / "weather.py")]}],
                                   "auth_token": "tok"}), encoding="utf-8")
     db = tmp_path / "usage.db"
-    port = _free_port()
-    proc = Proc([sys.executable, "-m", "toolsift", "serve", "--config", str(config), "--transport", "http",
-                 "--port", str(port), "--usage", str(db), "--log-level", "info"], tmp_path / "serve.log")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        proc.wait_http(base + "/health", timeout=60)
+    with serving(["--config", str(config), "--usage", str(db), "--log-level", "info"],
+                 tmp_path / "serve.log") as (proc, base):
 
         async def agent(use: bool) -> list[str]:
             async with http_session(base, token="tok") as s:
@@ -49,17 +46,12 @@ def test_serve_records_usage_and_relearns_on_sighup(tmp_path):
 
         run(scenario)
         proc.p.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 60
-        while "relearned learned-000001" not in proc.tail() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "relearned learned-000001" in proc.tail(), proc.tail()
+        proc.wait_line("relearned learned-000001")  # its signal, however long relearning takes
 
         async def after() -> None:
             await agent(False)
 
         run(after)
-    finally:
-        proc.stop()
     with UsageLog(db) as log:
         finds = list(log.finds())
         uses = list(log.uses())

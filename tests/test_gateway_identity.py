@@ -149,3 +149,27 @@ def test_identity_settings_are_checked(bad):
 
     with pytest.raises(ConfigError):
         ServeConfig.from_dict(bad)
+
+
+def test_each_stdio_gateway_run_is_one_client(tmp_path):
+    """Over stdio the identity is the gateway process the host started for its client:
+    two runs are two identities, and every session of one run is that one."""
+    from tests.test_gateway_server import call, run, stdio_session
+
+    db = tmp_path / "stdio.db"
+    args = ["--catalog", str(demo_catalog_path()), "--usage", str(db)]
+
+    async def one_run(n: int) -> None:
+        async with stdio_session(args, tmp_path / f"stdio{n}.log") as s:
+            for _ in range(2):
+                is_error, _ = await call(s, "find_tools", {"query": QUERY, "limit": 3})
+                assert not is_error
+
+    for n in range(2):
+        run(lambda n=n: one_run(n))
+    with UsageLog(db) as log:
+        finds = list(log.finds())
+    assert len(finds) == 4
+    clients = [f.client for f in finds]
+    assert all(c.startswith("stdio:") for c in clients)
+    assert clients[0] == clients[1] != clients[2] == clients[3]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -202,6 +203,10 @@ def _session_key(request: Any) -> str | None:
     return f"http:{sid}" if sid else None
 
 
+#: This process's identity over stdio: the host started it for one client (its session).
+_STDIO_CLIENT = f"stdio:{secrets.token_hex(6)}"
+
+
 def _client_key(request: Any) -> str | None:
     """The client identity recorded in the usage log: what the deployment authenticates.
 
@@ -209,10 +214,11 @@ def _client_key(request: Any) -> str | None:
     ``ServeConfig.auth_tokens``), else the TCP peer address (``http:ADDR``). A request
     header never names the client: uvicorn's proxy-header handling is off unless
     ``trusted_proxies`` names the proxies (then the address a trusted proxy forwards is
-    the peer). ``None`` over stdio (one client per process: the recorder's default).
+    the peer). Over stdio, the gateway process (``stdio:<random id>``, one per run):
+    the host started it for one client.
     """
     if request is None:
-        return None
+        return _STDIO_CLIENT
     scope = getattr(request, "scope", None) or {}
     principal = scope.get("toolsift.principal")
     if principal:

@@ -27,7 +27,8 @@ def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         raise ToolsiftError(f"cannot resolve --host {host!r}: {getattr(exc, 'strerror', None) or exc}") from None
-    family, kind, proto, _, addr = infos[0]
+    # IPv4 first, as uvicorn binds a name such as "localhost" (clients try 127.0.0.1).
+    family, kind, proto, _, addr = min(infos, key=lambda info: info[0] != socket.AF_INET)
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -55,6 +55,15 @@ STOPLISTS: dict[str, frozenset[str]] = {"en": ENGLISH_STOPWORDS, "english": ENGL
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 
+#: ASCII characters that are not word characters (``\w``), mapped to a space: on ASCII
+#: text, ``translate`` then ``split`` finds the runs TOKEN_PATTERN matches (keeping those of
+#: two or more characters), several times faster than the regex.
+_ASCII_NON_WORD = str.maketrans({c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")})
+#: A stop word's entry in an analyzer's word memo.
+_STOP = object()
+#: Words an analyzer remembers the term of before it starts over (memory bound).
+_WORD_MEMO_SIZE = 1 << 17
+
 
 def fold_accents(text: str) -> str:
     """``"café"`` -> ``"cafe"``: NFKD, then drop combining marks."""
@@ -91,6 +100,7 @@ class Analyzer:
     _stem: Any = field(init=False, repr=False, compare=False)
     _split: Any = field(init=False, repr=False, compare=False)
     _memo: Any = field(init=False, repr=False, compare=False)
+    _words: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sw = self.stopwords
@@ -131,6 +141,8 @@ class Analyzer:
         # Catalogues repeat texts (parameter descriptions, and every rebuild of the same
         # catalogue in evaluation); stemming dominates analysis, so memoise per analyzer.
         object.__setattr__(self, "_memo", functools.lru_cache(maxsize=1 << 17)(self._tokenize))
+        # Per word, its term (or _STOP): a new request re-uses the stems of words seen before.
+        object.__setattr__(self, "_words", {})
 
     def __reduce__(self):
         # The stemmer (a C object) and the memo do not pickle; rebuild from the settings.
@@ -170,15 +182,32 @@ class Analyzer:
             text = fold_accents(text)
         return text.lower() if self.lowercase else text
 
+    def _split_words(self, text: str) -> list[str]:
+        """The TOKEN_PATTERN runs of ``text`` after case and accent folding."""
+        text = self._prepare(text)
+        if text.isascii():
+            return [w for w in text.translate(_ASCII_NON_WORD).split() if len(w) > 1]
+        return self._split(text)
+
     def _tokenize(self, text: str) -> tuple[str, ...]:
-        stop = self._stop
-        tokens = [t for t in self._split(self._prepare(text)) if t not in stop]
-        if self._stem is not None and tokens:
-            stems = self._stem.stemWords(tokens)
-            if self.exact_forms:
-                return tuple(_with_exact(tokens, stems))
-            tokens = stems
-        return tuple(tokens)
+        words = self._split_words(text)
+        if self.exact_forms:
+            stop = self._stop
+            tokens = [t for t in words if t not in stop]
+            return tuple(_with_exact(tokens, self._stem.stemWords(tokens))) if tokens else ()
+        # Each word's term from the memo, stemmed (one Snowball call per word, as
+        # stemWords does per word) only the first time it is seen.
+        memo = self._words
+        terms = list(map(memo.get, words))
+        if None in terms:
+            if len(memo) > _WORD_MEMO_SIZE:
+                memo.clear()
+            stop, stem = self._stop, self._stem
+            for i, t in enumerate(terms):
+                if t is None:
+                    w = words[i]
+                    t = terms[i] = memo[w] = _STOP if w in stop else stem.stemWord(w) if stem is not None else w
+        return tuple(t for t in terms if t is not _STOP)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for index manifests."""

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "toolsift/fused.h"
+#include "toolsift/query_words.h"
 
 namespace toolsift::py_bridge {
 
@@ -151,10 +152,10 @@ py::tuple search(const FusedSearcher& self, const std::vector<I32Array>& need_te
 class FusedText {
  public:
   FusedText(std::shared_ptr<FusedSearcher> searcher, const py::tuple& params, py::ssize_t n, const std::string& scale,
-            bool params_field, py::type hit_type, py::object tools, py::dict hit_template)
+            bool params_field, py::type hit_type, py::object tools, py::dict hit_template, bool lowercase)
       : searcher_(std::move(searcher)), params_(parse_params(params)), options_(options(n, 1, scale, 1)),
         params_field_(params_field), hit_type_(std::move(hit_type)), tools_(std::move(tools)),
-        template_(std::move(hit_template)) {
+        template_(std::move(hit_template)), words_(lowercase, std::size_t{1} << 17) {
     if (!searcher_) throw std::invalid_argument("FusedText: searcher is None");
     const char* set[4] = {"tool", "score", "rank", "matched"};
     int found = 0;
@@ -170,6 +171,29 @@ class FusedText {
       slot_.push_back(slot);
     }
     if (found != 4) throw std::invalid_argument("hit_template must name tool, score, rank and matched");
+  }
+
+  // The hits of an ASCII text, analysed by the words taught with learn(); a tuple of the
+  // words not taught yet (teach them, then call again); None for a text that is not ASCII.
+  py::object search_text(const py::str& text, py::ssize_t k) const {
+    if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+    if (data == nullptr) throw py::error_already_set();
+    thread_local std::vector<int32_t> ids;
+    thread_local std::vector<std::string> unknown;
+    ids.clear();
+    unknown.clear();
+    if (!words_.terms(data, static_cast<std::size_t>(n), ids, unknown)) {
+      py::tuple out(unknown.size());
+      for (std::size_t i = 0; i < unknown.size(); ++i) out[i] = py::str(unknown[i]);
+      return std::move(out);
+    }
+    return search(ids, k);
+  }
+
+  void learn(const std::string& word, const std::vector<int32_t>& ids) {
+    words_.learn(word, ids.data(), ids.size());
   }
 
   py::list search(const std::vector<int32_t>& terms, py::ssize_t k) const {
@@ -223,6 +247,7 @@ class FusedText {
   std::vector<py::str> names_;       // the template's attribute names, in order
   std::vector<py::object> defaults_;  // and values
   std::vector<int> slot_;             // 0..3: tool, score, rank, matched; -1: the default
+  QueryWords words_;
 };
 
 }  // namespace
@@ -239,10 +264,12 @@ void register_fused(py::module_& m) {
            "A batch's top k per query: (ptr int64[nq+1], tool int64[], score float32[], matched bool[]).");
   py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
-                    py::object, py::dict>(),
+                    py::object, py::dict, bool>(),
            py::arg("searcher"), py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"),
-           py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"))
-      .def("search", &FusedText::search, py::arg("terms"), py::arg("k"));
+           py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"), py::arg("lowercase"))
+      .def("search", &FusedText::search, py::arg("terms"), py::arg("k"))
+      .def("search_text", &FusedText::search_text, py::arg("text"), py::arg("k"))
+      .def("learn", &FusedText::learn, py::arg("word"), py::arg("ids"));
 }
 
 }  // namespace toolsift::py_bridge

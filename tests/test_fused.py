@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from toolsift import IndexConfig, Query, ToolIndex, ToolNeed
+from toolsift.analyze import Analyzer
 from toolsift.adapters import load_catalog
 from toolsift.adapters.benchmark import load_queries
 from toolsift.kernels.params import ScoringParams
@@ -62,6 +63,12 @@ def _same(index: ToolIndex, queries: list, k: int) -> int:
                 assert [h.rank for h in got] == [h.rank for h in w]
                 assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
             compared += len(w)
+            if not structured:
+                # ToolIndex.search(text): the engine's own word split and word memo.
+                got = index.search(q.text, k=k)
+                assert [h.id for h in got] == [h.id for h in w], q.text
+                assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
+                assert [h.matched for h in got] == [h.matched for h in w]
     return compared
 
 
@@ -122,6 +129,23 @@ def test_fused_is_what_search_returns(apibank_tools):
         assert [h.id for h in plain] == [h.id for h in explained]
         assert [h.score for h in plain] == pytest.approx([h.score for h in explained], abs=1e-6, rel=0)
         assert all(h.fields is None for h in plain)
+
+
+@pytest.mark.parametrize("analyzer", [Analyzer(), Analyzer(stopwords=None, lowercase=False),
+                                      Analyzer(stemmer="english", exact_forms=True)], ids=repr)
+def test_fused_word_analysis_equals_analyzer(apibank_tools, analyzer):
+    """The engine splits ASCII requests itself and maps each word to the terms the Python
+    analyzer gives it (taught once per word); other text is analysed in Python. Every
+    request below answers as the general path answers it."""
+    index = ToolIndex.build(apibank_tools, config=IndexConfig(analyzer=analyzer))
+    texts = ["Send_Email to BOB@example.com, twice!", "weather in Paris (tomorrow)", "x y z", "running runs RAN",
+             "café crème in Zürich", "meeting: book 3 rooms; cancel the 4th", "e-mail\tme\x1cnow"]
+    for text in texts * 2:  # the second time every word is known
+        got = index.search(text, k=7)
+        (want,) = _general(index._state, index.config, [Query.from_text(text)], k=7, explain=False,
+                           params=index.config.params)
+        assert [h.id for h in got] == [h.id for h in want], text
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6, rel=0)
 
 
 def test_fused_not_used_for_dense_or_explain():

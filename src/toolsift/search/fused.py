@@ -62,7 +62,16 @@ def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[
             return None
         got = _text_searcher(st, config)
     fused, tokenize, ids = got[1]
-    return fused.search([ids(t, -1) for t in tokenize(text)], k)
+    hits = fused.search_text(text, k)
+    while type(hits) is tuple:
+        # Words the engine has not met: their term ids, from this analyzer and vocabulary
+        # (a stop word has none, a stem one, a stem with its exact form two).
+        for word in hits:
+            fused.learn(word, [ids(t, -1) for t in tokenize(word)])
+        hits = fused.search_text(text, k)
+    if hits is None:  # not ASCII: analysed here
+        hits = fused.search([ids(t, -1) for t in tokenize(text)], k)
+    return hits
 
 
 def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:
@@ -74,7 +83,8 @@ def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:
     # tools on access and is indexed as it is.
     tools = catalog._tools if type(catalog) is Catalog else catalog
     text = _core.FusedText(searcher(st), _params_tuple(config.params), config.candidates, config.scale,
-                           config.no_argument_params == "intent", Hit, tools, dict(_HIT_TEMPLATE))
+                           config.no_argument_params == "intent", Hit, tools, dict(_HIT_TEMPLATE),
+                           config.analyzer.lowercase)
     got = st.retrievers[_TEXT_KEY] = (config, (text, config.analyzer.tokenize, st.vocab.lookup))
     return got
 

@@ -45,7 +45,7 @@ def _same(index: ToolIndex, queries: list, k: int) -> int:
     """Assert the fused path answers every query as the general path does, one query at a
     time and as one batch per kind; returns the number of hits compared."""
     st, cfg = index._state, index.config
-    assert fused.usable(cfg, False)
+    assert fused.usable(st, cfg, False)
     compared = 0
     parsed = [q if isinstance(q, Query) else Query.from_text(q) for q in queries]
     for structured in (False, True):
@@ -148,10 +148,11 @@ def test_fused_word_analysis_equals_analyzer(apibank_tools, analyzer):
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6, rel=0)
 
 
-def test_fused_not_used_for_dense_or_explain():
-    assert not fused.usable(IndexConfig(), True)
-    assert not fused.usable(IndexConfig(), "why")
-    assert fused.usable(IndexConfig(), False)
+def test_fused_not_used_for_dense_or_explain(apibank_tools):
+    st = ToolIndex.build(apibank_tools)._state
+    assert not fused.usable(st, IndexConfig(), True)
+    assert not fused.usable(st, IndexConfig(), "why")
+    assert fused.usable(st, IndexConfig(), False)
     hybrid = replace(IndexConfig(), retrievers=(("description", "hybrid"), ("parameters", "bm25"),
                                                 ("response", "bm25"), ("examples", "bm25")))
-    assert not fused.usable(hybrid, False)
+    assert not fused.usable(st, hybrid, False)

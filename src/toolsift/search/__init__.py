@@ -80,7 +80,7 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
          params) -> list[list[Hit]]:
-    if fused.usable(config, explain):
+    if fused.usable(st, config, explain):
         # Every field BM25, no explanation: one engine call (the same hits; tests/test_fused.py).
         return fused.run_fused(st, config, queries, k=k, params=params)
     steps = request_steps(st, config, queries)

@@ -36,10 +36,11 @@ _HIT_TEMPLATE = {"tool": None, "score": 0.0, "rank": 0, "matched": True, "fields
                  "parameters": None, "why": None, "tokens": None}
 
 
-def usable(config: IndexConfig, explain: bool | str) -> bool:
-    """Whether a search with ``config`` takes the fused path: every field BM25 and no
+def usable(st: IndexState, config: IndexConfig, explain: bool | str) -> bool:
+    """Whether a search of ``st`` with ``config`` takes the fused path: every field BM25
+    (and no dense field built, whose multi-step readings the general path handles) and no
     explanation asked for."""
-    return not explain and not config.uses_dense
+    return not explain and not config.uses_dense and not st.dense
 
 
 def searcher(st: IndexState) -> _core.FusedSearcher:
@@ -58,7 +59,7 @@ def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[
     when the fused path does not apply (a field that is not BM25)."""
     got = st.retrievers.get(_TEXT_KEY)
     if got is None or got[0] is not config:
-        if config.uses_dense:
+        if not usable(st, config, False):
             return None
         got = _text_searcher(st, config)
     fused, tokenize, ids = got[1]

@@ -83,9 +83,7 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
     step_ptr = np.zeros(len(queries) + 1, np.int64)
     np.cumsum([len(s) for s in readings], out=step_ptr[1:])
     flat = [t for s in readings for t in s]
-    vecs = encode_texts(query_encoder_for(st, config), flat)
-    codes = quantize_rows(vecs)
-    read_only(vecs), read_only(codes[0]), read_only(codes[1])
+    vecs, codes = _reading_vectors(st, config, plan, readings)
     step_owner = read_only(row_of(step_ptr))
     no_terms = TermBatch(np.zeros(0, np.int32), np.zeros(len(flat) + 1, np.int64))
     by_step = FieldTexts(flat, step_ptr, no_terms, vecs, codes, step_owner)
@@ -116,6 +114,35 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
                       cands.need_sims, cands.need_off[chosen], cands.ap_sims, cands.ap_off[chosen])
     return rank(st, plan, view, final, None if terms is None else terms[chosen], matched, k, params,
                 why_only=explain == "why")
+
+
+def _reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readings: list[list[str]]
+                     ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Unit vectors and int8 codes of every reading, reading by reading. The whole
+    request's (reading 0) are the plan's own, so that reading is exactly the unsplit
+    search's; only the steps are embedded here."""
+    dense = plan.fields[next(f for f in FIELDS if f in st.dense)]
+    whole = dense.ptr[:-1] if WHOLE_AS_NEED else np.zeros(0, np.int64)  # one text per raw query
+    steps = [t for s in readings for t in (s[1:] if WHOLE_AS_NEED else s)]
+    step_vecs = encode_texts(query_encoder_for(st, config), steps)
+    step_codes = quantize_rows(step_vecs)
+    # Row positions: each request's whole-request row, then its steps' rows.
+    n = np.array([len(s) for s in readings], np.int64)
+    first = np.zeros(n.size, np.int64)
+    np.cumsum(n[:-1], out=first[1:])
+    is_whole = np.zeros(int(n.sum()), bool)
+    if WHOLE_AS_NEED:
+        is_whole[first] = True
+    vecs = np.empty((is_whole.size, step_vecs.shape[1]), np.float32)
+    q_codes = np.empty((is_whole.size, step_vecs.shape[1]), np.int8)
+    q_scales = np.empty(is_whole.size, np.float32)
+    vecs[~is_whole], q_codes[~is_whole], q_scales[~is_whole] = step_vecs, step_codes[0], step_codes[1]
+    if WHOLE_AS_NEED:
+        assert dense.vectors is not None  # a dense field's texts are always embedded
+        vecs[is_whole] = dense.vectors[whole]
+        codes = dense.codes if dense.codes is not None else quantize_rows(dense.vectors)
+        q_codes[is_whole], q_scales[is_whole] = codes[0][whole], codes[1][whole]
+    return read_only(vecs), (read_only(q_codes), read_only(q_scales))
 
 
 def combine_needs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

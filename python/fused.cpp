@@ -1,39 +1,25 @@
 // Binding of toolsift::FusedSearcher: argument checks, copies and GIL handling only.
 // A query's inputs are a few hundred integers at most, so they are copied into vectors
 // the engine reads with the GIL released (no caller can change them meanwhile).
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bindings.h"
 #include "toolsift/fused.h"
 #include "toolsift/query_words.h"
 
 namespace toolsift::py_bridge {
 
-namespace py = pybind11;
-
 namespace {
 
-using I32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
-using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 
 template <class T, class A>
 std::vector<T> copy_1d(const A& a, const char* what) {
   if (a.ndim() != 1) throw std::invalid_argument(std::string(what) + " must be 1-d");
   return std::vector<T>(a.data(), a.data() + a.shape(0));
-}
-
-Scale parse_scale(const std::string& s) {
-  if (s == "raw") return Scale::kRaw;
-  if (s == "bounded") return Scale::kBounded;
-  if (s == "linear") return Scale::kLinear;
-  throw std::invalid_argument("unknown scale '" + s + "' (expected 'raw', 'bounded' or 'linear')");
 }
 
 // (w_description, w_parameters, w_response, w_examples, bias, alpha, tau, w_req, w_opt,

@@ -1,28 +1,15 @@
 // Binding of toolsift::Interner: buffer checks and GIL handling only.
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bindings.h"
 #include "toolsift/interner.h"
 
 namespace toolsift::py_bridge {
 
-namespace py = pybind11;
-
 namespace {
-
-using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-
-template <class T>
-py::array_t<T> owned_array(std::vector<T>&& v) {
-  auto* heap = new std::vector<T>(std::move(v));
-  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(static_cast<py::ssize_t>(heap->size()), heap->data(), owner);
-}
 
 py::tuple intern(Interner& self, const py::bytes& text, const I64Array& offsets) {
   if (offsets.ndim() != 1 || offsets.shape(0) < 1) {
@@ -39,7 +26,7 @@ py::tuple intern(Interner& self, const py::bytes& text, const I64Array& offsets)
     py::gil_scoped_release release;
     self.intern(data, static_cast<std::size_t>(n_bytes), offsets.data(), n_texts, ids, counts);
   }
-  return py::make_tuple(owned_array(std::move(ids)), owned_array(std::move(counts)));
+  return py::make_tuple(to_array(std::move(ids)), to_array(std::move(counts)));
 }
 
 py::list words(const Interner& self, py::ssize_t start) {

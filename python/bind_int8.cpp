@@ -1,0 +1,232 @@
+// Bindings of the int8 dense kernels (toolsift/int8_dot.h): exact scans, gathers,
+// top-n selection and IVF probes. Buffer checks and GIL handling only.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "toolsift/csr.h"
+#include "toolsift/int8_dot.h"
+
+namespace toolsift::py_bridge {
+
+namespace {
+
+// An int8 query batch and matrix as every int8 binding takes them: the queries
+// snapshotted (stable), the matrix read in place when read-only (frozen), shapes checked.
+struct Int8Args {
+  I8Array q_codes;
+  F32Array q_scales;
+  I8Array codes;
+  F32Array scales;
+  py::ssize_t m, n, d;
+
+  Int8Args(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+           const F32Array& scales_in)
+      : q_codes(stable(q_codes_in)), q_scales(stable(q_scales_in)), codes(frozen(codes_in)),
+        scales(frozen(scales_in)) {
+    if (q_codes.ndim() != 2 || codes.ndim() != 2) throw std::invalid_argument("q_codes and codes must be 2-d");
+    require_1d(q_scales, "q_scales");
+    require_1d(scales, "scales");
+    m = q_codes.shape(0);
+    n = codes.shape(0);
+    d = q_codes.shape(1);
+    if (codes.shape(1) != d) {
+      throw std::invalid_argument("q_codes has dim " + std::to_string(d) + ", codes has dim " +
+                                  std::to_string(codes.shape(1)));
+    }
+    if (q_scales.shape(0) != m) throw std::invalid_argument("q_scales must have one entry per row of q_codes");
+    if (scales.shape(0) != n) throw std::invalid_argument("scales must have one entry per row of codes");
+    if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
+  }
+
+  toolsift::Int8Rows rows() const {
+    return {codes.data(), scales.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(d)};
+  }
+  std::size_t queries() const { return static_cast<std::size_t>(m); }
+};
+
+// Exact int8 scores of every query row against every matrix row: float32[m, n].
+py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                             const F32Array& scales_in, int threads) {
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(a.n), 4.0, "int8_scan");
+  py::array_t<float> out({a.m, a.n});
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_scan(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), dst, threads);
+  }
+  return out;
+}
+
+// Exact int8 scores of query i against rows cand_ids[cand_ptr[i]:cand_ptr[i+1]]: float32[k].
+py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                               const F32Array& scales_in, const I64Array& cand_ptr_in, const I64Array& cand_ids_in,
+                               int threads) {
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
+  const I64Array cand_ptr = stable(cand_ptr_in);
+  const I64Array cand_ids = stable(cand_ids_in);
+  require_1d(cand_ptr, "cand_ptr");
+  require_1d(cand_ids, "cand_ids");
+  if (cand_ptr.shape(0) != a.m + 1) throw std::invalid_argument("cand_ptr must have one entry per query + 1");
+  const toolsift::CsrView c{cand_ptr.data(), cand_ids.data(), static_cast<std::size_t>(cand_ids.shape(0))};
+  toolsift::check_csr(c, a.queries(), "cand_ptr");
+  const int64_t* ids = cand_ids.data();
+  for (py::ssize_t t = 0; t < cand_ids.shape(0); ++t) {
+    if (ids[t] < 0 || ids[t] >= a.n) {
+      throw std::invalid_argument("cand_ids[" + std::to_string(t) + "]=" + std::to_string(ids[t]) +
+                                  " out of range for " + std::to_string(a.n) + " rows");
+    }
+  }
+  py::array_t<float> out(cand_ids.shape(0));
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_gather(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), cand_ptr.data(), ids, dst,
+                          threads);
+  }
+  return out;
+}
+
+// Per query row, the best n keys (keys[j] for matrix row j, distinct) with a positive
+// int8 score: (ids int64[m, n], counts int64[m]); row i's ids are ids[i, :counts[i]].
+py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                   const F32Array& scales_in, const I64Array& keys_in, py::ssize_t n, int threads) {
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
+  const I64Array keys = frozen(keys_in);
+  require_1d(keys, "keys");
+  if (keys.shape(0) != a.n) throw std::invalid_argument("keys must have one entry per row of codes");
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  n = std::min(n, a.n);  // never more keys than rows: a huge n allocates nothing extra
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(n), 8.0, "int8_top");
+  py::array_t<int64_t> out({a.m, n});
+  py::array_t<int64_t> counts(a.m);
+  int64_t* dst = out.mutable_data();
+  int64_t* cnt = counts.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_top(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), keys.data(),
+                       static_cast<std::size_t>(n), dst, cnt, threads);
+  }
+  return py::make_tuple(out, counts);
+}
+
+// An IVF probe's inputs, checked: the lists (CSR over the list matrix's rows, one id per
+// listed row) and each query's probed lists (CSR over queries, each a list index). Also
+// the probed rows per query (the sizes of its lists).
+struct ProbeArgs {
+  Int8Args a;
+  I64Array list_ptr, list_ids, probe_ptr, probes;
+  std::vector<int64_t> out_ptr;
+
+  ProbeArgs(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+            const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+            const I64Array& probe_ptr_in, const I64Array& probes_in)
+      : a(q_codes_in, q_scales_in, codes_in, scales_in),
+        list_ptr(frozen(list_ptr_in)),
+        list_ids(frozen(list_ids_in)),
+        probe_ptr(stable(probe_ptr_in)),
+        probes(stable(probes_in)) {
+    for (const auto* arr : {&list_ptr, &list_ids, &probe_ptr, &probes}) require_1d(*arr, "IVF arrays");
+    if (list_ptr.shape(0) < 1 || list_ids.shape(0) != a.n) {
+      throw std::invalid_argument("list_ptr needs n_lists + 1 entries and list_ids one id per listed row");
+    }
+    const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
+    toolsift::check_csr({list_ptr.data(), list_ids.data(), static_cast<std::size_t>(a.n)}, n_lists, "list_ptr");
+    if (probe_ptr.shape(0) != a.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
+    toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
+                        static_cast<std::size_t>(a.m), "probe_ptr");
+    const int64_t* pl = probes.data();
+    const int64_t* lp = list_ptr.data();
+    out_ptr.assign(static_cast<std::size_t>(a.m) + 1, 0);
+    for (py::ssize_t i = 0; i < a.m; ++i) {
+      int64_t total = 0;
+      for (int64_t p = probe_ptr.data()[i]; p < probe_ptr.data()[i + 1]; ++p) {
+        if (pl[p] < 0 || static_cast<std::size_t>(pl[p]) >= n_lists) {
+          throw std::invalid_argument("probes[" + std::to_string(p) + "]=" + std::to_string(pl[p]) +
+                                      " is not a list (" + std::to_string(n_lists) + " lists)");
+        }
+        total += lp[pl[p] + 1] - lp[pl[p]];
+      }
+      out_ptr[static_cast<std::size_t>(i) + 1] = out_ptr[static_cast<std::size_t>(i)] + total;
+    }
+  }
+};
+
+// An IVF probe (toolsift/int8_dot.h): (ptr int64[m+1], scores float32[], ids int64[]),
+// query i's probed rows at ptr[i]:ptr[i+1], in probe order.
+py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                     const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+                     const I64Array& probe_ptr_in, const I64Array& probes_in, int threads) {
+  ProbeArgs p(q_codes_in, q_scales_in, codes_in, scales_in, list_ptr_in, list_ids_in, probe_ptr_in, probes_in);
+  check_output_bytes(static_cast<double>(p.out_ptr.back()), 12.0, "int8_probe");
+  py::array_t<float> scores(static_cast<py::ssize_t>(p.out_ptr.back()));
+  py::array_t<int64_t> ids(static_cast<py::ssize_t>(p.out_ptr.back()));
+  float* sc = scores.mutable_data();
+  int64_t* id = ids.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_probe(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(), p.list_ptr.data(),
+                         p.list_ids.data(), p.probe_ptr.data(), p.probes.data(), p.out_ptr.data(), sc, id, threads);
+  }
+  return py::make_tuple(to_array(std::move(p.out_ptr)), scores, ids);
+}
+
+// An IVF probe and its top-n in one pass (toolsift/int8_dot.h): (ids int64[m, n],
+// counts int64[m]), as int8_top over each query's probed rows.
+py::tuple int8_probe_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                         const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+                         const I64Array& probe_ptr_in, const I64Array& probes_in, py::ssize_t n, int threads) {
+  const ProbeArgs p(q_codes_in, q_scales_in, codes_in, scales_in, list_ptr_in, list_ids_in, probe_ptr_in,
+                    probes_in);
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  n = std::min(n, p.a.n);  // never more ids than listed rows
+  check_output_bytes(static_cast<double>(p.a.m) * static_cast<double>(n), 8.0, "int8_probe_top");
+  py::array_t<int64_t> out({p.a.m, n});
+  py::array_t<int64_t> counts(p.a.m);
+  int64_t* dst = out.mutable_data();
+  int64_t* cnt = counts.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_probe_top(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(),
+                             p.list_ptr.data(), p.list_ids.data(), p.probe_ptr.data(), p.probes.data(),
+                             static_cast<std::size_t>(n), dst, cnt, threads);
+  }
+  return py::make_tuple(out, counts);
+}
+
+}  // namespace
+
+void register_int8(py::module_& m) {
+  m.def("int8_scan", &int8_scan, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::kw_only(), py::arg("threads") = 1,
+        "Exact int8 dot products times both scales: float32[m, n] (toolsift/int8_dot.h).");
+  m.def("int8_gather", &int8_gather, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("cand_ptr"), py::arg("cand_ids"), py::kw_only(), py::arg("threads") = 1,
+        "Exact int8 scores of each query's candidate rows: float32[len(cand_ids)] (toolsift/int8_dot.h).");
+  m.def("int8_top", &int8_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("keys"), py::arg("n"), py::kw_only(), py::arg("threads") = 1,
+        "Per query row the best n keys with a positive int8 score, unordered: (ids int64[m, n], counts int64[m]).");
+  m.def("int8_probe", &int8_probe, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
+        py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"), py::kw_only(),
+        py::arg("threads") = 1,
+        "IVF probe: every row of each probed list, scored: (ptr int64[m+1], scores float32[], ids int64[]).");
+  m.def("int8_probe_top", &int8_probe_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"),
+        py::arg("scales"), py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"),
+        py::arg("n"), py::kw_only(), py::arg("threads") = 1,
+        "IVF probe and selection in one pass: per query the best n list ids with a positive score, unordered: "
+        "(ids int64[m, n], counts int64[m]).");
+  m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
+                                 const F32Array& scales) {
+    // For tests: the portable loop on the same inputs, to compare with the vector path.
+    const Int8Args a(q_codes, q_scales, codes, scales);
+    py::array_t<float> out({a.m, a.n});
+    toolsift::int8_scan_portable(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), out.mutable_data());
+    return out;
+  }, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"));
+  m.def("int8_dot_isa", &toolsift::int8_dot_isa, "The instruction set the int8 scan uses on this CPU.");
+}
+
+}  // namespace toolsift::py_bridge

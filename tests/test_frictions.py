@@ -263,3 +263,24 @@ def test_first_plain_search_loads_no_schema_writers(tmp_path, demo_index):
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout + proc.stderr
     with pytest.raises(Exception, match="unknown tool format"):  # a typo'd format still fails without a budget
         demo_index.search("send an email", format="opneai")
+
+
+def test_load_and_bm25_search_import_no_numba_scipy_or_pandas(tmp_path, demo_catalog):
+    # Loading a saved BM25 index and searching it (one fused engine call) needs neither
+    # the Numba kernels nor SciPy (which Numba imports) nor pandas (which pyarrow's
+    # to_numpy imports): ~1.3 s of a CLI search's CPU before they were kept off this path.
+    # With explain=True the breakdown comes from the Numba kernel, so it is loaded then.
+    from toolsift import ToolIndex
+
+    ToolIndex.build(demo_catalog, preset="bm25").save(tmp_path / "idx")
+    heavy = ("numba", "scipy", "pandas", "llvmlite")
+    code = ("import sys\nfrom toolsift import ToolIndex\n"
+            f"index = ToolIndex.load({str(tmp_path / 'idx')!r})\n"
+            "hits = index.search('send an email', k=3)\n"
+            "assert hits, 'no hits'\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))\n"
+            "index.search('send an email', k=3, explain=True)\n"
+            "print('numba' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-2:] == ["[]", "True"], proc.stdout + proc.stderr

@@ -35,7 +35,6 @@ from toolsift.encoders.errors import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import file_sha256
 from toolsift.encoders.models import VENDORED_TOKENIZER
 from toolsift.encoders.wordpiece import FastWordPiece
-from toolsift.kernels.int8 import mean_rows_kernel
 
 __all__ = ["StaticEncoder", "StaticTable", "DEFAULT_TABLE", "TABLE_FORMAT"]
 
@@ -231,6 +230,8 @@ class StaticEncoder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
+        from toolsift.kernels.int8 import mean_rows_kernel  # Numba: imported on the first encode
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if len(texts) == 1:  # a query: no chunking, its ids straight into the kernel
             ids = np.array(self.token_ids(texts)[0], dtype=np.int64)

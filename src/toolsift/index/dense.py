@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyarrow import ipc
 
 from ..errors import IndexCorruptError, IndexFormatError
-from ..kernels.int8 import ALIGN, aligned, freeze, frozen, quantize_rows
+from ..kernels.buffers import ALIGN, aligned, freeze, frozen
 
 __all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix", "freeze"]
 
@@ -186,6 +186,8 @@ class Int8Matrix:
         Raises:
             ValueError: ``x`` is not 2-D, not floating point, or not finite.
         """
+        from ..kernels.int8 import quantize_rows  # Numba: imported when a matrix is made
+
         codes, scales = quantize_rows(x)
         return cls(freeze(codes), freeze(scales))
 

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..kernels.int8 import aligned_empty, quantize_rows, scan, scan_trusted, top_trusted
-from ..kernels.select import top_positive_trusted
+from ..kernels.buffers import aligned_empty
 from ..progress import progress_counter
 from .dense import Int8Matrix, freeze
-from .ivf import IvfIndex
+
+if TYPE_CHECKING:
+    from .ivf import IvfIndex
+
+# The Numba kernels (quantize, scan, top) are imported where a field is built or scanned:
+# loading an index and searching its BM25 fields must not import Numba (~0.5 s of CPU).
 
 __all__ = ["DenseField", "encode_int8", "encode_texts"]
 
@@ -63,6 +68,8 @@ def encode_int8(encoder, texts: Sequence[str], *, progress: bool = False) -> Int
     """As :func:`encode_texts`, quantized: ``Int8Matrix.quantize(encode_texts(...))`` row
     for row, but a slice of float vectors at a time, so a build never holds a float32
     copy of every document (4.6 GB for three fields of a million tools)."""
+    from ..kernels.int8 import quantize_rows
+
     uniq, row = _distinct(texts)
     codes = aligned_empty((len(texts), encoder.dim), np.int8, zeros=True)  # aligned for the scan
     scales = np.zeros(len(texts), dtype=np.float32)
@@ -133,6 +140,8 @@ class DenseField:
         """``float32[m, n_docs]`` cosine similarities of unit query rows."""
         if self.matrix.codes.shape[0] == 0 or queries.shape[0] == 0:
             return np.zeros((queries.shape[0], self.matrix.codes.shape[0]), dtype=np.float32)
+        from ..kernels.int8 import quantize_rows, scan
+
         q_codes, q_scales = quantize_rows(np.ascontiguousarray(queries, dtype=np.float32))
         return scan(q_codes, q_scales, self.matrix.codes, self.matrix.scales)
 
@@ -166,6 +175,9 @@ class DenseField:
         """Per query row (int8 codes and scales, as :func:`quantize_rows` makes them), its
         best ``n`` tools with a positive score (unordered, ties to the lower tool id; a
         tool scores as its best document), from an exact scan of the non-empty documents."""
+        from ..kernels.int8 import scan_trusted, top_trusted
+        from ..kernels.select import top_positive_trusted
+
         live, m = self.live_rows()
         if not live.size or not q_codes.shape[0]:
             return [np.zeros(0, np.int64) for _ in range(q_codes.shape[0])]
@@ -187,6 +199,8 @@ class DenseField:
             raise ValueError("dense field has no IVF index")
         if self.groups is None:  # a row is a tool: probe and select in one pass
             return self.ivf.probe_top(queries, n, nprobe)
+        from ..kernels.select import top_positive_trusted
+
         ptr, scores, rows = self.ivf.probe(queries, nprobe)
         # The probed rows are this field's own (its lists), so the selection runs
         # unchecked, as for a full scan.

@@ -15,7 +15,7 @@ from ..config import IndexConfig
 from ..encoders.cache import EmbedCacheArg, cached, resolve_store
 from ..encoders.fingerprint import encoder_fingerprint
 from ..schema import FIELDS, Catalog
-from ..kernels.int8 import aligned_empty
+from ..kernels.buffers import aligned_empty
 from .dense import Int8Matrix, freeze
 from .dense_field import DenseField, encode_int8
 from .fields import field_documents

@@ -41,6 +41,8 @@ from ..analyze import Analyzer
 from ..errors import IndexCorruptError
 from ..schema import Catalog
 from .graph_rules import OPERATIONS, Field, Signature, tool_signature
+from .store import column_values
+
 
 __all__ = ["FAMILY_SCORE", "IDENTITY_WORDS", "MAX_PRODUCERS", "OPERATION_CODES", "Dependency", "ToolGraph"]
 
@@ -306,14 +308,14 @@ class ToolGraph:
         for name, typ in want.items():
             if name not in table.column_names or table.schema.field(name).type != typ:
                 raise IndexCorruptError(f"{where}: column {name!r} missing or not {typ}")
-        prod = table.column("producer").to_numpy()
-        cons = table.column("consumer").to_numpy()
+        prod = column_values(table.column("producer"), np.int32)
+        cons = column_values(table.column("consumer"), np.int32)
         for name, arr in (("producer", prod), ("consumer", cons)):
             if arr.size and (arr.min() < 0 or arr.max() >= n_tools):
                 raise IndexCorruptError(f"{where}: {name} position out of range (0..{n_tools - 1})")
         if cons.size and np.any(np.diff(cons) < 0):
             raise IndexCorruptError(f"{where}: edges are not sorted by consumer")
-        score = table.column("score").to_numpy()
+        score = column_values(table.column("score"), np.float32)
         if not np.all(np.isfinite(score)):
             raise IndexCorruptError(f"{where}: non-finite edge score")
         for name, typ in (("family", pa.int32()), ("operation", pa.int8())):
@@ -321,8 +323,8 @@ class ToolGraph:
                 raise IndexCorruptError(f"{where}: tool column {name!r} missing or not {typ}")
         if nodes.num_rows != n_tools:
             raise IndexCorruptError(f"{where}: {nodes.num_rows} tool rows for {n_tools} tools")
-        family = nodes.column("family").to_numpy()
-        ops = nodes.column("operation").to_numpy()
+        family = column_values(nodes.column("family"), np.int32)
+        ops = column_values(nodes.column("operation"), np.int8)
         if n_tools and (family.min() < -1 or ops.min() < -1 or ops.max() >= len(OPERATION_CODES)):
             raise IndexCorruptError(f"{where}: family or operation code out of range")
         return cls(prod, cons, table.column("parameter").to_pylist(), table.column("reason").to_pylist(), score,

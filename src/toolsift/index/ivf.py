@@ -27,8 +27,9 @@ import pyarrow as pa
 
 from .. import _core
 from ..csr import ptr_from_counts, ranges
-from ..kernels.int8 import aligned, aligned_empty, freeze, frozen, quantize_rows
-from ..kernels.ivf import assign_kernel
+# The Numba kernels (quantize, assign) are imported where used: importing this module
+# (every index load does) must not import Numba.
+from ..kernels.buffers import aligned, aligned_empty, freeze, frozen
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
 from .dense import Int8Matrix
 
@@ -146,6 +147,8 @@ class IvfIndex:
         self.list_scales = frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
+        from ..kernels.int8 import quantize_rows
+
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
         self._keepalive = _keepalive
 
@@ -239,6 +242,8 @@ class IvfIndex:
         sims = q @ self.centroids.T
         probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
                   else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
+        from ..kernels.int8 import quantize_rows
+
         q_codes, q_scales = quantize_rows(q)
         work = int(np.diff(self.list_ptr)[probes].sum()) * q.shape[1] // 1000
         return (q_codes, q_scales, np.arange(0, m * p + 1, p, dtype=np.int64),
@@ -298,6 +303,9 @@ class IvfIndex:
 
 def _assign(codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Nearest centroid of each int8 row (int8 centroids, exact int32 dot products)."""
+    from ..kernels.int8 import quantize_rows
+    from ..kernels.ivf import assign_kernel
+
     cc, cs = quantize_rows(centroids)
     labels = np.empty(codes.shape[0], np.int64)
     best = np.empty(codes.shape[0], np.float32)

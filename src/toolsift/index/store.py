@@ -51,6 +51,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -77,6 +78,27 @@ _LEASE_ATTEMPTS = 1000
 SAVE_ID_KEY = b"toolsift.save_id"
 _DATA_DIR = re.compile(r"v\d{6,}-[0-9a-f]{16}")
 _TMP_MANIFEST = re.compile(r"\.manifest\.[0-9a-f]{16}\.tmp")
+
+
+def column_values(col: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:
+    """The values of a fixed-width Arrow column without nulls, as NumPy ``dtype`` (a view
+    for one chunk, else a copy). Read from the Arrow buffers: pyarrow's ``to_numpy`` and
+    ``np.asarray(array)`` import pandas, most of a CLI search's start-up.
+
+    Raises:
+        IndexCorruptError: The column has nulls or its values are not ``dtype``-sized.
+    """
+    size = np.dtype(dtype).itemsize
+    parts = []
+    for chunk in col.chunks if isinstance(col, pa.ChunkedArray) else [col]:
+        if chunk.null_count or getattr(chunk.type, "bit_width", 0) != 8 * size:
+            raise IndexCorruptError(f"column of type {chunk.type} read as {np.dtype(dtype)}")
+        buf = chunk.buffers()[1]
+        if len(chunk) and buf is not None:
+            parts.append(np.frombuffer(buf, dtype=dtype, count=len(chunk), offset=chunk.offset * size))
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def _sha256(path: Path) -> str:

@@ -36,7 +36,7 @@ from ..errors import IndexCorruptError, SchemaError
 from ..schema import Catalog, Parameter, Tool
 from ..scores import field_presence, presence_bits
 from .fields import parameter_layout
-from .store import BatchStream
+from .store import BatchStream, column_values
 
 __all__ = ["StoredCatalog", "ToolLayout", "TOOL_SCHEMA", "edit_catalog", "tool_batches", "tool_layout",
            "tool_stream", "tool_table"]
@@ -206,10 +206,10 @@ class StoredCatalog(Catalog):
         params = self.table.column("params").combine_chunks()
         if isinstance(params, pa.ChunkedArray):  # pragma: no cover - older pyarrow
             params = pa.concat_arrays(params.chunks)
-        ptr = np.asarray(params.offsets, dtype=np.int64)
+        ptr = column_values(params.offsets, np.int32).astype(np.int64)
         ptr = ptr - ptr[0] if ptr.size else np.zeros(1, np.int64)
-        required = np.asarray(params.flatten(), dtype=np.uint8)
-        bits = np.asarray(self.table.column("fields"), dtype=np.uint8)
+        required = column_values(params.flatten(), np.uint8)
+        bits = column_values(self.table.column("fields"), np.uint8)
         if ptr.size != self._n + 1 or required.size != ptr[-1]:
             raise IndexCorruptError(f"{self._where}: parameter layout is inconsistent")
         present = ((bits[:, None] >> np.arange(4, dtype=np.uint8)) & 1).astype(bool)

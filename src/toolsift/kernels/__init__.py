@@ -13,16 +13,35 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import operator
-
-import numba
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..cpus import available_cpus
 from ..errors import ConfigError
-from .mftr import BREAKDOWN_COLUMNS, score_candidates
 from .params import DEFAULT_PARAMS, PAPER_PARAMS, WEIGHT_FIELDS, ScoringParams
-from .reference import score_candidates_reference
+
+if TYPE_CHECKING:
+    from .mftr import BREAKDOWN_COLUMNS, score_candidates
+    from .reference import score_candidates_reference
+
+# Numba (and the SciPy it imports) costs ~0.5-1 s of CPU to import: the package loads it
+# with the first compiled kernel, not with the weights. Everything that only reads
+# ScoringParams (the config, a BM25 search through the fused engine call) never pays it.
+_LAZY = {
+    "BREAKDOWN_COLUMNS": ".mftr",
+    "score_candidates": ".mftr",
+    "score_candidates_reference": ".reference",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "BREAKDOWN_COLUMNS",
@@ -60,6 +79,8 @@ def set_threads(n: int) -> int:
         n = operator.index(n)
     except TypeError:
         raise ConfigError(f"threads: expected an integer, got {type(n).__name__}") from None
+    import numba
+
     limit = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # set at run time
     if not 0 <= n <= limit:
         raise ConfigError(f"threads={n} out of range 0..{limit} (0 = all cores)")
@@ -70,6 +91,8 @@ def set_threads(n: int) -> int:
 
 def get_threads() -> int:
     """Return the number of threads the parallel kernels use on the calling thread."""
+    import numba
+
     return int(numba.get_num_threads())
 
 
@@ -79,6 +102,10 @@ def warmup() -> None:
     Compilation already happens at import; this also starts Numba's thread pool and
     touches every code path, so a service's first real request does not pay for it.
     """
+    import numpy as np
+
+    from . import score_candidates  # through the package: loaded lazily, replaceable in tests
+
     need_sims = np.array([[0.5, 0.4, 0.3], [0.2, 0.6, 0.1]], dtype=np.float32)
     ap_sims = np.array([0.9, 0.2, 0.1, 0.7], dtype=np.float32)
     args = (

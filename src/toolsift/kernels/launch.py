@@ -24,8 +24,6 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-import numba
-
 from toolsift.cpus import available_cpus
 
 __all__ = ["SERIAL_WORK", "current_threads", "launch", "serial_twin", "using_threads"]
@@ -40,6 +38,18 @@ _threadsafe = False
 _threads: ContextVar[int] = ContextVar("toolsift_threads", default=1)
 _twins: dict[Any, Any] = {}
 _twins_lock = threading.Lock()
+_numba_module: Any = None
+
+
+def _numba() -> Any:
+    """Numba, imported on the first kernel launch: ``using_threads`` and the thread
+    setting are on every search path, Numba (~0.5 s to import) only on some."""
+    global _numba_module
+    if _numba_module is None:
+        import numba
+
+        _numba_module = numba
+    return _numba_module
 
 
 def current_threads() -> int:
@@ -88,6 +98,7 @@ def serial_twin(kernel: Any) -> Any:
                 opts = {k: v for k, v in kernel.targetoptions.items() if k not in ("parallel", "nopython")}
                 opts["cache"] = True
                 sigs = [s for s in kernel.signatures]
+                numba = _numba()
                 twin = numba.njit(sigs, **opts)(fn) if sigs else numba.njit(**opts)(fn)
                 _twins[kernel] = twin
     return twin
@@ -97,12 +108,13 @@ def launch(kernel: Callable[..., None], *args: Any, work: int | None = None) -> 
     """Run ``kernel(*args)``: its serial twin when ``work`` is below :data:`SERIAL_WORK`
     or one thread is allowed, else in parallel on :func:`current_threads` threads."""
     threads = current_threads()
-    no_jit = numba.config.DISABLE_JIT  # type: ignore[attr-defined]  # numba.config is set at run time
+    numba = _numba()
+    no_jit = numba.config.DISABLE_JIT
     if threads <= 1 or (work is not None and work < SERIAL_WORK) or no_jit:
         (kernel if no_jit else serial_twin(kernel))(*args)
         return
     global _threadsafe
-    numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+    numba.set_num_threads(min(threads, int(numba.config.NUMBA_NUM_THREADS)))
     if _threadsafe:
         kernel(*args)
         return

@@ -17,7 +17,6 @@ import numpy as np
 from .. import _core
 from ..csr import ranges, row_of
 from ..index.state import IndexState
-from ..kernels.pack import pack_needs, pack_params
 from ..schema import FIELDS
 from .plan import FieldTexts, QueryPlan
 from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, merge_csr
@@ -172,6 +171,8 @@ def pack(st: IndexState, plan: QueryPlan, retrievers: dict[str, FieldRetriever],
             _mix_dense(plan, hybrid, ptr, tool, need_ptr, need_sims)
         return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], arg_ptr[1:] - arg_ptr[:-1], plan.penalize,
                           need_sims, need_off, ap_sims, ap_off)
+    from ..kernels.pack import pack_needs, pack_params  # Numba: off the fused BM25 path
+
     sims = [retrievers[f].gather(plan.fields[f], ptr, tool, docs=False) for f in NEED_FIELDS]
     need_sims, need_off = pack_needs(ptr, tool, need_ptr, *sims)
 
@@ -206,6 +207,8 @@ def _mix_dense(plan: QueryPlan, hybrid: list[tuple[int, HybridRetriever]], ptr: 
         for j, r in hybrid:
             r.mix(need_sims[:, j], cos[j])  # a column view: mix writes through it
         return
+    from ..kernels.pack import pack_needs  # Numba: off the fused BM25 path
+
     packed = None
     if any(c is not None for c in cos):
         size = next(c.size for c in cos if c is not None)

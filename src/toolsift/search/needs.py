@@ -39,7 +39,6 @@ from ..decompose.steps import split_steps
 from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.state import IndexState
-from ..kernels.int8 import quantize_rows
 from ..schema import FIELDS, Query
 from .candidates import Candidates, find_candidates, pack
 from .hits import Hit, rank
@@ -121,6 +120,8 @@ def _reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readi
     """Unit vectors and int8 codes of every reading, reading by reading. The whole
     request's (reading 0) are the plan's own, so that reading is exactly the unsplit
     search's; only the steps are embedded here."""
+    from ..kernels.int8 import quantize_rows  # Numba: dense fields only (see kernels/__init__)
+
     dense = plan.fields[next(f for f in FIELDS if f in st.dense)]
     whole = dense.ptr[:-1] if WHOLE_AS_NEED else np.zeros(0, np.int64)  # one text per raw query
     steps = [t for s in readings for t in (s[1:] if WHOLE_AS_NEED else s)]

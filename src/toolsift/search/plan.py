@@ -21,7 +21,6 @@ from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.fields import argument_text
 from ..index.state import IndexState
-from ..kernels.int8 import quantize_rows
 from ..schema import FIELDS, Query, ToolNeed
 from .query import is_raw
 
@@ -227,6 +226,8 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
         # The same one text in every dense field: embedded and quantized once.
         vec, one = _embed_one(st, config, flat[0])
         return dict.fromkeys(names, vec), dict.fromkeys(names, one)
+    from ..kernels.int8 import quantize_rows  # Numba: only for dense fields
+
     vecs = encode_texts(query_encoder_for(st, config), flat)
     q_codes, q_scales = quantize_rows(vecs)
     out: dict[str, np.ndarray] = {}
@@ -243,6 +244,8 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
 def _embed_one(st: IndexState, config: IndexConfig, text: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """One non-blank text's unit embedding and its int8 codes, read-only: the fields
     that search with it share the rows."""
+    from ..kernels.int8 import quantize_rows
+
     vec = encode_texts(query_encoder_for(st, config), [text])
     qc, qs = quantize_rows(vec)
     return read_only(vec), (read_only(qc), read_only(qs))

@@ -22,8 +22,6 @@ from ..config import IndexConfig
 from ..csr import ranges
 from ..index.dense_field import DenseField
 from ..index.field_index import FieldIndex, union_candidates
-from ..kernels.int8 import gather_trusted as int8_gather
-from ..kernels.int8 import quantize_rows
 from .plan import FieldTexts
 
 __all__ = ["FieldRetriever", "retriever_for"]
@@ -122,6 +120,8 @@ class DenseRetriever(FieldRetriever):
         if not per_text.size or not self.dn.live_rows()[0].size:
             # Nothing to gather, or every document empty: every similarity is 0.
             return np.zeros(per_text.size, np.float32)
+        from ..kernels.int8 import gather_trusted as int8_gather  # Numba: only for dense fields
+
         q_codes, q_scales = _codes(ft)
         m = self.dn.matrix
         if docs or self.tool_ptr is None:
@@ -214,6 +214,8 @@ def _codes(ft: FieldTexts) -> tuple[np.ndarray, np.ndarray]:
     """The int8 codes of a field's query vectors (quantized once by the plan)."""
     if ft.codes is not None:
         return ft.codes
+    from ..kernels.int8 import quantize_rows
+
     return quantize_rows(np.ascontiguousarray(ft.vectors, dtype=np.float32))
 
 

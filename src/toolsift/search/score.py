@@ -12,7 +12,6 @@ import numpy as np
 
 from ..index.state import IndexState
 from ..kernels.launch import launch
-from ..kernels.mftr import score_kernel
 from ..kernels.params import ScoringParams
 from .candidates import Candidates
 
@@ -27,6 +26,9 @@ def score(st: IndexState, cands: Candidates, params: ScoringParams, *,
     out = np.empty(nc, dtype=np.float32)
     terms = np.empty((nc if breakdown else 0, 5), dtype=np.float32)
     if nc:
+        # Numba, imported with the first score: the fused BM25 path never gets here.
+        from ..kernels.mftr import score_kernel
+
         launch(score_kernel, cands.query, cands.tool, cands.need_off, cands.ap_off, cands.n_needs,
                cands.n_args, cands.penalize, cands.need_sims, cands.ap_sims, st.param_ptr,
                st.param_required, st.tool_bits, params.weights_array(), params.bias, params.alpha,

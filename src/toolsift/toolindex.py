@@ -493,7 +493,9 @@ class ToolIndex:
         """MFTR scores of ``query`` against the given tools (no candidate cut-off).
 
         Useful for re-ranking a fixed list and for training, where every labelled tool
-        must be scored even if no field ranks it in its top-N.
+        must be scored even if no field ranks it in its top-N. A raw request is scored as
+        one text here, also when :meth:`search` splits it into steps
+        (``IndexConfig.split_steps``): these are the scores of its whole-request reading.
 
         Raises:
             KeyError: A tool id is not indexed.

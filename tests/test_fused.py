@@ -156,3 +156,33 @@ def test_fused_not_used_for_dense_or_explain(apibank_tools):
     hybrid = replace(IndexConfig(), retrievers=(("description", "hybrid"), ("parameters", "bm25"),
                                                 ("response", "bm25"), ("examples", "bm25")))
     assert not fused.usable(st, hybrid, False)
+
+
+def test_fused_concurrent_searches_agree():
+    """Threads searching one index at once (the engine runs without the GIL, sharing the
+    searcher's scratch pool and word memo) get what one thread gets."""
+    import threading
+
+    tools, raw, structured = _mftr("apibank")
+    index = ToolIndex.build(tools)
+    want = {t: [(h.id, h.score) for h in index.search(t, k=10)] for t in raw}
+    want_s = [[(h.id, h.score) for h in index.search(q, k=10)] for q in structured[:30]]
+    index = ToolIndex.build(tools)  # a fresh one: the threads also teach it its words
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        texts = raw[seed::4] + raw
+        for t in texts:
+            if [(h.id, h.score) for h in index.search(t, k=10)] != want[t]:
+                errors.append(t)
+        for q, w in zip(structured[:30], want_s):
+            if [(h.id, h.score) for h in index.search(q, k=10)] != w:
+                errors.append(q.text)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in threads)
+    assert errors == []

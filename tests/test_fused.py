@@ -101,7 +101,7 @@ def test_fused_equals_general_path_settings(scale):
 
 
 def test_fused_sum_rows_equal_postings_path():
-    """Small fields sum each text's postings into one dense row; large ones (over 2**18
+    """Small fields sum each text's postings into one dense row; large ones (over 2**17
     documents) take the index's top-n and gather instead. Forced here on a small
     catalogue: both give the same hits."""
     tools, raw, structured = _mftr("toolink")

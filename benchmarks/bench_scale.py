@@ -118,6 +118,13 @@ def worker_toolsift(n: int) -> dict:
             out[form] = _lat_ms(per_call(lambda q: index.search(q, k=K), qs))  # noqa: F821 - bound here; deleted after
             out[form]["cpu_ms_per_query"] = (time.process_time() - c0) * 1e3 / len(qs)
         out["peak_rss_mb"] = peak_rss_mb()
+        # The tool graph is built on first use (ToolIndex.build(graph=False), the default):
+        # what the first dependencies() / complete=True of this loaded index pays, and the
+        # memory after it.
+        t0, c0 = time.perf_counter(), time.process_time()
+        index.dependencies(index.catalog.ids[0])
+        out.update(graph_first_use_s=time.perf_counter() - t0, graph_first_use_cpu_s=time.process_time() - c0,
+                   peak_rss_after_graph_mb=peak_rss_mb())
         del index
     return out
 

@@ -219,7 +219,7 @@ def test_independent_tools_have_no_edges():
 
 # ---------------------------------------------------------------- persistence
 def test_save_load_roundtrip(tmp_path, shop):
-    index = ToolIndex.build(shop)
+    index = ToolIndex.build(shop, graph=True)
     index.save(tmp_path / "ix")
     manifest = json.loads((next((tmp_path / "ix").rglob("manifest.json"))).read_text())
     assert manifest["graph"]["n_edges"] == len(graph_of(index))
@@ -283,6 +283,28 @@ def test_deferred_graph(tmp_path, shop):
     assert index._state.graph is None
     assert index.dependencies("sendMessage")[0].producer == "listUsers"
     assert index._state.graph is not None
+
+
+def _manifest(path):
+    return json.loads(next(path.rglob("manifest.json")).read_text())
+
+
+def test_graph_is_built_on_first_use_and_saved_once_built(tmp_path, shop):
+    # The default build does not pay for the graph (at 1M tools it was most of the build);
+    # a save writes it only once something built it, and a loaded index without it
+    # builds the same graph on first use.
+    index = ToolIndex.build(shop)
+    assert index._state.graph is None
+    index.save(tmp_path / "lazy")
+    assert "graph" not in _manifest(tmp_path / "lazy")
+    loaded = ToolIndex.load(tmp_path / "lazy")
+    eager = ToolIndex.build(shop, graph=True)
+    assert edges(loaded) == edges(eager)
+    assert loaded.dependencies("sendMessage") == eager.dependencies("sendMessage")
+    hits = index.search("send a message to a user", k=5, complete=True)  # builds it
+    assert hits and index._state.graph is not None
+    index.save(tmp_path / "built")
+    assert _manifest(tmp_path / "built")["graph"]["n_edges"] == len(graph_of(eager))
 
 
 @pytest.mark.skipif(not (DATA / "ultratool").is_dir(), reason="shared data missing")

@@ -222,7 +222,9 @@ def _cmd_index(args: argparse.Namespace, out: TextIO) -> int:
     t0 = time.perf_counter()
     catalog = load_catalog(args.catalog, format=args.format)
     t1 = time.perf_counter()
-    index = ToolIndex.build(catalog, config=_config(args), progress=not args.quiet,
+    # The saved artifact carries the tool graph, so --complete and dependencies never
+    # build it per process (the library builds it on first use instead).
+    index = ToolIndex.build(catalog, config=_config(args), progress=not args.quiet, graph=True,
                             embed_cache=False if args.no_embed_cache else None)
     t2 = time.perf_counter()
     path = index.save(args.out)

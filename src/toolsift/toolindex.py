@@ -105,7 +105,7 @@ class ToolIndex:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, catalog: Catalog | Iterable[Tool | Mapping] | str | os.PathLike, *, preset: str | None = None,
-              config: IndexConfig | None = None, progress: bool = False, graph: bool = True,
+              config: IndexConfig | None = None, progress: bool = False, graph: bool = False,
               embed_cache: EmbedCacheArg = None, encoder: Any = None) -> ToolIndex:
         """Index ``catalog``.
 
@@ -129,9 +129,11 @@ class ToolIndex:
                 :class:`toolsift.distributed.RayEncoder`, the same model run on Ray
                 Data). It must be the same model as the config's: its ``fingerprint``
                 is checked against that encoder's.
-            graph: Build the tool graph now (:mod:`toolsift.index.graph`, under 0.1 ms
-                a tool); ``False`` defers it to the first :meth:`dependencies`,
-                ``search(..., complete=True)`` or :meth:`save`.
+            graph: Build the tool graph now (:mod:`toolsift.index.graph`, ~0.1 ms a
+                tool). ``False`` (default) builds it on the first :meth:`dependencies`
+                or ``search(..., complete=True)``; :meth:`save` writes it once built. A
+                build that does not need the graph does not pay for it (at 200k tools it
+                had been 60% of the build time: docs/performance.md).
 
         Raises:
             SchemaError: Duplicate ids or invalid tools in ``catalog``.
@@ -533,7 +535,8 @@ class ToolIndex:
         Returns:
             The absolute path written.
         """
-        _graph_of(self._state, self._config)  # saved with the index
+        # The tool graph is saved when it has been built (build(graph=True), dependencies(),
+        # a completed search); an index saved without it builds it on first use.
         return save_index(path, self._state, self._config, encoder=self._encoder_info)
 
     @property

@@ -192,7 +192,8 @@ class ToolGraph:
     @classmethod
     def build(cls, catalog: Catalog, analyzer: Analyzer) -> ToolGraph:
         """The graph of ``catalog`` with names and descriptions analysed by ``analyzer``."""
-        sigs = [tool_signature(t, analyzer) for t in catalog]
+        memo: dict = {}  # one Field per distinct (name, type, description): catalogues repeat them
+        sigs = [tool_signature(t, analyzer, memo) for t in catalog]
         return cls.from_signatures(sigs)
 
     @classmethod

@@ -107,11 +107,26 @@ def operation_of(name_words: list[str]) -> tuple[str | None, list[str]]:
     return None, name_words
 
 
-def tool_signature(tool: Tool, analyzer: Analyzer) -> Signature:
-    """The :class:`Signature` of ``tool`` under ``analyzer``."""
-    inputs = tuple(_field(p.name, p.type, p.description, analyzer) for p in tool.parameters
+def tool_signature(tool: Tool, analyzer: Analyzer, memo: dict[tuple[str, str, str], Field] | None = None
+                   ) -> Signature:
+    """The :class:`Signature` of ``tool`` under ``analyzer``.
+
+    ``memo`` (one dict for one analyzer, e.g. a whole catalogue's build) shares each
+    distinct ``(name, type, description)`` field: catalogues repeat their parameters
+    (``user_id``, ``query`` ...), and analysing each occurrence was most of a graph build.
+    """
+    def field(name: str, type_: str, desc: str) -> Field:
+        if memo is None:
+            return _field(name, type_, desc, analyzer)
+        key = (name, type_, desc)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _field(name, type_, desc, analyzer)
+        return got
+
+    inputs = tuple(field(p.name, p.type, p.description) for p in tool.parameters
                    if p.required and tool.parent_of(p.name) is None)
-    outputs = tuple(_field(n, t, d, analyzer) for n, t, d in response_fields(tool.response))
+    outputs = tuple(field(n, t, d) for n, t, d in response_fields(tool.response))
     op, rest = operation_of(words(tool.name))
     resource = tuple(t for w in rest for t in analyzer.tokenize(w)) if op is not None else ()
     return Signature(inputs, outputs, op, resource)

@@ -114,3 +114,38 @@ def test_the_prefilter_never_hides_a_split():
             n += 1
             assert len(split_steps(text, max_steps=8)) == 1, text
     assert n > 1000
+
+
+REQUESTS = [MULTI, "create a calendar event for friday, then send an email to bob and look up AAPL",
+            "Find the weather in Paris tomorrow. Then book a flight to Rome and send an email to my boss.",
+            "search and replace text in a document; after that translate it to French, and finally play music",
+            "First create a reminder for 9am, and once done order a pizza. Also look up AAPL."]
+
+
+def _full(hits):
+    return [(h.id, h.rank, h.score, h.matched, h.fields, h.why) for h in hits]
+
+
+@pytest.mark.parametrize("kind", ["hybrid", "dense description"])
+def test_fast_path_equals_the_reference(demo_catalog, monkeypatch, kind):
+    """run_steps (BM25 packed once per request, cosines per reading) gives exactly the
+    hits, scores and explanations of the first implementation (each reading packed as a
+    query of its own), alone and in batches; a purely dense field takes the reference."""
+    import toolsift.search as search
+    from toolsift.search import needs
+    from toolsift.search.needs_reference import run_steps_reference
+
+    cfg = preset_config("hybrid")
+    if kind != "hybrid":
+        cfg = replace(cfg, retrievers=tuple((f, "dense" if f == "description" else r) for f, r in cfg.retrievers))
+    idx = ToolIndex.build(demo_catalog, config=cfg)
+    assert all(len(split_steps(q)) >= 2 for q in REQUESTS)
+    assert needs._bm25_shared(search.retrievers(idx._state, idx.config)) is (kind == "hybrid")
+
+    def runs():
+        return ([_full(idx.search(q, k=12, explain=e)) for q in REQUESTS for e in (False, True, "why")]
+                + [_full(h) for h in idx.search_batch([*REQUESTS, SINGLE[0]], k=12)])
+
+    got = runs()
+    monkeypatch.setattr(search, "run_steps", run_steps_reference)
+    assert got == runs()

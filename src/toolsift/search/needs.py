@@ -14,7 +14,9 @@ stay with their step), the search runs like this:
    ``dense_candidates`` tools by cosine join the candidates
    (:func:`~.candidates.find_candidates` ``dense_texts``).
 3. Every candidate is scored once per reading: the whole request's BM25 with that
-   reading's cosine, through the same packing and MFTR kernel as any query.
+   reading's cosine, through the same MFTR kernel as any query. The BM25 scores are
+   the same for every reading, so they are packed once per request; only the hybrid
+   fields' cosines are gathered per reading (one call over all readings).
 4. Per-need normalisation (:func:`combine_needs`): each reading's scores are shifted so
    that its best candidate scores the best score of any reading, and a tool's score is
    its best shifted score. Every reading's best tool is at the top, the next tools
@@ -40,13 +42,14 @@ from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.state import IndexState
 from ..schema import FIELDS, Query
-from .candidates import Candidates, find_candidates, pack
+from .candidates import NEED_FIELDS, Candidates, find_candidates, pack
 from .hits import Hit, rank
 from .plan import FieldTexts, QueryPlan, plan_queries, read_only
 from .query import is_raw
+from .retrievers import Bm25Retriever, HybridRetriever
 from .score import score
 
-__all__ = ["MAX_STEPS", "request_steps", "run_steps"]
+__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps"]
 
 #: At most this many steps per request (surplus clauses join the last step).
 MAX_STEPS = 8
@@ -75,29 +78,51 @@ def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> 
 def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,
               k: int, explain: bool | str, params) -> list[list[Hit]]:
     """The hits of raw multi-step ``queries`` (``steps[i]``: query ``i``'s steps; see the
-    module docstring). ``fr``: the index's field retrievers."""
+    module docstring). ``fr``: the index's field retrievers.
+
+    Every reading scores the same candidates with the same BM25 (the whole request's
+    terms): the four fields' BM25 scores are packed once per request and copied to each
+    reading, and only the hybrid fields' cosines are gathered per reading, in one call
+    over all readings. The same float32 operations as packing each reading as its own
+    query (:func:`~.needs_reference.run_steps_reference`, which configurations with a
+    purely dense field still take; tests/test_needs.py compares the two).
+    """
+    if not _bm25_shared(fr):
+        from .needs_reference import run_steps_reference
+
+        return run_steps_reference(st, config, queries, steps, fr, k=k, explain=explain, params=params)
     plan = plan_queries(st, config, queries)
     # The readings of each request: the whole request first (the unsplit search), then its steps.
     readings = [[q.text, *s] if WHOLE_AS_NEED else list(s) for s, q in zip(steps, queries)]
     step_ptr = np.zeros(len(queries) + 1, np.int64)
     np.cumsum([len(s) for s in readings], out=step_ptr[1:])
     flat = [t for s in readings for t in s]
-    vecs, codes = _reading_vectors(st, config, plan, readings)
-    step_owner = read_only(row_of(step_ptr))
+    vecs, codes = reading_vectors(st, config, plan, readings)
+    of = read_only(row_of(step_ptr))  # reading -> request
     no_terms = TermBatch(np.zeros(0, np.int32), np.zeros(len(flat) + 1, np.int64))
-    by_step = FieldTexts(flat, step_ptr, no_terms, vecs, codes, step_owner)
+    by_step = FieldTexts(flat, step_ptr, no_terms, vecs, codes, of)
     dense = {f: by_step for f in FIELDS if f in st.dense}
     ptr, tool, matched = find_candidates(st, plan, fr, n=config.candidates, k=k, dense_texts=dense)
 
-    # One pseudo-query per reading: the request's texts and terms, the reading's vector,
-    # and all of the request's candidates.
-    of = step_owner  # pseudo-query -> query
+    # One block per reading: all of its request's candidates. src: block entry -> candidate.
     sizes = np.diff(ptr)
     exp_ptr = np.zeros(of.size + 1, np.int64)
     np.cumsum(sizes[of], out=exp_ptr[1:])
-    exp_tool = tool[ranges(ptr[of], sizes[of])]
-    exp = _expand(plan, of, vecs, codes, set(dense))
-    cands = pack(st, exp, fr, exp_ptr, exp_tool)
+    src = ranges(ptr[of], sizes[of])
+    exp_tool = tool[src]
+    # BM25 once per request (hybrid fields' lexical halves), then each reading's cosines.
+    lex = pack(st, plan, {f: r.lexical if isinstance(r, HybridRetriever) else r for f, r in fr.items()},
+               ptr, tool)
+    need_sims = lex.need_sims[lex.need_off[src]]  # a copy per reading: the mix writes in place
+    per_reading = FieldTexts(flat, np.arange(of.size + 1, dtype=np.int64), no_terms, vecs, codes)
+    for j, f in enumerate(NEED_FIELDS):
+        r = fr[f]
+        if isinstance(r, HybridRetriever):
+            r.mix(need_sims[:, j], None if r.dense_empty else r.dense.gather(per_reading, exp_ptr, exp_tool,
+                                                                             docs=False))
+    ap_off = lex.ap_off[src]
+    cands = Candidates(exp_ptr, exp_tool, np.ones(of.size, np.int64), lex.n_args[of], plan.penalize[of],
+                       need_sims, np.arange(src.size, dtype=np.int64), lex.ap_sims, ap_off)
     scores, terms = score(st, cands, params, breakdown=bool(explain))
 
     final = np.empty(tool.size, np.float32)
@@ -108,14 +133,21 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
         got, best = combine_needs(scores[lo:lo + n * m].reshape(n, m))
         final[ptr[q]:ptr[q + 1]] = got
         chosen[ptr[q]:ptr[q + 1]] = lo + best * m + np.arange(m)
-    first = step_ptr[:-1]  # every reading of a query has the same texts: take the first's counts
-    view = Candidates(ptr, tool, np.ones(len(queries), np.int64), cands.n_args[first], plan.penalize,
-                      cands.need_sims, cands.need_off[chosen], cands.ap_sims, cands.ap_off[chosen])
+    view = Candidates(ptr, tool, np.ones(len(queries), np.int64), lex.n_args, plan.penalize,
+                      need_sims, chosen, lex.ap_sims, ap_off[chosen])
     return rank(st, plan, view, final, None if terms is None else terms[chosen], matched, k, params,
                 why_only=explain == "why")
 
 
-def _reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readings: list[list[str]]
+def _bm25_shared(fr) -> bool:
+    """Whether every reading shares the BM25 packing (:func:`run_steps`' fast path): the
+    need fields are BM25 or hybrid, and the parameters field (whose scores do not move
+    with the reading there) is BM25."""
+    return type(fr["parameters"]) is Bm25Retriever and all(
+        type(fr[f]) in (Bm25Retriever, HybridRetriever) for f in NEED_FIELDS)
+
+
+def reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readings: list[list[str]]
                      ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Unit vectors and int8 codes of every reading, reading by reading. The whole
     request's (reading 0) are the plan's own, so that reading is exactly the unsplit
@@ -177,37 +209,3 @@ def per_need_shift(block: np.ndarray) -> np.ndarray:
     row's best is exact)."""
     top = block.max(axis=1, keepdims=True)
     return block - top + top.max()
-
-
-def _expand(plan: QueryPlan, of: np.ndarray, vecs: np.ndarray, codes: tuple[np.ndarray, np.ndarray],
-            dense: set[str]) -> QueryPlan:
-    """``plan`` with query ``of[j]`` repeated as pseudo-query ``j``; dense fields' texts of
-    pseudo-query ``j`` carry step ``j``'s vector."""
-    fields: dict[str, FieldTexts] = {}
-    made: dict[int, FieldTexts] = {}
-    for f in FIELDS:
-        ft = plan.fields[f]
-        key = id(ft) if f not in dense else -1 - id(ft)
-        if key in made:  # a raw plan shares one FieldTexts between fields: expand it once
-            fields[f] = made[key]
-            continue
-        counts = np.diff(ft.ptr)[of]
-        idx = ranges(ft.ptr[of], counts)
-        ptr = np.zeros(of.size + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        off = ft.terms.offsets
-        lens = np.diff(off)[idx]
-        t_off = np.zeros(idx.size + 1, np.int64)
-        np.cumsum(lens, out=t_off[1:])
-        terms = TermBatch(read_only(ft.terms.terms[ranges(off[idx], lens)]), read_only(t_off))
-        texts = [ft.texts[i] for i in idx.tolist()]
-        if f in dense:
-            step = np.repeat(np.arange(of.size), counts)
-            got = FieldTexts(texts, ptr, terms, read_only(vecs[step]),
-                             (read_only(codes[0][step]), read_only(codes[1][step])))
-        else:
-            got = FieldTexts(texts, ptr, terms)
-        fields[f] = made[key] = got
-    queries = [plan.queries[q] for q in of.tolist()]
-    arg_names = [plan.arg_names[q] for q in of.tolist()]
-    return QueryPlan(queries, fields, arg_names, read_only(plan.penalize[of]))

@@ -118,12 +118,26 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
+def _runtime_helpers() -> set[int]:
+    """Helper processes Python's multiprocessing keeps for the life of this process (the
+    resource tracker, the fork server), started by the first test that needs them: the
+    runtime's, not the test's."""
+    pids: set[int] = set()
+    mods = sys.modules
+    tracker = getattr(mods.get("multiprocessing.resource_tracker"), "_resource_tracker", None)
+    server = getattr(mods.get("multiprocessing.forkserver"), "_forkserver", None)
+    for pid in (getattr(tracker, "_pid", None), getattr(server, "_forkserver_pid", None)):
+        if isinstance(pid, int):
+            pids.add(pid)
+    return pids
+
+
 def _owned(before: set[int]) -> set[int]:
     """New processes that belong to the test: those whose line of parents up to this
     process runs through new processes only. A process started by one that was already
     running (an upstream a module-scoped gateway restarts) is that process's business;
     the session's check covers it."""
-    new = descendants() - before - _FIXTURE_OWNED
+    new = descendants() - before - _FIXTURE_OWNED - _runtime_helpers()
     me = os.getpid()
     owned: set[int] = set()
     for pid in new:

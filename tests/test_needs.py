@@ -140,7 +140,7 @@ def test_fast_path_equals_the_reference(demo_catalog, monkeypatch, kind):
         cfg = replace(cfg, retrievers=tuple((f, "dense" if f == "description" else r) for f, r in cfg.retrievers))
     idx = ToolIndex.build(demo_catalog, config=cfg)
     assert all(len(split_steps(q)) >= 2 for q in REQUESTS)
-    assert needs._bm25_shared(search.retrievers(idx._state, idx.config)) is (kind == "hybrid")
+    assert needs.shares_bm25(search.retrievers(idx._state, idx.config)) is (kind == "hybrid")
 
     def runs():
         return ([_full(idx.search(q, k=12, explain=e)) for q in REQUESTS for e in (False, True, "why")]

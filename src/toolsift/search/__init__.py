@@ -18,7 +18,8 @@ from .candidates import Candidates, find_candidates, pack
 from . import fused
 from .exhaustive import all_field_scores
 from .hits import Hit, rank
-from .needs import request_steps, run_steps
+from .needs import request_steps, run_steps, shares_bm25
+from .needs_reference import run_steps_reference
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
 from .retrievers import FieldRetriever, retriever_for
@@ -91,9 +92,12 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
         multi = list(split)
         single = [i for i, s in enumerate(steps) if s is None]
         out: list[list[Hit]] = [[] for _ in queries]
+        fr = retrievers(st, config)
+        # BM25 packed once per request when every reading shares it, else the first implementation.
+        by_steps = run_steps if shares_bm25(fr) else run_steps_reference
         with using_threads(config.threads):
-            got = run_steps(st, config, [queries[i] for i in multi], list(split.values()),
-                            retrievers(st, config), k=k, explain=explain, params=params)
+            got = by_steps(st, config, [queries[i] for i in multi], list(split.values()), fr, k=k,
+                           explain=explain, params=params)
         for i, hits in zip(multi, got):
             out[i] = hits
         if single:

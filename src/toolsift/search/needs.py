@@ -49,7 +49,7 @@ from .query import is_raw
 from .retrievers import Bm25Retriever, HybridRetriever
 from .score import score
 
-__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps"]
+__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps", "shares_bm25"]
 
 #: At most this many steps per request (surplus clauses join the last step).
 MAX_STEPS = 8
@@ -85,12 +85,9 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
     reading, and only the hybrid fields' cosines are gathered per reading, in one call
     over all readings. The same float32 operations as packing each reading as its own
     query (:func:`~.needs_reference.run_steps_reference`, which configurations with a
-    purely dense field still take; tests/test_needs.py compares the two).
+    purely dense field take instead; tests/test_needs.py compares the two). Requires
+    :func:`shares_bm25` of ``fr``.
     """
-    if not _bm25_shared(fr):
-        from .needs_reference import run_steps_reference
-
-        return run_steps_reference(st, config, queries, steps, fr, k=k, explain=explain, params=params)
     plan = plan_queries(st, config, queries)
     # The readings of each request: the whole request first (the unsplit search), then its steps.
     readings = [[q.text, *s] if WHOLE_AS_NEED else list(s) for s, q in zip(steps, queries)]
@@ -139,7 +136,7 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
                 why_only=explain == "why")
 
 
-def _bm25_shared(fr) -> bool:
+def shares_bm25(fr) -> bool:
     """Whether every reading shares the BM25 packing (:func:`run_steps`' fast path): the
     need fields are BM25 or hybrid, and the parameters field (whose scores do not move
     with the reading there) is BM25."""

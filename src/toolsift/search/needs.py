@@ -31,6 +31,7 @@ A request that does not split takes none of this path: it scores bit for bit as 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -108,8 +109,8 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
     src = ranges(ptr[of], sizes[of])
     exp_tool = tool[src]
     # BM25 once per request (hybrid fields' lexical halves), then each reading's cosines.
-    lex = pack(st, plan, {f: r.lexical if isinstance(r, HybridRetriever) else r for f, r in fr.items()},
-               ptr, tool)
+    lexical: dict[str, Any] = {f: r.lexical if isinstance(r, HybridRetriever) else r for f, r in fr.items()}
+    lex = pack(st, plan, lexical, ptr, tool)
     need_sims = lex.need_sims[lex.need_off[src]]  # a copy per reading: the mix writes in place
     per_reading = FieldTexts(flat, np.arange(of.size + 1, dtype=np.int64), no_terms, vecs, codes)
     for j, f in enumerate(NEED_FIELDS):

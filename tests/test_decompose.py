@@ -262,3 +262,29 @@ def test_search_task_bad_steps(index, steps):
 def test_search_task_bad_task(index):
     with pytest.raises(QueryError):
         search_task(index, "  ")
+
+
+def test_step_prefilters_never_hide_a_match():
+    """steps._may_match and _asks skip a regex scan only when it cannot match: on random
+    texts (quotes, numbering, non-ASCII letters that IGNORECASE folds: 'ſ', 'K') every
+    pattern with a word filter matches exactly where it did without one."""
+    import numpy as np
+
+    from toolsift.decompose import steps
+    from toolsift.decompose.lexicon import _REQUEST
+
+    rng = np.random.default_rng(0)
+    words = ("book send email and then a flight to Rome, find weather: in Paris please I want can you also ? "
+             "check create \"quoted and then\" 'it's' delete list; get price of 'AAPL' if order. Next Finally "
+             "lastly play 1) 2) 3. x ſend Kelvin naïve café pleaſe — • - would you let me know help me I'm looking "
+             "for how what What's but plus well as well as subsequently additionally afterwards after that \n "
+             "\t Is Are do DOES Iſ hoping ANDroid tHEN").split(" ")
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(1, 30)))) for _ in range(4000)]
+    hits = 0
+    for text in texts:
+        for pattern in (steps._SEQ, steps._AND_REQUEST, steps._AND_WORD):  # _REQUEST: through _asks
+            found = pattern.search(text) is not None
+            hits += found
+            assert steps._may_match(pattern, text) or not found, (pattern.pattern[:40], text)
+        assert steps._asks(text) == (_REQUEST.search(text) is not None), text
+    assert hits > 2000  # the texts do match, often

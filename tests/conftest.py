@@ -145,6 +145,16 @@ def demo_index(demo_catalog):
     return ToolIndex.build(demo_catalog)
 
 
+@pytest.fixture(scope="session")
+def demo_bm25_index(demo_catalog):
+    """The demo catalogue on BM25 alone (``preset="bm25"``, read-only in tests): where a
+    test needs "no tool shares a word with the query" (the hybrid default's dense half
+    gives every tool some cosine, even for gibberish)."""
+    from toolsift import ToolIndex
+
+    return ToolIndex.build(demo_catalog, preset="bm25")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _embedding_cache_in_tmp(tmp_path_factory):
     """Index builds use the embedding cache by default: keep the suite's entries out of the
@@ -152,7 +162,13 @@ def _embedding_cache_in_tmp(tmp_path_factory):
     import os
 
     old = os.environ.get("TOOLSIFT_EMBED_CACHE_DIR")
-    os.environ["TOOLSIFT_EMBED_CACHE_DIR"] = str(tmp_path_factory.mktemp("embed-cache"))
+    # Under pytest-xdist the workers share one folder (the run's base temp's parent), so a
+    # catalogue the hybrid default embeds in one worker is a cache hit in the other: the
+    # cache is made for concurrent writers (atomic entries, checked on read).
+    base = tmp_path_factory.getbasetemp()
+    folder = base.parent / "embed-cache-shared" if os.environ.get("PYTEST_XDIST_WORKER") else base / "embed-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["TOOLSIFT_EMBED_CACHE_DIR"] = str(folder)
     yield
     if old is None:
         os.environ.pop("TOOLSIFT_EMBED_CACHE_DIR", None)

@@ -35,6 +35,10 @@ def test_demo_prints_ranked_tables():
             first[line.split("   (")[0][7:]] = lines[i + 2].split()[1]
     assert first["email the quarterly report to my manager"] == "send_email"
     assert first["refund the last payment from customer 4411"] == "refund_payment"
+    # The index is the hybrid default and the demo says so, with a match BM25 alone misses.
+    assert 'index: preset "hybrid" (the default): BM25 + MiniLM document vectors' in out
+    semantic = next(line for line in lines if line.startswith("semantic match: "))
+    assert "rank 1 in this index" in semantic and "by BM25 alone" in semantic
 
 
 def test_demo_json():

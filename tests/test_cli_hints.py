@@ -45,8 +45,10 @@ def test_eval_on_a_folder_of_datasets_lists_them(tmp_path, capsys):
 def demo_index(tmp_path_factory):
     from toolsift.adapters import demo_catalog_path
 
+    # A BM25 index: "no shared word" is a lexical notion (the hybrid default's dense half
+    # gives every tool a cosine).
     out = tmp_path_factory.mktemp("idx") / "index"
-    assert main(["index", str(demo_catalog_path()), str(out)]) == 0
+    assert main(["index", str(demo_catalog_path()), str(out), "--preset", "bm25"]) == 0
     return out
 
 

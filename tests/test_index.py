@@ -300,13 +300,17 @@ def test_megabyte_texts_are_refused_with_the_tool_named():
         _tool(7, description="word " * 250_000)
 
 
-def test_queries_with_only_unknown_words_get_k_zero_evidence_hits(apibank_index):
-    # No field has evidence: every tool scores the bias alone, and the k hits are the
-    # first tools in catalogue order (a deterministic top-up, never a short list).
-    hits = apibank_index.search("zzqx qqvv", k=4)
-    assert [h.id for h in hits] == [t.id for t in list(apibank_index.catalog)[:4]]
-    assert all(h.score == pytest.approx(apibank_index.config.params.bias) for h in hits)
+def test_queries_with_only_unknown_words_get_k_zero_evidence_hits(apibank_index, apibank_tools):
+    # BM25 alone: no field has evidence, every tool scores the bias alone, and the k hits
+    # are the first tools in catalogue order (a deterministic top-up, never a short list).
+    bm25 = ToolIndex.build(apibank_tools, preset="bm25")
+    hits = bm25.search("zzqx qqvv", k=4)
+    assert [h.id for h in hits] == [t.id for t in list(bm25.catalog)[:4]]
+    assert all(h.score == pytest.approx(bm25.config.params.bias) for h in hits)
     assert not any(h.matched for h in hits)
+    # The hybrid default's dense half scores every tool: still exactly k distinct hits.
+    hits = apibank_index.search("zzqx qqvv", k=4)
+    assert len({h.id for h in hits}) == 4
 
 
 def test_unicode_and_duplicate_tokens():

@@ -152,6 +152,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("explain", [False, True])
 @pytest.mark.parametrize("k", [1, 5, 60])
+@pytest.mark.parametrize("demo_index", ["hybrid", "bm25"], indirect=True)
 def test_rank_equals_per_hit_twin(demo_index, explain, k):
     st, cfg = demo_index._state, demo_index.config
     for queries in ([as_query(q, "q") for q in QUERIES], [as_query(QUERIES[0], "q")], [as_query(QUERIES[3], "q")]):
@@ -187,6 +188,7 @@ def _bare(h: Hit) -> tuple:
 
 
 @pytest.mark.parametrize("k", [1, 5, 60])
+@pytest.mark.parametrize("demo_index", ["hybrid", "bm25"], indirect=True)
 def test_why_only_explanation_equals_the_full_one(demo_index, k):
     """``explain="why"`` (what the gateway asks for) gives the same hits and the same
     reason, missing-argument clause included, without the breakdown's dicts."""
@@ -273,10 +275,10 @@ def test_fused_hybrid_candidates_and_pack_equal_the_general_path(demo_catalog, k
 
 
 @pytest.mark.parametrize("k", [1, 5, 60])
-def test_fused_bm25_candidates_and_pack_equal_the_general_path(demo_index, k):
+def test_fused_bm25_candidates_and_pack_equal_the_general_path(demo_bm25_index, k):
     from benchmarks.http_load import queries
 
-    st, cfg = demo_index._state, demo_index.config
+    st, cfg = demo_bm25_index._state, demo_bm25_index.config  # every field BM25: the fused path
     fr = retrievers(st, cfg)
     assert all(type(r).__name__ == "Bm25Retriever" for r in fr.values())  # the fused path is the one taken
     slow = _unfused(fr)
@@ -302,10 +304,10 @@ def _same_candidates(st, cfg, batch, fr, slow, k):
     assert fast.need_sims.size and fast.ap_sims.size  # both layouts were exercised
 
 
-def test_pack_fields_rejects_inconsistent_input(demo_index):
+def test_pack_fields_rejects_inconsistent_input(demo_bm25_index):
     from toolsift import _core
 
-    st, cfg = demo_index._state, demo_index.config
+    st, cfg = demo_bm25_index._state, demo_bm25_index.config  # BM25 fields: pack_fields' input
     fr = retrievers(st, cfg)
     plan = plan_queries(st, cfg, [as_query("send an email to my boss", "q")])
     ptr, tool, _ = find_candidates(st, plan, fr, n=cfg.candidates, k=5)
@@ -396,3 +398,11 @@ def test_query_from_text_equals_the_checked_constructor():
     for bad in ["", "   ", "a\ud800b", "x" * 100_001, 3]:
         with pytest.raises(QueryError):
             Query.from_text(bad)
+
+
+
+@pytest.fixture
+def demo_index(request, demo_index, demo_bm25_index):
+    """The conftest's demo index (the hybrid default), or its BM25 twin for a test
+    parametrized ``indirect`` with ``"bm25"``: the fast paths must equal their twins on both."""
+    return demo_bm25_index if getattr(request, "param", "hybrid") == "bm25" else demo_index

@@ -364,7 +364,7 @@ def test_bm25_ndcg_raw_vs_standardized(ds: str, raw, std) -> None:
     qrels = {q.id: {t: 1 for t in q.labels} for q in queries}
 
     def ndcg(catalog: Catalog) -> float:
-        hits = ToolIndex.build(catalog).search_batch([q.text for q in queries], k=10)
+        hits = ToolIndex.build(catalog, preset="bm25").search_batch([q.text for q in queries], k=10)
         run = {q.id: {h.id: h.score for h in hs} for q, hs in zip(queries, hits)}
         scores = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"}).evaluate(run)
         return sum(s["ndcg_cut_10"] for s in scores.values()) / len(queries)

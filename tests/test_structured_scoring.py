@@ -91,11 +91,14 @@ def test_structured_twin_pairs_shipped_files_only():
 # ------------------------------------------------------------- per-query choice
 
 
-def test_structured_query_uses_structured_weights_raw_query_the_raw_ones(demo, index):
+@pytest.mark.parametrize("preset, twin", [("hybrid", "hybrid-structured-default"), ("bm25", "structured-default")])
+def test_structured_query_uses_structured_weights_raw_query_the_raw_ones(demo, preset, twin):
+    index = ToolIndex.build(demo, preset=preset)
     cfg = index.config
-    assert cfg.structured_params is None and cfg.structured_scoring == STRUCTURED_PARAMS != cfg.params
+    structured = shipped_params(twin)
+    assert cfg.structured_params is None and cfg.structured_scoring == structured != cfg.params
     both_raw = ToolIndex.build(demo, config=replace(cfg, structured_params=cfg.params))
-    both_st = ToolIndex.build(demo, config=replace(cfg, params=STRUCTURED_PARAMS))
+    both_st = ToolIndex.build(demo, config=replace(cfg, params=structured))
     text = "book a meeting with the design team next tuesday"
     s_hits = index.search(README_QUERY, k=10)
     assert [(h.id, h.score) for h in s_hits] == [(h.id, h.score) for h in both_st.search(README_QUERY, k=10)]
@@ -116,11 +119,20 @@ def test_score_pairs_follows_the_query_kind(index):
         assert np.allclose(np.asarray(got, dtype=float), [h.score for h in hits], atol=1e-6)
 
 
-def test_readme_structured_example_ranking_depends_on_extracted_arguments(index):
-    with_args = _ranking(index.search(README_QUERY, k=5))
-    other = _ranking(index.search({**README_QUERY, "extracted_arguments": OTHER_ARGUMENTS}, k=5))
+def test_readme_structured_example_ranking_depends_on_extracted_arguments(demo, index):
+    # BM25's structured weights give the parameters field a weight: the arguments move the ranking.
+    bm25 = ToolIndex.build(demo, preset="bm25")
+    assert bm25.config.structured_scoring.weights[1] > 0
+    with_args = _ranking(bm25.search(README_QUERY, k=5))
+    other = _ranking(bm25.search({**README_QUERY, "extracted_arguments": OTHER_ARGUMENTS}, k=5))
     assert with_args[0] == "create_calendar_event"
     assert with_args != other
+    # The hybrid default's structured weights give it none (learned so): the same ranking.
+    assert index.config.structured_scoring.weights[1] == 0
+    with_args = index.search(README_QUERY, k=5)
+    other = index.search({**README_QUERY, "extracted_arguments": OTHER_ARGUMENTS}, k=5)
+    assert with_args[0].id == "create_calendar_event"
+    assert [(h.id, h.score) for h in with_args] == [(h.id, h.score) for h in other]
 
 
 def test_structured_params_round_trip_and_validation(demo, tmp_path):
@@ -295,10 +307,11 @@ def test_description_query_joins_the_intent_once():
 
 
 def _description_on_off(demo, query, option: str, tool_id: str):
-    """``(on, off)`` indexes of ``demo`` with ``option`` on (the default) and off, after
+    """``(on, off)`` BM25 indexes of ``demo`` with ``option`` on (the default) and off, after
     checking that ``query``'s description-field score for ``tool_id`` is positive only
-    with it on and that the tool then ranks first."""
-    on = ToolIndex.build(demo)
+    with it on and that the tool then ranks first. BM25: a text that shares no word
+    scores 0 there (a hybrid field's cosine is never exactly 0)."""
+    on = ToolIndex.build(demo, preset="bm25")
     off = ToolIndex.build(demo, config=replace(on.config, **{option: False}))
     fs_on, fs_off = on.field_scores([query]), off.field_scores([query])
     col = fs_on.tool_ids.index(tool_id)

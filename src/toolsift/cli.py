@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,29 +20,6 @@ from .schema import FIELDS
 from .usage.cli import add_learn_parser, run_learn
 
 __all__ = ["main"]
-
-DEMO_QUERIES: tuple[Any, ...] = (
-    "email the quarterly report to my manager",
-    "will it rain in Lisbon tomorrow?",
-    "refund the last payment from customer 4411",
-    "open a bug about the login page crashing",
-    {
-        "tool_needs": [
-            {
-                "user_intent": "Book a meeting with the design team next Tuesday at 10am",
-                "tool_description": "Create a calendar event with attendees at a given date and time",
-                "expected_response": "The created event with its id and start time",
-            }
-        ],
-        "extracted_arguments": {
-            "title": "short name of the meeting",
-            "start_time": "date and time the meeting starts",
-            "attendees": "email addresses of the people invited",
-        },
-        "request": "set up a meeting with the design team next Tuesday at 10am",
-    },
-)
-
 
 #: Catalogue formats ``toolsift index --format`` accepts (toolsift.adapters.FORMATS).
 CATALOG_FORMATS = ("openapi", "gemini", "langchain", "native", "openai", "anthropic", "mcp", "toolret",
@@ -195,6 +171,8 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidates", type=int, default=None, help="override the preset's top-N per field")
     p.add_argument("--threads", type=int, default=None,
                    help="override the preset's thread setting, saved with the index (0 = all cores)")
+    p.add_argument("--embed-threads", type=int, default=None,
+                   help="cores the document encoder uses when embedding tool texts (default 0 = all cores)")
 
 
 def _config(args: argparse.Namespace):
@@ -209,7 +187,7 @@ def _config(args: argparse.Namespace):
         overrides["bm25"] = replace(cfg.bm25, **{k: v for k, v in (("k1", args.k1), ("b", args.b)) if v is not None})
     if args.stem is not None:
         overrides["analyzer"] = replace(cfg.analyzer, stemmer="english" if args.stem else None)
-    for key in ("scale", "candidates", "threads"):
+    for key in ("scale", "candidates", "threads", "embed_threads"):
         if getattr(args, key) is not None:
             overrides[key] = getattr(args, key)
     return replace(cfg, **overrides) if overrides else cfg
@@ -310,34 +288,9 @@ def _print_hits(query: Any, hits, ms: float, out: TextIO, params) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from .adapters import demo_catalog_path, load_catalog
-    from .toolindex import ToolIndex
+    from .demo import run_demo
 
-    catalog = load_catalog(demo_catalog_path())
-    t0 = time.perf_counter()
-    built = ToolIndex.build(catalog)
-    t1 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="toolsift-demo-") as tmp:
-        built.save(Path(tmp) / "index")
-        index = ToolIndex.load(Path(tmp) / "index")
-        queries = args.query or list(DEMO_QUERIES)
-        results = []
-        for q in queries:
-            s = time.perf_counter()
-            hits = index.search(q, k=args.k, explain=True)
-            results.append((q, hits, (time.perf_counter() - s) * 1e3))
-    if args.json:
-        json.dump([{"query": q, "ms": round(ms, 3), "hits": [h.to_dict() for h in hits]}
-                   for q, hits, ms in results], out, indent=2)
-        out.write("\n")
-        return 0
-    print(f"toolsift demo: {len(catalog)} tools from {demo_catalog_path().name}, "
-          f"indexed in {(t1 - t0) * 1e3:.1f} ms, saved and reloaded (memory-mapped)", file=out)
-    for q, hits, ms in results:
-        _print_hits(q, hits, ms, out, _query_params(index, q))
-    print("\nfields: desc=description param=parameters resp=response exmp=examples pen=missing-parameter penalty;"
-          " - = weight 0 for this query (not part of its score)", file=out)
-    return 0
+    return run_demo(args, out)
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO) -> int:

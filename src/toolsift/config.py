@@ -201,6 +201,11 @@ class IndexConfig:
             Smaller fields are scanned exactly. Candidates are rescored exactly either
             way; see docs/dense.md, "Large catalogues", for the measured crossover.
         ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
+        static_documents_from: A build of this many tools or more with the default
+            transformer document encoder (``encoder=None``) embeds the documents with
+            the static table instead (``encoder="static"`` in the built index's config,
+            logged as a warning): a transformer pass costs ~23 CPU ms a tool, hours at
+            1M tools. ``None``: never. Updates keep the encoder the index was built with.
         params: Field weights, bias, penalty and formula options; the default is the
             shipped cross-dataset weights (:data:`~toolsift.kernels.params.DEFAULT_PARAMS`).
             They score raw-text queries, and structured ones too unless
@@ -217,6 +222,10 @@ class IndexConfig:
             for threads (a single query's candidates) runs serially whatever the
             setting, so a search stays fast on a busy machine; raise it for large
             batches, builds and evaluation.
+        embed_threads: Cores the transformer document encoder uses when a build, an
+            update or a re-encoding load embeds tool texts (0, the default = all cores
+            this process may use, as ``threads=0``; 1 = one thread). Queries are
+            encoded on one thread whatever it is; ``threads`` governs everything else.
     """
 
     bm25: InstanceOf[Bm25Config] = field(default_factory=lambda: COLDSTART_BM25)
@@ -240,11 +249,13 @@ class IndexConfig:
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
     ivf_min_docs: Annotated[int, Strict(ge=1)] = 100_000
     ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
+    static_documents_from: Annotated[int, Strict(ge=1)] | None = 20_000
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)
     params: InstanceOf[ScoringParams] = DEFAULT_PARAMS
     structured_params: InstanceOf[ScoringParams] | None = None
     threads: Annotated[int, Strict(ge=0)] = 1
+    embed_threads: Annotated[int, Strict(ge=0)] = 0
 
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
 
@@ -366,9 +377,11 @@ class IndexConfig:
             "hybrid_weight": self.hybrid_weight,
             "ivf_min_docs": self.ivf_min_docs,
             "ivf_nprobe": self.ivf_nprobe,
+            "static_documents_from": self.static_documents_from,
             "params": self.params.to_dict(),
             "structured_params": None if self.structured_params is None else self.structured_params.to_dict(),
             "threads": self.threads,
+            "embed_threads": self.embed_threads,
         }
 
     @classmethod
@@ -385,7 +398,7 @@ class IndexConfig:
                  "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
                  "split_steps", "penalize_without_arguments", "retrievers", "encoder",
                  "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe", "params",
-                 "structured_params", "threads"}
+                 "structured_params", "threads", "embed_threads", "static_documents_from"}
         unknown = set(d) - known
         if unknown:
             raise ConfigError(f"config: unknown key(s) {', '.join(sorted(unknown))}")
@@ -417,8 +430,9 @@ class IndexConfig:
             kw["dense_candidates_from"] = tuple(got)
         for key in ("scale", "candidates", "dense_candidates", "name_in_description", "tool_card", "split_identifiers",
                     "parameter_format", "no_argument_params", "intent_in_description", "request_in_description",
-                    "split_steps", "penalize_without_arguments", "threads",
-                    "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe"):
+                    "split_steps", "penalize_without_arguments", "threads", "embed_threads",
+                    "encoder", "query_encoder", "static_table", "hybrid_weight", "ivf_min_docs", "ivf_nprobe",
+                    "static_documents_from"):
             if key in d:
                 kw[key] = d[key]
         return cls(**kw)

@@ -72,8 +72,8 @@ def structured_query_schema() -> dict[str, Any]:
 #: Said when no tool shares a word with a query (every hit has ``matched=False``; the
 #: library reports it through that attribute rather than a warning per query).
 NO_MATCH_HINT = ("no tool matches any word of this query: the BM25 retriever matches words, not meanings. "
-                 "A dense or hybrid retriever matches by meaning: build the index with "
-                 "IndexConfig(retrievers={f: \"hybrid\" for f in FIELDS}) (pip install \"toolsift[dense]\").")
+                 "The hybrid preset (the default; this index was built with BM25 alone) also matches by "
+                 "meaning: build the index without --preset bm25 (preset=\"bm25\").")
 
 #: The same, as the note ``find_tools`` returns to a model when nothing matched.
 NO_MATCH_NOTE = ("No tool matched any word of the query. Rephrase it with the words a tool's description "

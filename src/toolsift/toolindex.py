@@ -34,6 +34,7 @@ from .index.embed import (
     config_fingerprint,
     embed_fields,
     encoder_record,
+    get_document_encoder,
     get_encoder,
     update_dense,
 )
@@ -149,10 +150,10 @@ class ToolIndex:
             catalog = as_catalog(catalog)
         if len(catalog) == 0:
             raise ToolsiftError("cannot index an empty catalogue")
-        if config is None:
-            from .presets import preset_config
+        from .presets import preset_config, sized_for
 
-            config = preset_config(preset)
+        # A config the user passes gets the same size rule as a preset's (config.static_documents_from).
+        config = sized_for(preset_config(preset) if config is None else config, len(catalog), encoder)
         with gc_paused():
             tokens = DocumentTokens.analyse(catalog, config, progress=progress)
         dense = info = qt = None
@@ -162,7 +163,7 @@ class ToolIndex:
             with using_threads(config.threads):
                 dense = embed_fields(catalog, config, progress=progress, encoder=encoder, embed_cache=embed_cache)
                 qt = build_query_table(catalog, config, dense)
-            info = encoder_record(encoder if encoder is not None else get_encoder(config))
+            info = encoder_record(encoder if encoder is not None else get_document_encoder(config))
         if dense:
             dense = fields_with_ivf(dense, config)
         tool_graph = ToolGraph.build(catalog, config.analyzer) if graph else None
@@ -278,7 +279,7 @@ class ToolIndex:
         """New rows must come from the encoder that made the stored ones."""
         if self._encoder_info is None:
             return
-        enc = self._doc_encoder if self._doc_encoder is not None else get_encoder(self._config)
+        enc = self._doc_encoder if self._doc_encoder is not None else get_document_encoder(self._config)
         current = encoder_fingerprint(enc)
         if current != self._encoder_info["fingerprint"]:
             raise EncoderMismatchError("update", self._encoder_info["fingerprint"], current)
@@ -582,7 +583,7 @@ class ToolIndex:
             current = config_fingerprint(got.config)
             stale = info is None or current is None or info["fingerprint"] != current
             if stale and reencode:
-                enc = get_encoder(got.config)
+                enc = get_document_encoder(got.config)
                 with using_threads(got.config.threads):
                     dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
                     # The query table is fitted on the document vectors: refit it.
@@ -610,7 +611,7 @@ def _check_same_model(encoder: Any, config: IndexConfig) -> None:
     """A build's explicit encoder must make the vectors the config's encoder would (the
     query side uses the config's)."""
     mine = encoder_fingerprint(encoder)
-    theirs = encoder_fingerprint(get_encoder(config))
+    theirs = encoder_fingerprint(get_document_encoder(config))
     if mine is None or mine != theirs:
         raise EncoderMismatchError("build", theirs or "unknown", mine, message=(
             f"the encoder passed to build ({mine or 'without a fingerprint'}) is not the config's "

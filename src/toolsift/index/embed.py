@@ -24,6 +24,7 @@ from .state import IndexState
 __all__ = [
     "config_fingerprint",
     "document_encoder",
+    "get_document_encoder",
     "embed_fields",
     "encoder_record",
     "encoder_wrapper",
@@ -39,10 +40,11 @@ _ENCODER_LOCK = threading.Lock()
 _WRAPPERS: list[Callable[[Any, IndexConfig], Any]] = []
 
 
-def get_encoder(config: IndexConfig):
+def get_encoder(config: IndexConfig, *, threads: int | None = None):
     """The sentence encoder a config asks for, loaded once per process (as the active
-    :func:`encoder_wrapper` functions wrap it, if any)."""
-    key = (config.encoder, config.threads)
+    :func:`encoder_wrapper` functions wrap it, if any); its large ``encode`` calls use
+    ``threads`` cores (``None``: ``config.threads``; a single text always runs on one)."""
+    key = (config.encoder, config.threads if threads is None else threads)
     with _ENCODER_LOCK:
         enc = _ENCODERS.get(key)
         if enc is None:
@@ -51,12 +53,19 @@ def get_encoder(config: IndexConfig):
             else:
                 from ..encoders import OnnxEncoder
 
-                enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=config.threads)
+                enc = _ENCODERS[key] = OnnxEncoder(config.encoder, threads=key[1])
         wrappers = list(_WRAPPERS)
     # Outside the lock: a wrapper may hash model files on first use.
     for wrap in wrappers:
         enc = wrap(enc, config)
     return enc
+
+
+def get_document_encoder(config: IndexConfig):
+    """The encoder of tool texts (builds, updates, re-encoding loads): :func:`get_encoder`
+    with ``config.embed_threads`` cores (default all), so a build a user waits for uses
+    the machine while queries stay on one thread. Same model, same vectors."""
+    return get_encoder(config, threads=config.embed_threads)
 
 
 def _static(table: str | None):
@@ -103,9 +112,8 @@ def config_fingerprint(config: IndexConfig) -> str | None:
     """The fingerprint of the document encoder :func:`get_encoder` gives for ``config``,
     without loading a model when none is loaded yet (only its files are hashed): an index
     load checks it, and a search may never need the transformer."""
-    key = (config.encoder, config.threads)
     with _ENCODER_LOCK:
-        enc = _ENCODERS.get(key)
+        enc = _ENCODERS.get((config.encoder, config.embed_threads)) or _ENCODERS.get((config.encoder, config.threads))
     if enc is not None:
         return encoder_fingerprint(enc)
     if config.encoder == "static":  # documents embedded by the static table: its own hash
@@ -121,10 +129,10 @@ def config_fingerprint(config: IndexConfig) -> str | None:
 
 
 def document_encoder(config: IndexConfig, *, encoder: Any = None, embed_cache: EmbedCacheArg = None) -> Any:
-    """The document encoder (``encoder``, else :func:`get_encoder`) looking texts up in the
-    embedding cache first: what every document-side encode of a build, update or
-    re-encoding load goes through."""
-    return cached(encoder if encoder is not None else get_encoder(config), resolve_store(embed_cache))
+    """The document encoder (``encoder``, else :func:`get_document_encoder`) looking texts
+    up in the embedding cache first: what every document-side encode of a build, update
+    or re-encoding load goes through."""
+    return cached(encoder if encoder is not None else get_document_encoder(config), resolve_store(embed_cache))
 
 
 def encoder_record(encoder: Any) -> dict[str, Any] | None:
@@ -142,7 +150,7 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
         catalog: The tools.
         config: Which fields are dense and how their documents are written.
         progress: Show a progress bar (with ETA) when encoding outlasts a second.
-        encoder: The document encoder (``None``: :func:`get_encoder`).
+        encoder: The document encoder (``None``: :func:`get_document_encoder`).
         embed_cache: Where known texts' vectors are looked up and new ones stored
             (:func:`toolsift.encoders.cache.resolve_store`; ``False``: nowhere).
     """

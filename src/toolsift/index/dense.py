@@ -29,6 +29,7 @@ from pyarrow import ipc
 
 from ..errors import IndexCorruptError, IndexFormatError
 from ..kernels.buffers import ALIGN, aligned, freeze, frozen
+from .arrowcols import column
 
 __all__ = ["INT8_FORMAT", "INT8_FORMAT_VERSION", "Int8Matrix", "freeze"]
 
@@ -106,7 +107,7 @@ def _probe(table: pa.Table) -> pa.Table:
         arr = _single_chunk(col)
         if pa.types.is_large_list(arr.type):
             values = arr.flatten()
-            arr = pa.LargeListArray.from_arrays(pa.array([0, min(1, len(values))], pa.int64()), values.slice(0, 1))
+            arr = pa.LargeListArray.from_arrays(column([0, min(1, len(values))], pa.int64()), values.slice(0, 1))
         cols.append(arr)
     return pa.Table.from_arrays(cols, schema=table.schema)
 
@@ -225,9 +226,9 @@ class Int8Matrix:
 
         The table's buffers wrap this matrix's arrays without copying.
         """
-        flat = pa.array(self.codes.reshape(-1), type=pa.int8())
+        flat = column(self.codes.reshape(-1), pa.int8())
         codes = pa.FixedSizeListArray.from_arrays(flat, self.dim)
-        scale = pa.array(self.scales, type=pa.float32())
+        scale = column(self.scales, pa.float32())
         return pa.Table.from_arrays([codes, scale], names=["codes", "scale"])
 
     @classmethod

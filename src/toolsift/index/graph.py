@@ -42,6 +42,7 @@ from ..errors import IndexCorruptError
 from ..schema import Catalog
 from .graph_rules import OPERATIONS, Field, Signature, tool_signature
 from .store import column_values
+from .arrowcols import column
 
 
 __all__ = ["FAMILY_SCORE", "IDENTITY_WORDS", "MAX_PRODUCERS", "OPERATION_CODES", "Dependency", "ToolGraph"]
@@ -285,15 +286,15 @@ class ToolGraph:
     # ---------------------------------------------------------------- persistence
     def nodes_to_arrow(self) -> pa.Table:
         """Per tool family and operation code as an Arrow table (``graph_tools.arrow``)."""
-        return pa.table({"family": pa.array(self.family, pa.int32()), "operation": pa.array(self.operation, pa.int8())})
+        return pa.table({"family": column(self.family, pa.int32()), "operation": column(self.operation, pa.int8())})
 
     def to_arrow(self) -> pa.Table:
         """The edges as an Arrow table (``graph.arrow``)."""
-        return pa.table({"producer": pa.array(self.producer, pa.int32()),
-                         "consumer": pa.array(self.consumer, pa.int32()),
-                         "parameter": pa.array(self.parameter, pa.string()),
-                         "reason": pa.array(self.reason, pa.string()),
-                         "score": pa.array(self.score, pa.float32())})
+        return pa.table({"producer": column(self.producer, pa.int32()),
+                         "consumer": column(self.consumer, pa.int32()),
+                         "parameter": column(self.parameter, pa.string()),
+                         "reason": column(self.reason, pa.string()),
+                         "score": column(self.score, pa.float32())})
 
     @classmethod
     def from_arrow(cls, table: pa.Table, nodes: pa.Table, n_tools: int, *, where: str) -> ToolGraph:

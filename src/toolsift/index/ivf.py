@@ -32,6 +32,7 @@ from ..csr import ptr_from_counts, ranges
 from ..kernels.buffers import aligned, aligned_empty, freeze, frozen
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
 from .dense import Int8Matrix
+from .arrowcols import column
 
 if TYPE_CHECKING:
     from ..config import IndexConfig
@@ -256,8 +257,8 @@ class IvfIndex:
         row-major), ``centroids`` (float32, row-major), ``list_ptr``, ``list_ids``,
         ``list_scales`` and ``info`` (``[dim, n_fit]``)."""
         def col(a: np.ndarray, t: pa.DataType) -> pa.Array:
-            arr = pa.array(a.reshape(-1), t)
-            return pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
+            arr = column(a.reshape(-1), t)
+            return pa.LargeListArray.from_arrays(column([0, len(arr)], pa.int64()), arr)
 
         # list_codes first: its place in a file then does not depend on the other
         # columns' lengths, and it can be aligned there (align_in_file).

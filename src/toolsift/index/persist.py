@@ -46,6 +46,7 @@ from .store import (
     write_index_dir,
 )
 from .tooltable import StoredCatalog, tool_stream
+from .arrowcols import column
 
 __all__ = ["LoadedIndex", "load_index", "save_index"]
 
@@ -79,14 +80,14 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
     """
     tables: dict[str, pa.Table | BatchStream] = {
         "tools.arrow": tool_stream(st.catalog),
-        "vocab.arrow": pa.table({"term": pa.array(st.vocab.to_list(), pa.string())}),
+        "vocab.arrow": pa.table({"term": column(st.vocab.to_list(), pa.string())}),
     }
     stats = {}
     for name, fi in st.fields.items():
         cols = {}
         for cname, view in fi.columns().items():
-            arr = pa.array(view)  # zero-copy over the engine's buffer
-            cols[cname] = pa.LargeListArray.from_arrays(pa.array([0, len(arr)], pa.int64()), arr)
+            arr = column(view)  # zero-copy over the engine's buffer
+            cols[cname] = pa.LargeListArray.from_arrays(column([0, len(arr)], pa.int64()), arr)
         tables[f"field.{name}.arrow"] = pa.table(cols)
         c = fi.core
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}

@@ -26,6 +26,8 @@ import numpy as np
 
 from ..encoders.static import StaticEncoder, StaticTable
 from .dense_field import DenseField
+from .arrowcols import column
+from .store import column_values
 
 __all__ = ["QueryTable", "fit_query_table", "build_query_table", "query_encoder_for", "refits", "LAMBDA",
            "MAX_TEXTS"]
@@ -64,9 +66,9 @@ class QueryTable:
         import pyarrow as pa
 
         dim = self.codes.shape[1]
-        codes = pa.FixedSizeListArray.from_arrays(pa.array(self.codes.reshape(-1), pa.int8()), dim)
-        return pa.table({"token_id": pa.array(self.token_ids, pa.int32()), "codes": codes,
-                         "scale": pa.array(self.scales, pa.float32())})
+        codes = pa.FixedSizeListArray.from_arrays(column(self.codes.reshape(-1), pa.int8()), dim)
+        return pa.table({"token_id": column(self.token_ids, pa.int32()), "codes": codes,
+                         "scale": column(self.scales, pa.float32())})
 
     @classmethod
     def from_arrow(cls, table, *, where: str) -> QueryTable:
@@ -84,9 +86,10 @@ class QueryTable:
             if not pa.types.is_fixed_size_list(codes_col.type) or codes_col.type.value_type != pa.int8():
                 raise ValueError(f"codes has type {codes_col.type}")
             dim = codes_col.type.list_size
-            codes = np.asarray(codes_col.flatten().to_numpy(zero_copy_only=False), np.int8).reshape(-1, dim)
-            ids = np.asarray(table.column("token_id").to_numpy(), np.int32)
-            scales = np.asarray(table.column("scale").to_numpy(), np.float32)
+            # column_values reads the buffers: to_numpy would import pandas (index/store.py).
+            codes = column_values(codes_col.flatten(), np.int8).reshape(-1, dim)
+            ids = column_values(table.column("token_id"), np.int32)
+            scales = column_values(table.column("scale"), np.float32)
             out = cls(ids, codes, scales)
         except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
             raise IndexCorruptError(f"{where}: not a query table: {exc}") from None

@@ -37,6 +37,7 @@ from ..schema import Catalog, Parameter, Tool
 from ..scores import field_presence, presence_bits
 from .fields import parameter_layout
 from .store import BatchStream, column_values
+from .arrowcols import column
 
 __all__ = ["StoredCatalog", "ToolLayout", "TOOL_SCHEMA", "edit_catalog", "tool_batches", "tool_layout",
            "tool_stream", "tool_table"]
@@ -79,14 +80,14 @@ def edit_catalog(catalog: Catalog, keep: Sequence[int], replace: Mapping[int, To
 
 def _batch(tools: Sequence[Tool]) -> pa.RecordBatch:
     ptr, req = parameter_layout(tools)
-    params = pa.ListArray.from_arrays(pa.array(ptr, pa.int32()), pa.array(req, pa.uint8()))
+    params = pa.ListArray.from_arrays(column(ptr, pa.int32()), column(req, pa.uint8()))
     return pa.record_batch([
-        pa.array([t.id for t in tools], pa.string()),
-        pa.array([t.name for t in tools], pa.string()),
-        pa.array([json.dumps(t.to_dict(), ensure_ascii=False, default=str).encode() for t in tools],
+        column([t.id for t in tools], pa.string()),
+        column([t.name for t in tools], pa.string()),
+        column([json.dumps(t.to_dict(), ensure_ascii=False, default=str).encode() for t in tools],
                  pa.large_binary()),
         params,
-        pa.array(presence_bits(field_presence(tools)), pa.uint8()),
+        column(presence_bits(field_presence(tools)), pa.uint8()),
     ], schema=TOOL_SCHEMA)
 
 
@@ -300,7 +301,7 @@ class StoredCatalog(Catalog):
         if replace:
             order[np.fromiter(replace, np.int64, len(replace))] = n + np.arange(len(replace))
         order = np.concatenate([order, n + len(replace) + np.arange(len(add), dtype=np.int64)])
-        out = StoredCatalog(combined.take(pa.array(order)), name=self.name, where=self._where,
+        out = StoredCatalog(combined.take(column(order)), name=self.name, where=self._where,
                             trusted=self._trusted)
         for j, i in enumerate(order.tolist()):  # carry over what was decoded already
             if i < n and self._decoded[i] is not None:

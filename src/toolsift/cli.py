@@ -154,14 +154,11 @@ def _add_config_options(p: argparse.ArgumentParser) -> None:
     # The preset is the whole configuration (toolsift.presets, the same as
     # ToolIndex.build(catalog)); every other option overrides one setting of it and
     # defaults to None: "keep the preset's value".
-    from .presets import DEFAULT_PRESET_WITH_DENSE, PRESETS, default_preset
+    from .presets import PRESETS, default_preset
 
-    default = default_preset()
-    if DEFAULT_PRESET_WITH_DENSE != "bm25":  # the default follows the installed extras
-        default += f" here: {DEFAULT_PRESET_WITH_DENSE} with the dense extra installed, else bm25"
     p.add_argument("--preset", choices=PRESETS, default=None,
-                   help=f"index configuration: bm25 or hybrid (default: {default}, as for "
-                        "ToolIndex.build(catalog); README, 'Presets')")
+                   help=f"index configuration: bm25 or hybrid (default: {default_preset()}, as for "
+                        "ToolIndex.build(catalog); --preset bm25 loads no model; README, 'Presets')")
     p.add_argument("--scale", choices=("bounded", "linear", "raw"), default=None,
                    help="override the preset's field score scale")
     p.add_argument("--k1", type=float, default=None, help="override the preset's BM25 k1")

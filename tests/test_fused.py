@@ -75,13 +75,13 @@ def _same(index: ToolIndex, queries: list, k: int) -> int:
 @pytest.mark.parametrize("name", MFTR)
 def test_fused_equals_general_path_mftr(name):
     tools, raw, structured = _mftr(name)
-    index = ToolIndex.build(tools)
+    index = ToolIndex.build(tools, preset="bm25")  # the fused path serves BM25 indexes
     assert _same(index, raw + structured, k=10) > 0
 
 
 def test_fused_equals_general_path_ultratool():
     tools, raw, structured = _ultratool()
-    index = ToolIndex.build(tools)
+    index = ToolIndex.build(tools, preset="bm25")
     assert _same(index, raw + structured, k=10) > 0
 
 
@@ -122,7 +122,7 @@ def test_fused_sum_rows_equal_postings_path():
 def test_fused_is_what_search_returns(apibank_tools):
     """``ToolIndex.search`` takes the fused path for a BM25 index without explanation,
     and the general one with it: the hits agree."""
-    index = ToolIndex.build(apibank_tools)
+    index = ToolIndex.build(apibank_tools, preset="bm25")
     for text in ("send an email to my boss", "weather tomorrow in Paris", "zzyzx"):
         plain = index.search(text, k=5)
         explained = index.search(text, k=5, explain=True)
@@ -149,7 +149,7 @@ def test_fused_word_analysis_equals_analyzer(apibank_tools, analyzer):
 
 
 def test_fused_not_used_for_dense_or_explain(apibank_tools):
-    st = ToolIndex.build(apibank_tools)._state
+    st = ToolIndex.build(apibank_tools, preset="bm25")._state
     assert not fused.usable(st, IndexConfig(), True)
     assert not fused.usable(st, IndexConfig(), "why")
     assert fused.usable(st, IndexConfig(), False)
@@ -164,10 +164,10 @@ def test_fused_concurrent_searches_agree():
     import threading
 
     tools, raw, structured = _mftr("apibank")
-    index = ToolIndex.build(tools)
+    index = ToolIndex.build(tools, preset="bm25")
     want = {t: [(h.id, h.score) for h in index.search(t, k=10)] for t in raw}
     want_s = [[(h.id, h.score) for h in index.search(q, k=10)] for q in structured[:30]]
-    index = ToolIndex.build(tools)  # a fresh one: the threads also teach it its words
+    index = ToolIndex.build(tools, preset="bm25")  # a fresh one: the threads also teach it its words
     errors: list[str] = []
 
     def work(seed: int) -> None:

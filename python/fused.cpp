@@ -131,6 +131,122 @@ py::tuple search(const FusedSearcher& self, const std::vector<I32Array>& need_te
   return py::make_tuple(ptr, tool, score, matched);
 }
 
+// One hybrid need field's dense half as search_hybrid takes it: None (a BM25 field), or
+// (codes int8[rows, d], scales float32[rows], tool_ptr int64[n_tools + 1] | None,
+// q_codes int8[texts, d], q_scales float32[texts], w_bm, w_cos), codes None when every
+// row is empty. The matrices are read in place (an index's own are read-only).
+struct DenseArgs {
+  I8Array codes, q_codes;
+  F32Array scales, q_scales;
+  I64Array tool_ptr;
+  DenseHalf half;
+};
+
+void dense_args(const py::object& spec, std::size_t n_texts, std::size_t n_tools, DenseArgs& a) {
+  if (spec.is_none()) return;
+  const auto t = spec.cast<py::tuple>();
+  if (t.size() != 7) throw std::invalid_argument("search_hybrid: a dense half is a 7-tuple");
+  a.half.hybrid = true;
+  a.half.w_bm = t[5].cast<float>();
+  a.half.w_cos = t[6].cast<float>();
+  if (t[0].is_none()) return;
+  a.half.has_cos = true;
+  a.codes = frozen(t[0].cast<I8Array>());
+  a.scales = frozen(t[1].cast<F32Array>());
+  a.q_codes = stable(t[3].cast<I8Array>());
+  a.q_scales = stable(t[4].cast<F32Array>());
+  if (a.codes.ndim() != 2 || a.q_codes.ndim() != 2) throw std::invalid_argument("codes and q_codes must be 2-d");
+  require_1d(a.scales, "scales");
+  require_1d(a.q_scales, "q_scales");
+  const auto n_rows = static_cast<std::size_t>(a.codes.shape(0));
+  const auto d = static_cast<std::size_t>(a.codes.shape(1));
+  if (static_cast<std::size_t>(a.scales.shape(0)) != n_rows) throw std::invalid_argument("scales: one per row");
+  if (static_cast<std::size_t>(a.q_codes.shape(0)) != n_texts || static_cast<std::size_t>(a.q_codes.shape(1)) != d ||
+      static_cast<std::size_t>(a.q_scales.shape(0)) != n_texts) {
+    throw std::invalid_argument("q_codes/q_scales must have one row of the matrix's dim per text");
+  }
+  if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
+  if (t[2].is_none()) {
+    if (n_rows != n_tools) throw std::invalid_argument("a dense half without tool_ptr needs one row per tool");
+  } else {
+    a.tool_ptr = stable(t[2].cast<I64Array>());
+    require_1d(a.tool_ptr, "tool_ptr");
+    if (static_cast<std::size_t>(a.tool_ptr.shape(0)) != n_tools + 1) {
+      throw std::invalid_argument("tool_ptr must have n_tools + 1 entries");
+    }
+    const int64_t* tp = a.tool_ptr.data();
+    if (tp[0] != 0 || static_cast<std::size_t>(tp[n_tools]) > n_rows) throw std::invalid_argument("tool_ptr out of range");
+    for (std::size_t i = 0; i < n_tools; ++i) {
+      if (tp[i + 1] < tp[i]) throw std::invalid_argument("tool_ptr decreases");
+    }
+    a.half.tool_ptr = tp;
+  }
+  a.half.rows = {a.codes.data(), a.scales.data(), n_rows, d};
+  a.half.q_codes = a.q_codes.data();
+  a.half.q_scales = a.q_scales.data();
+}
+
+// search() with hybrid need fields: `dense` (three dense_args specs) and the dense
+// halves' candidates (extra_ptr int64[nq + 1], extra_ids int64[]).
+py::tuple search_hybrid(const FusedSearcher& self, const std::vector<I32Array>& need_terms,
+                        const std::vector<I64Array>& need_offsets, const I64Array& need_ptr,
+                        const I32Array& param_terms, const I64Array& param_offsets, const I64Array& arg_ptr,
+                        const U8Array& penalize_in, const py::tuple& params, py::ssize_t n, py::ssize_t k,
+                        const std::string& scale, int threads, const std::vector<py::object>& dense,
+                        const I64Array& extra_ptr_in, const I64Array& extra_ids_in) {
+  if (need_terms.size() != 3 || need_offsets.size() != 3 || dense.size() != 3) {
+    throw std::invalid_argument("search_hybrid: needs the three need fields' terms, offsets and dense halves");
+  }
+  const MftrParams p = parse_params(params);
+  FusedOptions o = options(n, k, scale, threads);
+  std::vector<uint8_t> penalize = copy_1d<uint8_t>(penalize_in, "penalize");
+  const std::size_t nq = penalize.size();
+  Field need[3] = {field(need_terms[0], need_offsets[0], need_ptr, nq),
+                   field(need_terms[1], need_offsets[1], need_ptr, nq),
+                   field(need_terms[2], need_offsets[2], need_ptr, nq)};
+  Field par = field(param_terms, param_offsets, arg_ptr, nq);
+  std::vector<int64_t> extra_ptr = copy_1d<int64_t>(extra_ptr_in, "extra_ptr");
+  std::vector<int64_t> extra_ids = copy_1d<int64_t>(extra_ids_in, "extra_ids");
+  if (extra_ptr.size() != nq + 1 || extra_ptr[0] != 0 ||
+      static_cast<std::size_t>(extra_ptr[nq]) != extra_ids.size()) {
+    throw std::invalid_argument("extra_ptr must have n_queries + 1 entries, from 0 to len(extra_ids)");
+  }
+  for (std::size_t q = 0; q < nq; ++q) {
+    if (extra_ptr[q + 1] < extra_ptr[q]) throw std::invalid_argument("extra_ptr decreases");
+  }
+  for (const int64_t t : extra_ids) {
+    if (t < 0 || static_cast<std::size_t>(t) >= self.n_tools()) throw std::invalid_argument("extra_ids out of range");
+  }
+  DenseArgs d[3];
+  HybridInputs h;
+  const std::size_t n_texts = need[0].offsets.size() - 1;
+  for (int f = 0; f < 3; ++f) {
+    dense_args(dense[static_cast<std::size_t>(f)], n_texts, self.n_tools(), d[f]);
+    h.need[f] = d[f].half;
+  }
+  h.extra_ptr = extra_ptr.data();
+  h.extra_ids = extra_ids.data();
+  FusedBatch b;
+  for (int f = 0; f < 3; ++f) b.need[f] = need[f].view();
+  b.params = par.view();
+  b.penalize = penalize.data();
+  b.n_queries = nq;
+  b.hybrid = &h;
+  self.check(b);
+  FusedHits out;
+  {
+    py::gil_scoped_release release;
+    self.search(b, p, o, out);
+  }
+  py::array_t<int64_t> ptr(static_cast<py::ssize_t>(out.ptr.size()), out.ptr.data());
+  py::array_t<int64_t> tool(static_cast<py::ssize_t>(out.tool.size()), out.tool.data());
+  py::array_t<float> score(static_cast<py::ssize_t>(out.score.size()), out.score.data());
+  py::array_t<bool> matched(static_cast<py::ssize_t>(out.matched.size()));
+  bool* m = matched.mutable_data();
+  for (std::size_t i = 0; i < out.matched.size(); ++i) m[i] = out.matched[i] != 0;
+  return py::make_tuple(ptr, tool, score, matched);
+}
+
 // The usual single search, set up once per index state, configuration and weights: one
 // raw-text query's hits made straight into Python `hit_type` objects (what
 // toolsift.search.hits._plain_hit makes: the attributes of `template`, with tool, score,
@@ -247,7 +363,12 @@ void register_fused(py::module_& m) {
            py::arg("param_terms"), py::arg("param_offsets"), py::arg("arg_ptr"), py::arg("penalize"),
            py::arg("params"), py::arg("n"), py::arg("k"), py::arg("scale"), py::arg("threads"),
            py::arg("sum_docs") = -1,
-           "A batch's top k per query: (ptr int64[nq+1], tool int64[], score float32[], matched bool[]).");
+           "A batch's top k per query: (ptr int64[nq+1], tool int64[], score float32[], matched bool[]).")
+      .def("search_hybrid", &search_hybrid, py::arg("need_terms"), py::arg("need_offsets"), py::arg("need_ptr"),
+           py::arg("param_terms"), py::arg("param_offsets"), py::arg("arg_ptr"), py::arg("penalize"),
+           py::arg("params"), py::arg("n"), py::arg("k"), py::arg("scale"), py::arg("threads"), py::arg("dense"),
+           py::arg("extra_ptr"), py::arg("extra_ids"),
+           "search() with hybrid need fields (see python/fused.cpp): the same tuple.");
   py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
                     py::object, py::dict, bool>(),

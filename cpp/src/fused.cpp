@@ -106,6 +106,9 @@ struct FusedSearcher::Scratch {
   std::vector<int64_t> merged;
   std::vector<uint8_t> found;
   std::vector<float> sims[3];
+  std::vector<float> cos;
+  std::vector<float> row_cos;
+  std::vector<int64_t> rows;
   std::vector<int64_t> docs;
   std::vector<float> par;
   std::vector<float> score;
@@ -210,6 +213,57 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   }
 }
 
+void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scratch& s) const {
+  // toolsift.search.candidates._mix_dense: the same int8 gathers (one row per tool, or
+  // every row of each candidate and the max per tool) and HybridRetriever.mix's float32
+  // operations, in its order (this file is compiled without FMA contraction).
+  const auto& cand = s.cand;
+  const std::size_t nc = cand.size();
+  for (int f = 0; f < 3; ++f) {
+    const DenseHalf& d = h.need[f];
+    if (!d.hybrid) continue;
+    for (int64_t r = 0; r < nn; ++r) {
+      float* row = s.sims[f].data() + static_cast<std::size_t>(r) * nc;
+      if (!d.has_cos) {
+        for (std::size_t i = 0; i < nc; ++i) row[i] = row[i] * d.w_bm;
+        continue;
+      }
+      const std::size_t t = static_cast<std::size_t>(n0 + r);
+      const int8_t* qc = d.q_codes + t * d.rows.d;
+      const float* qs = d.q_scales + t;
+      s.cos.resize(nc);
+      if (d.tool_ptr == nullptr) {
+        const int64_t ptr[2] = {0, static_cast<int64_t>(nc)};
+        int8_gather(qc, qs, 1, d.rows, ptr, cand.data(), s.cos.data(), 1);
+      } else {
+        s.rows.clear();
+        for (const int64_t tool : cand) {
+          for (int64_t j = d.tool_ptr[tool]; j < d.tool_ptr[tool + 1]; ++j) s.rows.push_back(j);
+        }
+        s.row_cos.resize(s.rows.size());
+        const int64_t ptr[2] = {0, static_cast<int64_t>(s.rows.size())};
+        if (!s.rows.empty()) int8_gather(qc, qs, 1, d.rows, ptr, s.rows.data(), s.row_cos.data(), 1);
+        std::size_t j = 0;
+        for (std::size_t i = 0; i < nc; ++i) {
+          const int64_t m = d.tool_ptr[cand[i] + 1] - d.tool_ptr[cand[i]];
+          float best = 0.0f;
+          if (m > 0) {
+            best = s.row_cos[j];
+            for (int64_t x = 1; x < m; ++x) best = std::max(best, s.row_cos[j + static_cast<std::size_t>(x)]);
+          }
+          s.cos[i] = best;
+          j += static_cast<std::size_t>(m);
+        }
+      }
+      for (std::size_t i = 0; i < nc; ++i) {
+        const float a = row[i] * d.w_bm;
+        const float c = std::max(s.cos[i], 0.0f) * d.w_cos;
+        row[i] = a + c;
+      }
+    }
+  }
+}
+
 void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o,
                                Scratch& s, std::vector<int64_t>& tool_out, std::vector<float>& score_out,
                                std::vector<uint8_t>& matched_out) const {
@@ -246,6 +300,11 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
         idx.top_text(terms, m, o.n, o.scale, true, Prune::kAuto, cand);
       }
     }
+  }
+  if (b.hybrid != nullptr) {
+    // The dense halves' candidates (toolsift.search.candidates.find_candidates).
+    const HybridInputs& h = *b.hybrid;
+    cand.insert(cand.end(), h.extra_ids + h.extra_ptr[q], h.extra_ids + h.extra_ptr[q + 1]);
   }
   std::sort(cand.begin(), cand.end());
   cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
@@ -302,6 +361,7 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       }
     }
   }
+  if (b.hybrid != nullptr) mix_dense(*b.hybrid, n0, nn, s);
   const int64_t a0 = b.params.text_ptr[q], na = b.params.text_ptr[q + 1] - a0;
   const int64_t* pp = param_ptr_.data();
   std::size_t nd = 0;

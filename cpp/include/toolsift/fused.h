@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "toolsift/int8_dot.h"
 #include "toolsift/inverted_index.h"
 
 namespace toolsift {
@@ -37,11 +38,34 @@ struct FieldQueries {
   const int64_t* text_ptr = nullptr;  // n_queries + 1
 };
 
+// A hybrid need field's dense half (toolsift.search.retrievers.HybridRetriever): its
+// field score is w_bm * BM25 + w_cos * max(cosine, 0), in float32, where a tool's
+// cosine is the max over its rows (0 for a tool without rows).
+struct DenseHalf {
+  bool hybrid = false;   // false: the field is plain BM25
+  bool has_cos = false;  // false: every row empty (cosine 0 everywhere)
+  Int8Rows rows{nullptr, nullptr, 0, 0};
+  const int64_t* tool_ptr = nullptr;  // n_tools + 1: the rows of tool t; null: row t is tool t
+  const int8_t* q_codes = nullptr;    // [this field's texts, rows.d]: the query texts' int8 codes
+  const float* q_scales = nullptr;    // [this field's texts]
+  float w_bm = 1.0f, w_cos = 0.0f;
+};
+
+// The hybrid preset's additions to a batch: the dense halves and the candidates they
+// add (their top tools, found by the caller), joined to the BM25 candidates before the
+// top-up.
+struct HybridInputs {
+  DenseHalf need[3];
+  const int64_t* extra_ptr = nullptr;  // n_queries + 1
+  const int64_t* extra_ids = nullptr;  // tool ids, any order, duplicates allowed
+};
+
 struct FusedBatch {
   FieldQueries need[3];  // description, response, examples: one text per tool need
   FieldQueries params;   // one text per argument (or need intent)
   const uint8_t* penalize = nullptr;  // n_queries
   std::size_t n_queries = 0;
+  const HybridInputs* hybrid = nullptr;  // null: every field BM25
 };
 
 struct FusedOptions {
@@ -91,6 +115,7 @@ class FusedSearcher {
  private:
   void search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o, Scratch& s,
                   std::vector<int64_t>& tool, std::vector<float>& score, std::vector<uint8_t>& matched) const;
+  void mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scratch& s) const;
   std::unique_ptr<Scratch> acquire() const;
   void give_back(std::unique_ptr<Scratch> s) const;
 

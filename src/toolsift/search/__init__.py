@@ -15,7 +15,7 @@ from ..index.state import IndexState
 from ..kernels.launch import using_threads
 from ..schema import FIELDS, Query, query_text
 from .candidates import Candidates, find_candidates, pack
-from . import fused
+from . import fused, fused_hybrid
 from .exhaustive import all_field_scores
 from .hits import Hit, rank
 from .needs import request_steps, run_steps, shares_bm25
@@ -101,10 +101,21 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
         for i, hits in zip(multi, got):
             out[i] = hits
         if single:
-            for i, hits in zip(single, _general(st, config, [queries[i] for i in single], k=k, explain=explain,
-                                                params=params)):
+            for i, hits in zip(single, _one_step(st, config, [queries[i] for i in single], k=k, explain=explain,
+                                                 params=params)):
                 out[i] = hits
         return out
+    return _one_step(st, config, queries, k=k, explain=explain, params=params)
+
+
+def _one_step(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
+              params) -> list[list[Hit]]:
+    """Requests searched as one step: hybrid need fields without explanation in one engine
+    call (the same hits; tests/test_fused_hybrid.py), anything else by :func:`_general`."""
+    fr = retrievers(st, config)
+    if fused_hybrid.usable(st, fr, explain):
+        with using_threads(config.threads):
+            return fused_hybrid.run_hybrid(st, config, queries, fr, k=k, params=params)
     return _general(st, config, queries, k=k, explain=explain, params=params)
 
 

@@ -1,0 +1,130 @@
+"""Single-search wall time of the hybrid preset's fused engine call, against the general
+path it replaces, BM25 fields and bm25s, on the 6,417 pooled tools, idle and busy.
+
+The pooled catalogue is the four ``mftr-*`` sets' tools (as ``bench_query_overhead``
+pools them) and the queries their raw test texts (the first ``--queries``). Systems, all
+one thread, k = 10, interleaved query by query with a rotating order:
+
+* ``bm25 fields``: ``preset_config("bm25")``, ``ToolIndex.search`` (the fused BM25 call);
+* ``hybrid fused``: ``preset_config("hybrid")``, ``ToolIndex.search`` as it now runs
+  (one-step requests in one engine call, multi-step requests by :mod:`toolsift.search.needs`);
+* ``hybrid general``: the same index and call with the fused hybrid path switched off
+  (``fused_hybrid.usable`` answering False), i.e. the path before it;
+* ``bm25s``: one flat document per tool, as ``bench_peers`` drives it.
+
+The analyzer's memo of whole texts is cleared before each round. Busy: two CPU-spinning
+processes (:func:`benchmarks.busy.busy`). Numbers are reported, never asserted::
+
+    python -m benchmarks.bench_hybrid_fused --out docs/results/hybrid-fused-2026-11-28.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .busy import busy
+
+K = 10
+
+
+def _systems():
+    from toolsift import Catalog, ToolIndex
+    from toolsift.presets import preset_config
+    from toolsift.search import fused_hybrid
+
+    from .conftest import SETS, _load
+    from .synthetic import flat_document
+
+    tools, texts = [], []
+    for ds in SETS:
+        t, q = _load(ds)
+        tools.extend(t)
+        texts.extend(x.text for x in q)
+    cat = Catalog(tools, name="mftr-all")
+    bm25 = ToolIndex.build(cat, config=preset_config("bm25", threads=1))
+    hybrid = ToolIndex.build(cat, config=preset_config("hybrid", threads=1))
+    real = fused_hybrid.usable
+
+    def general(q):
+        fused_hybrid.usable = lambda *a: False
+        try:
+            return hybrid.search(q, k=K)
+        finally:
+            fused_hybrid.usable = real
+
+    import bm25s
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([flat_document(t) for t in cat], stopwords="en", show_progress=False),
+                    show_progress=False)
+
+    def bm25s_search(text):
+        tokens = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)
+        return retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+
+    calls = {"bm25 fields": lambda q: bm25.search(q, k=K), "hybrid fused": lambda q: hybrid.search(q, k=K),
+             "hybrid general": general, "bm25s": bm25s_search}
+    clears = [ix.config.analyzer._memo.cache_clear for ix in (bm25, hybrid)]
+    return len(cat), texts, calls, lambda: [c() for c in clears]
+
+
+def _interleaved(calls: dict, texts: list[str], forget, rounds: int) -> dict[str, np.ndarray]:
+    names = list(calls)
+    out = {n: [] for n in names}
+    clock = time.perf_counter
+    for r in range(rounds):
+        forget()
+        for i, text in enumerate(texts):
+            s = (i + r) % len(names)
+            for name in names[s:] + names[:s]:
+                t0 = clock()
+                calls[name](text)
+                out[name].append(clock() - t0)
+    return {n: np.asarray(v) for n, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    n_tools, texts, calls, forget = _systems()
+    texts = texts[:args.queries]
+    rows = []
+    loads = {}
+    for cond, k in (("idle", 0), ("busy", 2)):
+        loads[cond] = os.getloadavg()[0]
+        with busy(k):
+            for fn in calls.values():
+                for t in texts[:50]:
+                    fn(t)
+            lat = _interleaved(calls, texts, forget, args.rounds)
+        base = np.percentile(lat["bm25 fields"], 50)
+        for name, s in lat.items():
+            p50, p99 = np.percentile(s, 50) * 1e3, np.percentile(s, 99) * 1e3
+            rows.append(f"| {cond} | {name} | {p50:.3f} | {p99:.3f} | {p50 / (base * 1e3):.2f} |")
+        b = np.percentile(lat["bm25s"], 50)
+        rows.append(f"| {cond} | hybrid fused / bm25s (p50) | | | {np.percentile(lat['hybrid fused'], 50) / b:.2f} |")
+        rows.append(f"| {cond} | hybrid general / bm25s (p50) | | | {np.percentile(lat['hybrid general'], 50) / b:.2f} |")
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    lines = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+             f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `uptime` after: {uptime}; "
+             f"1-min load before idle / busy: {loads['idle']:.2f} / {loads['busy']:.2f}.",
+             f"{n_tools} pooled tools, the first {len(texts)} pooled raw test queries, k = {K}, "
+             f"{args.rounds} rounds, one thread, interleaved.", "",
+             "| condition | system | p50 ms | p99 ms | p50 / bm25 fields |", "|---|---|---|---|---|", *rows]
+    print("\n".join(lines))
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _core
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.params import ScoringParams
@@ -30,12 +31,15 @@ from .retrievers import (Bm25Retriever, DenseRetriever, FieldRetriever, HybridRe
 
 __all__ = ["run_hybrid", "usable"]
 
+#: Whether the loaded core has the call (a core built before it takes the general path).
+_ENGINE = hasattr(_core.FusedSearcher, "search_hybrid")
+
 
 def usable(st: IndexState, fr: dict[str, FieldRetriever], explain: bool | str) -> bool:
     """Whether a search of ``st`` with retrievers ``fr`` takes this path: no explanation,
     a dense field built, every need field BM25 or hybrid (of the plain retrievers) and
     the parameters field BM25."""
-    if explain or not st.dense or type(fr["parameters"]) is not Bm25Retriever:
+    if not _ENGINE or explain or not st.dense or type(fr["parameters"]) is not Bm25Retriever:
         return False
     for f in _NEED_FIELDS:
         r = fr[f]

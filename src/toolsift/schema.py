@@ -6,20 +6,25 @@ one or more :class:`ToolNeed` (what the user wants done, what a fitting tool's
 description and response would say) plus extracted ``arguments`` (abstract roles such as
 ``{"recipient": "email address of the person to notify"}``).
 
+The query types live in :mod:`toolsift.query_types` and the text checks in
+:mod:`toolsift.text_checks`; both are re-exported here.
+
 Validation happens at construction time and raises :class:`~toolsift.errors.SchemaError`
 naming the offending item, so bad data never reaches the C++ core.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import QueryError, SchemaError
+from .errors import SchemaError
 from .jsoncheck import MAX_NESTING, check_json, no_surrogates
-from .query_caps import check_counts, check_structure
+from .query_types import Query, ToolNeed
+from .text_checks import MAX_TEXT_CHARS, query_text
+from .text_checks import check_finite as check_finite
+from .text_checks import check_text as _text
 
 __all__ = [
     "FIELDS",
@@ -35,42 +40,6 @@ __all__ = [
 
 #: The four MFTR fields, in the order used by weight vectors and score breakdowns.
 FIELDS: tuple[str, ...] = ("description", "parameters", "response", "examples")
-
-#: Longest text accepted in any single field. Longer text is almost always a mistake
-#: (a whole spec pasted into a description) and would dominate BM25 length statistics.
-MAX_TEXT_CHARS = 100_000
-
-
-
-def _text(value: Any, where: str, *, allow_empty: bool = True,
-          error: type[SchemaError] = SchemaError) -> str:
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise error(where, f"expected a string, got {type(value).__name__}")
-    if len(value) > MAX_TEXT_CHARS:
-        raise error(
-            where, f"text is {len(value):,} characters long; the limit is {MAX_TEXT_CHARS:,}"
-        )
-    if not allow_empty and not value.strip():
-        raise error(where, "must be a non-empty string")
-    no_surrogates(value, where, error)
-    return value
-
-
-def query_text(text: Any) -> str:
-    """``text``, checked as a raw-text query (:meth:`Query.from_text`): a string, not
-    blank, within the length limit, encodable as UTF-8.
-
-    Raises:
-        QueryError: Naming ``query``.
-    """
-    if not isinstance(text, str):
-        raise QueryError("query", f"expected a string, got {type(text).__name__}")
-    if not text.strip():
-        raise QueryError("query", "the query is empty")
-    return _text(text, "query", error=QueryError)
-
 
 def _text_tuple(values: Any, where: str) -> tuple[str, ...]:
     if values is None:
@@ -307,142 +276,6 @@ class Tool:
             raise SchemaError(where, str(exc)) from None
 
 
-@dataclass(frozen=True, slots=True)
-class ToolNeed:
-    """One tool the query needs, described from three angles.
-
-    Attributes:
-        user_intent: What the user wants, phrased like an example intent.
-        tool_description: What a fitting tool's description would say.
-        expected_response: What a fitting tool would return.
-    """
-
-    user_intent: str = ""
-    tool_description: str = ""
-    expected_response: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("user_intent", "tool_description", "expected_response"):
-            _text(getattr(self, name), f"need.{name}", error=QueryError)
-        if not any(s.strip() for s in (self.user_intent, self.tool_description,
-                                       self.expected_response)):
-            raise QueryError("need", "a tool need must have at least one non-empty text")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, where: str = "need") -> ToolNeed:
-        """Build from ``{"user_intent", "tool_description", "expected_response"}``."""
-        if not isinstance(data, Mapping):
-            raise QueryError(where, f"expected an object, got {type(data).__name__}")
-        try:
-            return cls(
-                user_intent=data.get("user_intent") or "",
-                tool_description=data.get("tool_description") or "",
-                expected_response=data.get("expected_response") or "",
-            )
-        except SchemaError as exc:
-            raise QueryError(where, str(exc)) from None
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """A retrieval request: tool needs plus extracted argument roles.
-
-    Build one from plain text with :meth:`from_text` (every field sees the text, no
-    arguments, no penalty) or pass needs and arguments produced by an LLM or by the
-    calling agent itself.
-
-    Attributes:
-        needs: One or more tool needs; a tool's field score is the max over needs.
-        arguments: ``{role name: abstract description}``; drives the parameter field
-            and the missing-parameter penalty. Empty means no penalty.
-        text: The original request, in the user's words, if any. A structured query's
-            text also queries the description field beside each need
-            (``IndexConfig.request_in_description``).
-    """
-
-    needs: tuple[ToolNeed, ...]
-    arguments: Mapping[str, str] = field(default_factory=dict)
-    text: str = ""
-
-    def __post_init__(self) -> None:
-        needs = self.needs
-        if isinstance(needs, ToolNeed):
-            needs = (needs,)
-        if isinstance(needs, (str, bytes)) or not isinstance(needs, Iterable):
-            raise QueryError("query.needs", "expected a list of ToolNeed")
-        needs = tuple(needs)
-        for i, n in enumerate(needs):
-            if not isinstance(n, ToolNeed):
-                raise QueryError(f"query.needs[{i}]", f"expected ToolNeed, got {type(n).__name__}")
-        if not needs:
-            raise QueryError("query.needs", "a query needs at least one tool need")
-        object.__setattr__(self, "needs", needs)
-        if not isinstance(self.arguments, Mapping):
-            raise QueryError("query.arguments", "expected a mapping of name -> description")
-        check_counts(len(needs), len(self.arguments))
-        args: dict[str, str] = {}
-        for k, v in self.arguments.items():
-            if not isinstance(k, str) or not k.strip():
-                raise QueryError("query.arguments", f"argument names must be non-empty strings, got {k!r}")
-            args[k] = _text(v, f"query.arguments[{k!r}]", error=QueryError)
-        object.__setattr__(self, "arguments", args)
-        _text(self.text, "query.text", error=QueryError)
-
-    @classmethod
-    def from_text(cls, text: str) -> Query:
-        """A query from plain text: each field sees ``text``; no arguments, no penalty."""
-        query_text(text)
-        if cls is not Query:
-            return cls(needs=(ToolNeed(text, text, text),), arguments={}, text=text)
-        # ``text`` has passed every check ToolNeed and Query would make again (four
-        # more passes over it per search): set the fields directly.
-        need = object.__new__(ToolNeed)
-        for name in ("user_intent", "tool_description", "expected_response"):
-            object.__setattr__(need, name, text)
-        query = object.__new__(Query)
-        object.__setattr__(query, "needs", (need,))
-        object.__setattr__(query, "arguments", {})
-        object.__setattr__(query, "text", text)
-        return query
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, where: str = "query") -> Query:
-        """Build from ``{"tool_needs": [...], "extracted_arguments": {...}, "request": "..."}``
-        (the MFTR rewrite format, plus the user's own words) or ``{"needs": [...],
-        "arguments": {...}, "text": "..."}`` (the attribute names; :meth:`to_dict` writes
-        the first)."""
-        if not isinstance(data, Mapping):
-            raise QueryError(where, f"expected an object, got {type(data).__name__}")
-        raw_needs = data.get("tool_needs", data.get("needs"))
-        if not isinstance(raw_needs, Sequence) or isinstance(raw_needs, (str, bytes)):
-            raise QueryError(f"{where}.tool_needs", "expected a list of tool needs")
-        check_structure(data, raw_needs, where)  # caps (toolsift.query_caps) before walking it
-        needs = tuple(
-            ToolNeed.from_dict(n, where=f"{where}.tool_needs[{i}]") for i, n in enumerate(raw_needs)
-        )
-        args = data.get("extracted_arguments", data.get("arguments")) or {}
-        try:
-            return cls(needs=needs, arguments=args, text=data.get("request", data.get("text")) or "")
-        except SchemaError as exc:
-            raise QueryError(where, str(exc)) from None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The wire form :meth:`from_dict` reads back: ``{"tool_needs": [...],
-        "extracted_arguments": {...}}``, with ``"request"`` when the query has a text."""
-        data: dict[str, Any] = {
-            "tool_needs": [{"user_intent": n.user_intent, "tool_description": n.tool_description,
-                            "expected_response": n.expected_response} for n in self.needs],
-            "extracted_arguments": dict(self.arguments)}
-        if self.text:
-            data["request"] = self.text
-        return data
-
-    @property
-    def penalized(self) -> bool:
-        """Whether the missing-parameter penalty applies (only with extracted arguments)."""
-        return bool(self.arguments)
-
-
 class Catalog(Sequence[Tool]):
     """An ordered collection of tools with unique ids.
 
@@ -503,14 +336,3 @@ class Catalog(Sequence[Tool]):
 
     def __repr__(self) -> str:
         return f"Catalog(name={self.name!r}, tools={len(self)})"
-
-
-def check_finite(value: float, where: str) -> float:
-    """Return ``value`` as float, raising :class:`SchemaError` if it is not finite."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise SchemaError(where, f"expected a number, got {value!r}") from None
-    if not math.isfinite(f):
-        raise SchemaError(where, f"expected a finite number, got {value!r}")
-    return f

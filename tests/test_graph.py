@@ -28,9 +28,9 @@ ANALYZER = IndexConfig().analyzer
 
 
 def graph_of(index: ToolIndex) -> ToolGraph:
-    from toolsift.toolindex import _graph_of
+    from toolsift.search.request import graph_of as state_graph
 
-    return _graph_of(index._state, index.config)
+    return state_graph(index._state, index.config)
 
 
 def edges(index_or_graph, catalog=None) -> set[tuple[str, str, str, str, float]]:

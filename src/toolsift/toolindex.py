@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,44 +25,34 @@ from .errors import (
     EncoderMismatchError,
     IndexFormatError,
     QueryError,
-    SchemaError,
     ToolsiftError,
 )
 from .index.dense_field import DenseField
 from .index.embed import (
-    config_fingerprint,
     embed_fields,
     encoder_record,
     get_document_encoder,
     get_encoder,
-    update_dense,
 )
 from .index.field_index import FieldIndex
 from .index.gcpause import gc_paused
 from .index.graph import Dependency, ToolGraph
 from .index.ivf import fields_with_ivf
-from .index.persist import load_index, save_index
-from .index.query_table import QueryTable, build_query_table, refits
+from .index.loading import UnrecordedEncoderWarning, open_index
+from .index.persist import save_index
+from .index.query_table import QueryTable, build_query_table
 from .index.state import DocumentTokens, IndexState
-from .index.tooltable import edit_catalog
+from .index.updates import updated_parts
 from .kernels.launch import using_threads
 from .kernels.params import ScoringParams
-from .progress import progress_bar
 from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
 from .search import Hit, QueryLike, as_query, check_explain, check_k
-from .search.complete import complete_hits, fetch_depth
+from .search.request import complete_ranking, graph_of, search_many, search_one
 
 __all__ = ["Dependency", "Hit", "QueryLike", "ToolIndex", "UnrecordedEncoderWarning", "get_encoder"]
 
 
-class UnrecordedEncoderWarning(UserWarning):
-    """A saved dense or hybrid index records no encoder (saved before toolsift recorded
-    one): its vectors are assumed to come from the encoder in use."""
-
-# Queries per engine call in search_batch: big enough to amortise, small enough that the
-# packed candidates of one step stay small.
-_CHUNK = 256
 # The schema format a token budget counts when none is named (search, search_batch).
 _DEFAULT_FORMAT = "openai"
 
@@ -215,65 +204,11 @@ class ToolIndex:
     def _update(self, *, add: Sequence[Tool] = (), remove: Sequence[str] = (),
                 replace: Sequence[Tool] = ()) -> None:
         with self._write_lock:
-            st = self._state
-            tokens = st.tokens if st.tokens is not None else DocumentTokens.from_fields(st, self._config)
-            # Ids only: a stored catalogue is edited without decoding its tools.
-            ids = st.catalog.ids
-            pos = {tid: i for i, tid in enumerate(ids)}
-            for tid in remove:
-                if tid not in pos:
-                    raise KeyError(f"cannot remove {tid!r}: no such tool in the index")
-            for t in replace:
-                if not isinstance(t, Tool):
-                    raise SchemaError("replace", f"expected Tool, got {type(t).__name__}")
-                if t.id not in pos:
-                    raise KeyError(f"cannot replace {t.id!r}: no such tool in the index (use add_tools)")
-            gone = set(remove)
-            seen = {tid for tid in ids if tid not in gone}
-            for i, t in enumerate(add):
-                if not isinstance(t, Tool):
-                    raise SchemaError(f"add[{i}]", f"expected Tool, got {type(t).__name__}")
-                if t.id in seen:
-                    raise SchemaError(f"{st.catalog.name}[{len(seen)}] (id={t.id!r})", "duplicate tool id")
-                seen.add(t.id)
-            keep = [i for i, tid in enumerate(ids) if tid not in gone]
-            if not keep and not add:
-                raise ToolsiftError("cannot remove every tool: an index needs at least one")
-            new_tok = tokens.select(keep)
-            replaced = {t.id: t for t in replace}
-            idx = [j for j, i in enumerate(keep) if ids[i] in replaced]
-            swap = {j: replaced[ids[keep[j]]] for j in idx}
-            if idx:
-                fresh = DocumentTokens.analyse(Catalog(list(swap.values())), self._config, vocab=new_tok.vocab)
-                new_tok = new_tok.overwrite(idx, fresh)
-            catalog = edit_catalog(st.catalog, keep, swap, add)
-            if add:
-                fresh = DocumentTokens.analyse(Catalog(add), self._config, vocab=new_tok.vocab)
-                new_tok = new_tok.extend(fresh)
-            new_tok.prune_dead_terms()
-            dense = qt = None
-            if self._config.uses_dense:
-                fresh_ids = {t.id for t in add} | set(replaced)
-                if fresh_ids:
-                    self._check_encoder()
-                dense = update_dense(st, catalog, self._config, fresh_ids, encoder=self._doc_encoder,
-                                     embed_cache=self._embed_cache)
-                # IVF lists follow the rows: kept tools keep theirs, fresh rows are assigned.
-                old_pos = {tid: i for i, tid in enumerate(ids)}
-                source = [-1 if tid in fresh_ids else old_pos[tid] for tid in catalog.ids]
-                dense = fields_with_ivf(dense, self._config, previous=st.dense, source=source)
-                # Refitted from the stored vectors, as a build does: same table either way.
-                qt = build_query_table(catalog, self._config, dense)
-            # With every tool's signature at hand (built here), re-derive the edges from
-            # them; otherwise (loaded, or deferred) build lazily from the new catalogue:
-            # both equal a fresh build, and an update never decodes the whole catalogue.
-            graph = st.graph
-            if graph is not None and graph.has_signatures:
-                graph = graph.updated(st.catalog, keep, swap, add, self._config.analyzer)
-            else:
-                graph = None
-            built = ToolIndex._from_tokens(catalog, self._config, new_tok, dense, graph, qt)
-            self._state = built._state
+            parts = updated_parts(self._state, self._config, add=add, remove=remove, replace=replace,
+                                  check_encoder=self._check_encoder, encoder=self._doc_encoder,
+                                  embed_cache=self._embed_cache)
+            self._state = ToolIndex._from_tokens(parts.catalog, self._config, parts.tokens, parts.dense,
+                                                 parts.graph, parts.query_table)._state
 
     def _check_encoder(self) -> None:
         """New rows must come from the encoder that made the stored ones."""
@@ -365,7 +300,7 @@ class ToolIndex:
             pos = st.catalog.position(tool_id)
         except KeyError:
             raise KeyError(f"unknown tool id {tool_id!r}") from None
-        g = _graph_of(st, self._config)
+        g = graph_of(st, self._config)
         rows = list(g.into(pos)) if direction in ("in", "both") else []
         if direction in ("out", "both"):
             seen = set(rows)
@@ -417,24 +352,8 @@ class ToolIndex:
                 if hits is not None:
                     return hits
             return _search.run(st, cfg, [as_query(query, "query")], k=k, explain=explain)[0]
-        return self._search_one(st, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
-                                format=format, complete=complete)
-
-    def _search_one(self, st: IndexState, q: Query, *, k: int, explain: bool | str, token_budget: int | None,
-                    format: str, complete: bool) -> list[Hit]:
-        """``search`` past the common case: a budget, another format, or a tool set."""
-        from .search.budget import check_format, fit_budget, search_within_budget
-
-        check_format(format)  # a typo fails even without a budget, rather than being ignored
-        cfg = self._config
-        if complete:
-            hits = self._complete(st, q, _search.run(st, cfg, [q], k=fetch_depth(k, len(st.catalog)),
-                                                     explain=explain)[0], k)
-            return hits if token_budget is None else fit_budget(hits, token_budget=token_budget, k=k, format=format)
-        if token_budget is None:
-            return _search.run(st, cfg, [q], k=k, explain=explain)[0]
-        return search_within_budget(lambda n: _search.run(st, cfg, [q], k=n, explain=explain)[0],
-                                    n_tools=len(st.catalog), k=k, token_budget=token_budget, format=format)
+        return search_one(st, cfg, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
+                          format=format, complete=complete)
 
     def complete(self, query: QueryLike, hits: Sequence[Hit], *, k: int) -> list[Hit]:
         """Complete a ranking of this index into a tool set of at most ``k`` (what
@@ -447,12 +366,7 @@ class ToolIndex:
             KeyError: A hit's tool is not in this index.
         """
         check_k(k)
-        return self._complete(self._state, as_query(query, "query"), list(hits), k)
-
-    def _complete(self, st: IndexState, q: Query, hits: list[Hit], k: int) -> list[Hit]:
-        cfg = self._config
-        return complete_hits(hits, query=q, k=k, graph=_graph_of(st, cfg), catalog=st.catalog,
-                             analyzer=cfg.analyzer)
+        return complete_ranking(self._state, self._config, as_query(query, "query"), list(hits), k)
 
     def search_batch(self, queries: Sequence[QueryLike], *, k: int = 5, explain: bool | str = False,
                      progress: bool = False, token_budget: int | None = None, format: str = "openai",
@@ -476,21 +390,8 @@ class ToolIndex:
             if token_budget is not None:
                 check_budget(token_budget)
         parsed = [as_query(q, f"queries[{i}]") for i, q in enumerate(queries)]
-        st = self._state
-        if token_budget is not None:
-            # The budget walk asks for more hits until the schemas fill it: per query.
-            return [self._search_one(st, q, k=k, explain=explain, token_budget=token_budget, format=format,
-                                     complete=complete)
-                    for q in progress_bar(parsed, progress and len(parsed) > _CHUNK, "search")]
-        out: list[list[Hit]] = []
-        chunks = range(0, len(parsed), _CHUNK)
-        n = fetch_depth(k, len(st.catalog)) if complete else k
-        for start in progress_bar(chunks, progress and len(parsed) > _CHUNK, "search", total=len(chunks)):
-            got = _search.run(st, self._config, parsed[start:start + _CHUNK], k=n, explain=explain)
-            if complete:
-                got = [self._complete(st, q, h, k) for q, h in zip(parsed[start:start + _CHUNK], got)]
-            out.extend(got)
-        return out
+        return search_many(self._state, self._config, parsed, k=k, explain=explain, token_budget=token_budget,
+                           format=format, complete=complete, progress=progress)
 
     def score_pairs(self, query: QueryLike, tool_ids: Sequence[str]) -> np.ndarray:
         """MFTR scores of ``query`` against the given tools (no candidate cut-off).
@@ -576,35 +477,7 @@ class ToolIndex:
             EncoderMismatchError: The dense vectors were made by another encoder (the
                 message names both fingerprints) and ``reencode`` is false.
         """
-        got = load_index(path, mmap=mmap, verify=verify)
-        dense, info = got.dense, got.encoder
-        qt = got.query_table
-        if got.config.uses_dense:
-            current = config_fingerprint(got.config)
-            stale = info is None or current is None or info["fingerprint"] != current
-            if stale and reencode:
-                enc = get_document_encoder(got.config)
-                with using_threads(got.config.threads):
-                    dense = embed_fields(got.catalog, got.config, encoder=enc, embed_cache=embed_cache)
-                    # The query table is fitted on the document vectors: refit it.
-                    qt = build_query_table(got.catalog, got.config, dense)
-                dense = fields_with_ivf(dense, got.config) if dense else dense
-                info = encoder_record(enc)
-            elif info is None:
-                warnings.warn(f"{path}: the index records no encoder (saved by an older toolsift); its vectors "
-                              f"are assumed to be the current encoder's ({current}). "
-                              f"Load with reencode=True and save to record it.", UnrecordedEncoderWarning,
-                              stacklevel=2)
-                dims = {d.matrix.codes.shape[1] for d in dense.values()}
-                info = {"fingerprint": current, "dim": dims.pop()} if current and len(dims) == 1 else None
-            elif stale:
-                raise EncoderMismatchError(str(path), info["fingerprint"], current)
-        if qt is None and dense and refits(got.config):
-            # An index saved before query tables existed says transformer queries in its
-            # config, so this runs only for a hand-edited config: refit from the vectors.
-            qt = build_query_table(got.catalog, got.config, dense)
-        return cls(got.catalog, got.config, got.vocab, got.fields, dense=dense, graph=got.graph,
-                   query_table=qt, encoder_info=info, embed_cache=embed_cache)
+        return cls(**open_index(path, mmap=mmap, verify=verify, reencode=reencode, embed_cache=embed_cache))
 
 
 def _check_same_model(encoder: Any, config: IndexConfig) -> None:
@@ -616,10 +489,3 @@ def _check_same_model(encoder: Any, config: IndexConfig) -> None:
         raise EncoderMismatchError("build", theirs or "unknown", mine, message=(
             f"the encoder passed to build ({mine or 'without a fingerprint'}) is not the config's "
             f"({theirs}), which encodes the queries; pass a runner of the same model"))
-
-
-def _graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:
-    """The state's tool graph, built on first use for an index saved without one."""
-    if st.graph is None:
-        st.graph = ToolGraph.build(st.catalog, config.analyzer)
-    return st.graph

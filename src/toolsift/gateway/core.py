@@ -28,13 +28,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import QueryError
 from ..schema import Query, Tool, ToolNeed
 from ..query_schema import NO_MATCH_NOTE
-from ..search.budget import depth, fit_budget
-from ..search.complete import fetch_depth
-from ..tokens import TokenizerUnavailable
 from .config import FORMATS, GatewayConfig
 from .errors import GatewayError
 from .formats import to_format
 from .meta_tools import META_TOOLS, meta_tool_definitions
+from .ranking import rank, rank_complete, rank_within
 from .request_parsing import (
     check_session_id,
     parse_arguments,
@@ -80,8 +78,6 @@ _USE_TOOL_FETCH = 20
 # A search quicker than this runs on the event loop instead of a worker thread.
 _INLINE_RANK_S = 0.002
 _SUGGESTIONS = 3
-# Filters and routing look past the first `limit` hits so they do not starve results.
-_MIN_FETCH = 50
 _ARG_TEXT_CHARS = 200
 _CAMEL = re.compile(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -269,11 +265,11 @@ class Gateway:
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         state = self._state
         if complete:
-            hits = await self._off_loop(self._rank_complete, state, q, text, k, want, budget, fmt)
+            hits = await self._off_loop(rank_complete, state, self._config.routing, q, text, k, want, budget, fmt)
         elif budget is None:
-            hits = await self._off_loop(self._rank, state, q, text, k, want)
+            hits = await self._off_loop(rank, state, self._config.routing, q, text, k, want)
         else:
-            hits = await self._off_loop(self._rank_within, state, q, text, k, want, budget, fmt)
+            hits = await self._off_loop(rank_within, state, self._config.routing, q, text, k, want, budget, fmt)
         tools: list[dict[str, Any]] = []
         if session is None or not self._config.schema_cache:
             tools = [self._entry(state, h, fmt) for h in hits]
@@ -343,59 +339,6 @@ class Gateway:
             return timed()
         return await asyncio.to_thread(timed)
 
-    def _rank_within(self, state: IndexState, query: str | Query, text: str, limit: int,
-                     tags: tuple[str, ...], budget: int, fmt: str) -> list[Hit]:
-        """:meth:`_rank` over a wider pool, then the best that fit ``budget`` tokens."""
-        pool = self._rank(state, query, text, depth(limit, len(state.index.catalog)), tags)
-        try:
-            return fit_budget(pool, token_budget=budget, k=limit, format=fmt)
-        except TokenizerUnavailable as exc:
-            raise GatewayError("bad_request", f"token_budget is not available on this gateway: {exc}") from None
-
-    def _rank_complete(self, state: IndexState, query: str | Query, text: str, limit: int,
-                       tags: tuple[str, ...], budget: int | None, fmt: str) -> list[Hit]:
-        """:meth:`_rank` over twice ``limit`` (tags and routing applied), completed into a
-        tool set from that pool, then fitted to ``budget``."""
-        index = state.index
-        pool = self._rank(state, query, text, fetch_depth(limit, len(index.catalog)), tags)
-        hits = index.complete(query, pool, k=limit)
-        if budget is None:
-            return hits
-        try:
-            return fit_budget(hits, token_budget=budget, k=limit, format=fmt)
-        except TokenizerUnavailable as exc:
-            raise GatewayError("bad_request", f"token_budget is not available on this gateway: {exc}") from None
-
-    def _rank(self, state: IndexState, query: str | Query, text: str, limit: int,
-              tags: tuple[str, ...]) -> list[Hit]:
-        """Search, filter by tags, then move routed tools first; runs in a worker thread."""
-        rules = [r for r in self._config.routing if r.matches(text)]
-        n_tools = len(state.index.catalog)
-        fetch = limit if not (tags or rules) else min(n_tools, max(4 * limit, _MIN_FETCH))
-        while True:
-            try:
-                # An answer carries only the reason of each hit, not the breakdown.
-                hits = state.index.search(query, k=fetch, explain="why")
-            except QueryError as exc:
-                raise GatewayError("bad_request", f"malformed query: {exc}") from None
-            # Tools no field matched only fill k for library callers; an agent is
-            # better served by fewer schemas than by unrelated ones.
-            kept = [h for h in hits if h.matched and all(t in h.tool.tags for t in tags)]
-            # Stop once enough survive, or the index has no further candidates.
-            if (len(kept) >= limit or fetch >= n_tools or len(hits) < fetch or not tags
-                    or not hits[-1].matched):
-                break
-            fetch = min(n_tools, fetch * 4)
-        if rules:
-            def group(hit: Hit) -> int:
-                for i, rule in enumerate(rules):
-                    if any(t in hit.tool.tags for t in rule.tags):
-                        return i
-                return len(rules)
-
-            kept.sort(key=group)  # stable: score order kept inside each group
-        return kept[:limit]
-
     # ------------------------------------------------------------------- use_tool
     async def use_tool(self, query: str | Mapping[str, Any], params: Mapping[str, Any] | None, *,
                        confirm: bool = False, session: str | None = None) -> dict[str, Any]:
@@ -423,7 +366,7 @@ class Gateway:
         q, text = parse_query(query, max_query_chars=self._config.max_query_chars)
         q = self._with_arguments(q, args)
         state = self._state
-        hits = await self._off_loop(self._rank, state, q, text, _USE_TOOL_FETCH, ())
+        hits = await self._off_loop(rank, state, self._config.routing, q, text, _USE_TOOL_FETCH, ())
         # The arguments' names are the strongest evidence of which tool is meant: take the
         # best-ranked tool that accepts every one of them, else the best-ranked tool
         # (argument validation then names what is wrong).

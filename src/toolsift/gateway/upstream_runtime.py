@@ -7,11 +7,8 @@ holds one per configured server and routes calls to it.
 
 from __future__ import annotations
 
-import collections
 import logging
-import os
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -25,6 +22,7 @@ from ..schema import Tool
 from . import _mcp
 from ._mcp import ClientSession, McpError, StdioServerParameters, types
 from .errors import GatewayError, UpstreamStartError
+from .stderr_tail import StderrTail, errlog as default_errlog
 from .stdio_transport import RESULT_TOO_LARGE, capped_stdio_client
 from .upstream_config import UpstreamSpec
 
@@ -32,9 +30,6 @@ if TYPE_CHECKING:
     from .upstream import Upstreams
 
 __all__ = ["Upstream", "describe_error"]
-
-# stderr lines of a stdio upstream kept for the start-up error.
-_STDERR_TAIL = 20
 
 log = logging.getLogger("toolsift.gateway.upstream")
 
@@ -120,12 +115,12 @@ class Upstream:
         self._start_error: UpstreamStartError | None = None
 
     # ------------------------------------------------------------- connection
-    def _transport(self, stderr: _StderrTail | None):
+    def _transport(self, stderr: StderrTail | None):
         spec = self.spec
         if spec.command:
             params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                            env=dict(spec.env) or None, cwd=spec.cwd)
-            errlog = stderr.writer if stderr else _errlog()
+            errlog = stderr.writer if stderr else default_errlog()
             if sys.platform == "win32":
                 return _mcp.stdio_client(params, errlog=errlog)
             # Caps the result while it is read (the SDK's transport reads it whole first).
@@ -145,7 +140,7 @@ class Upstream:
         session from other tasks.
         """
         conn: _Connection | None = None
-        stderr = _StderrTail(_errlog()) if self.spec.command else None
+        stderr = StderrTail(default_errlog()) if self.spec.command else None
         try:
             async with AsyncExitStack() as stack:
                 try:
@@ -182,7 +177,7 @@ class Upstream:
                     self.state = "down"
             ready.set()
 
-    async def _start_failure(self, exc: BaseException, stderr: _StderrTail | None) -> UpstreamStartError:
+    async def _start_failure(self, exc: BaseException, stderr: StderrTail | None) -> UpstreamStartError:
         """Why the upstream did not start, in one line: the server's own last words on
         stderr when it exited (a traceback's last line), not the SDK's "Connection
         closed"."""
@@ -367,68 +362,6 @@ class Upstream:
         return {"name": self.spec.name, "transport": self.spec.transport, "state": self.state,
                 "tools": len(self.tools), "restarts": self.restarts, "calls": self.calls,
                 "failures": self.failures, "last_error": self.last_error}
-
-
-def _errlog() -> Any:
-    """Where stdio upstreams' stderr goes: ours, or the real one when ours is a
-    stand-in without a file descriptor (e.g. captured by a test runner)."""
-    try:
-        sys.stderr.fileno()
-        return sys.stderr
-    except (AttributeError, OSError, ValueError):
-        return sys.__stderr__
-
-
-class _StderrTail:
-    """A stdio upstream's stderr: passed through to ours line by line, last lines kept.
-
-    A server that dies during start-up says why on stderr (a traceback); the SDK itself
-    only reports "Connection closed". A thread reading the pipe keeps the server's log
-    visible as before and gives the start-up error its cause.
-
-    Attributes:
-        writer: The pipe's write end, handed to the child as its stderr.
-    """
-
-    def __init__(self, sink: Any, keep: int = _STDERR_TAIL) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer = os.fdopen(write_fd, "w", encoding="utf-8")
-        self._reader = os.fdopen(read_fd, "rb")
-        self._lines: collections.deque[str] = collections.deque(maxlen=keep)
-        self._sink = sink
-        self._done = threading.Event()
-        threading.Thread(target=self._pump, name="toolsift-upstream-stderr", daemon=True).start()
-
-    def _pump(self) -> None:
-        try:
-            for raw in self._reader:
-                line = raw.decode("utf-8", "replace")
-                self._lines.append(line.rstrip("\r\n"))
-                try:
-                    self._sink.write(line)
-                    self._sink.flush()
-                except (OSError, ValueError):  # our stderr closed (shutdown): keep draining
-                    pass
-        finally:
-            self._reader.close()
-            self._done.set()
-
-    def close_writer(self) -> None:
-        """Close our copy of the write end (once the child has its own)."""
-        if not self.writer.closed:
-            self.writer.close()
-
-    async def ended(self, *, timeout: float) -> bool:
-        """Whether the child closed its stderr (it exited) within ``timeout`` seconds."""
-        self.close_writer()
-        with anyio.move_on_after(timeout):
-            while not self._done.is_set():
-                await anyio.sleep(0.02)
-        return self._done.is_set()
-
-    def lines(self) -> list[str]:
-        """The last non-blank lines read."""
-        return [line for line in self._lines if line.strip()]
 
 
 def _leaf(exc: BaseException) -> BaseException:

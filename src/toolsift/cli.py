@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .errors import ToolsiftError
-from .schema import FIELDS
+from .hits_table import print_hits as _print_hits
+from .hits_table import query_params as _query_params
 from .usage.cli import add_learn_parser, run_learn
 
 __all__ = ["main"]
@@ -254,34 +255,6 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
             used = sum(h.tokens or 0 for h in hits)
             print(f"  {args.format} schemas: {used} of {args.token_budget} tokens (o200k_base)", file=out)
     return 0
-
-
-def _query_params(index, query: Any):
-    """The scoring parameters ``index`` gives ``query`` (raw text and structured differ)."""
-    from .search.query import as_query, is_raw
-
-    return index.config.params_for(not is_raw(as_query(query, "query")))
-
-
-def _print_hits(query: Any, hits, ms: float, out: TextIO, params) -> None:
-    """The ranked table. A term whose weight is 0 for this query moves no score: its
-    column shows ``-``, not a similarity the score does not use."""
-    label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
-    print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
-    if not any(h.matched for h in hits):
-        from .query_schema import NO_MATCH_HINT
-
-        print(f"  {NO_MATCH_HINT}", file=out)
-        return
-    weighted = [w != 0 for w in params.weights] + [params.w_req != 0 or params.w_opt != 0]
-    name_w = max(12, max(len(h.name) for h in hits))
-    print(f"  {'#':>2}  {'tool':<{name_w}}  {'score':>7}  {'desc':>5} {'param':>5} {'resp':>5} {'exmp':>5} {'pen':>5}  why",
-          file=out)
-    for h in hits:
-        f = h.fields or {}
-        values = [*(f.get(name, 0) for name in FIELDS), h.penalty or 0]
-        cells = " ".join(f"{v:>5.2f}" if on else f"{'-':>5}" for v, on in zip(values, weighted))
-        print(f"  {h.rank:>2}  {h.name:<{name_w}}  {h.score:>7.4f}  {cells}  {h.why}", file=out)
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:

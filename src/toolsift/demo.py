@@ -86,7 +86,8 @@ def _describe(config: Any) -> str:
 def run_demo(args: argparse.Namespace, out: TextIO) -> int:
     """The ``demo`` command (``args``: ``query``, ``k``, ``json``)."""
     from .adapters import demo_catalog_path, load_catalog
-    from .cli import _print_hits, _query_params
+    from .hits_table import print_hits as _print_hits
+    from .hits_table import query_params as _query_params
     from .presets import default_preset
     from .toolindex import ToolIndex
 

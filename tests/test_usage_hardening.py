@@ -241,4 +241,6 @@ def test_http_client_key_is_the_peer_address():
     req = Request({"type": "http", "method": "POST", "path": "/mcp", "headers": [
         (b"x-forwarded-for", b"1.2.3.4")], "client": ("10.0.0.7", 5123)})
     assert _client_key(req) == "http:10.0.0.7"  # forwarded-for is not trusted
-    assert _client_key(None) is None
+    # No request: the stdio transport, one identity for the whole gateway run.
+    stdio = _client_key(None)
+    assert stdio is not None and stdio.startswith("stdio:") and _client_key(None) == stdio

@@ -73,3 +73,18 @@ def test_library_and_find_tools_report_no_match(demo_index):
     assert found["tools"] == [] and "rephrase" in found["note"].lower()
     found = anyio.run(lambda: gateway.find_tools("send an email"))
     assert found["tools"] and "note" not in found
+
+
+def test_search_on_the_default_preset_says_nothing_matched(tmp_path, capsys):
+    from toolsift.adapters import demo_catalog_path
+
+    out_dir = tmp_path / "hybrid"
+    assert main(["index", str(demo_catalog_path()), str(out_dir)]) == 0
+    capsys.readouterr()
+    assert main(["search", str(out_dir), "xyzzy plugh qwertz"]) == 0
+    out = capsys.readouterr().out
+    # The hybrid index does not send the user to the hybrid preset it already is.
+    assert "closer in meaning than random text" in out and "--preset bm25" not in out
+    assert main(["search", str(out_dir), "snap a photo of the porch"]) == 0
+    out = capsys.readouterr().out
+    assert "no tool matches" not in out and "get_camera_snapshot" in out

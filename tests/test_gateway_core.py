@@ -27,6 +27,7 @@ from toolsift.gateway import (
     to_mcp,
     to_openai,
 )
+from toolsift.query_schema import NO_MATCH_NOTE
 from toolsift.schema import Parameter, Tool
 from toolsift.toolindex import ToolIndex
 
@@ -99,8 +100,8 @@ def bm25_index() -> ToolIndex:
 
 @pytest.fixture
 def bm25_gw(bm25_index: ToolIndex, runner: Runner) -> Gateway:
-    """The same catalogue on BM25 alone: where "no tool shares a word" is checked (the
-    hybrid default's dense half gives every tool some cosine, even for gibberish)."""
+    """The same catalogue on BM25 alone: "no tool shares a word" is checked on both (a
+    dense candidate counts as matched only above its field's null floor, search/evidence.py)."""
     return Gateway(bm25_index, executor=runner)
 
 
@@ -408,6 +409,7 @@ def test_unknown_tool_with_suggestions(gw, bm25_gw, runner):
     err = error_of(gw.call_tool("weather_now", {}))
     assert any("weather" in s for s in err.details["did_you_mean"])
     assert "did you mean" in err.message
+    assert error_of(gw.call_tool("zzqx", None)).details["did_you_mean"] == []
     assert error_of(bm25_gw.call_tool("zzqx", None)).details["did_you_mean"] == []
     assert runner.calls == []
 
@@ -491,8 +493,29 @@ def test_use_tool_finds_and_runs(which, request, runner):
 def test_use_tool_validates_and_reports_no_match(gw, bm25_gw, runner):
     err = error_of(gw.use_tool("convert 100 euros to dollars", {"amount": "lots"}))
     assert err.code == "invalid_params" and err.details["tool"] == "convert_currency"
+    assert error_of(gw.use_tool("qwxyzzy blorft", {})).code == "no_match"
     assert error_of(bm25_gw.use_tool("qwxyzzy blorft", {})).code == "no_match"
     assert runner.calls == []
+
+
+@pytest.mark.parametrize("query", ["qwxyzzy blorft", "zzkq vvbn ploof", "xqzt jjwp, then vvkq zzrb"])
+def test_gibberish_finds_nothing_on_the_default_preset(gw, index, query):
+    # The hybrid default's dense half gives every tool some cosine; none of these beats
+    # the field's null floor, and no word is shared, so nothing is matched (one- and
+    # two-step requests alike) and the agent is told to rephrase.
+    assert not any(h.matched for h in index.search(query, k=len(index.catalog)))
+    out = run(gw.find_tools(query))
+    assert out["tools"] == [] and out["note"] == NO_MATCH_NOTE
+    assert error_of(gw.use_tool(query, {})).code == "no_match"
+
+
+def test_semantic_request_stays_matched_on_the_default_preset(gw, index, bm25_index):
+    # No word shared with its tool (BM25 does not match it), but its cosine stands out.
+    q = "snap a photo of the porch"
+    top = index.search(q, k=1)[0]
+    assert top.id == "get_camera_snapshot" and top.matched
+    assert not any(h.matched and h.id == "get_camera_snapshot" for h in bm25_index.search(q, k=60))
+    assert names(run(gw.find_tools(q, limit=1))) == ["get_camera_snapshot"]
 
 
 def test_use_tool_structured(gw):

@@ -308,9 +308,10 @@ def test_queries_with_only_unknown_words_get_k_zero_evidence_hits(apibank_index,
     assert [h.id for h in hits] == [t.id for t in list(bm25.catalog)[:4]]
     assert all(h.score == pytest.approx(bm25.config.params.bias) for h in hits)
     assert not any(h.matched for h in hits)
-    # The hybrid default's dense half scores every tool: still exactly k distinct hits.
+    # The hybrid default's dense half scores every tool: still exactly k distinct hits,
+    # and none of them is matched (no cosine beats its field's null floor).
     hits = apibank_index.search("zzqx qqvv", k=4)
-    assert len({h.id for h in hits}) == 4
+    assert len({h.id for h in hits}) == 4 and not any(h.matched for h in hits)
 
 
 def test_unicode_and_duplicate_tokens():

@@ -250,7 +250,7 @@ def _cmd_search(args: argparse.Namespace, out: TextIO) -> int:
         json.dump(doc, out, indent=2)
         out.write("\n")
     else:
-        _print_hits(query, hits, ms, out, _query_params(index, query))
+        _print_hits(query, hits, ms, out, _query_params(index, query), dense=index.config.uses_dense)
         if args.token_budget is not None:
             used = sum(h.tokens or 0 for h in hits)
             print(f"  {args.format} schemas: {used} of {args.token_budget} tokens (o200k_base)", file=out)

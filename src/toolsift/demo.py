@@ -117,7 +117,7 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> int:
     print(f'index: preset "{default_preset()}" (the default): {_describe(index.config)}; '
           f'preset="bm25" (--preset bm25) for BM25 alone', file=out)
     for q, hits, ms in results:
-        _print_hits(q, hits, ms, out, _query_params(index, q))
+        _print_hits(q, hits, ms, out, _query_params(index, q), dense=index.config.uses_dense)
     print("\nfields: desc=description param=parameters resp=response exmp=examples pen=missing-parameter penalty;"
           " - = weight 0 for this query (not part of its score)", file=out)
     if semantic is not None:

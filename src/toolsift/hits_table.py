@@ -19,15 +19,16 @@ def query_params(index, query: Any):
     return index.config.params_for(not is_raw(as_query(query, "query")))
 
 
-def print_hits(query: Any, hits, ms: float, out: TextIO, params) -> None:
+def print_hits(query: Any, hits, ms: float, out: TextIO, params, *, dense: bool = False) -> None:
     """The ranked table. A term whose weight is 0 for this query moves no score: its
-    column shows ``-``, not a similarity the score does not use."""
+    column shows ``-``, not a similarity the score does not use. ``dense``: the index has
+    dense fields (the no-match hint then does not suggest them)."""
     label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
     print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
     if not any(h.matched for h in hits):
-        from .query_schema import NO_MATCH_HINT
+        from .query_schema import NO_MATCH_HINT, NO_MATCH_HINT_DENSE
 
-        print(f"  {NO_MATCH_HINT}", file=out)
+        print(f"  {NO_MATCH_HINT_DENSE if dense else NO_MATCH_HINT}", file=out)
         return
     weighted = [w != 0 for w in params.weights] + [params.w_req != 0 or params.w_opt != 0]
     name_w = max(12, max(len(h.name) for h in hits))

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "StructuredQuery", "ToolNeedSpec", "structured_query_schema"]
+__all__ = ["NO_MATCH_HINT", "NO_MATCH_HINT_DENSE", "NO_MATCH_NOTE", "StructuredQuery", "ToolNeedSpec", "structured_query_schema"]
 
 
 class ToolNeedSpec(BaseModel):
@@ -76,6 +76,11 @@ NO_MATCH_HINT = ("no tool matches any word of this query: the BM25 retriever mat
                  "meaning: build the index without --preset bm25 (preset=\"bm25\").")
 
 #: The same, as the note ``find_tools`` returns to a model when nothing matched.
-NO_MATCH_NOTE = ("No tool matched any word of the query. Rephrase it with the words a tool's description "
-                 "would use (e.g. 'send email' rather than 'let my boss know'), or drop tag filters. "
-                 "(Operators: a dense or hybrid retriever matches by meaning.)")
+NO_MATCH_NOTE = ("No tool matched the query: none shares a word with it, and on a hybrid or dense index none "
+                 "is closer in meaning than random text gets. Rephrase it with the words a tool's description "
+                 "would use (e.g. 'send email' rather than 'let my boss know'), or drop tag filters.")
+
+#: What ``toolsift search`` prints when nothing matched on an index with dense fields
+#: (a dense candidate matches only above its field's null floor, search/evidence.py).
+NO_MATCH_HINT_DENSE = ("no tool matches any word of this query, and none is closer in meaning than random "
+                       "text gets: rephrase it with the words a tool's description would use.")

@@ -22,7 +22,8 @@ from .needs import request_steps, run_steps, shares_bm25
 from .needs_reference import run_steps_reference
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
-from .retrievers import FieldRetriever, retriever_for
+from .evidence import null_floor
+from .retrievers import FieldRetriever, dense_half, retriever_for
 from .score import score
 
 __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_explain", "check_k", "is_raw", "retrievers",
@@ -38,7 +39,13 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     got = st.retrievers.get(key)
     if got is None:
         # Concurrent first searches may both build it: same value, last one kept.
-        got = st.retrievers[key] = {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
+        got = {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
+        for r in got.values():
+            half = dense_half(r)
+            if half is not None:
+                # What a dense candidate's cosine must beat to count as matched (.evidence).
+                half.null_floor = null_floor(half, st, config)
+        st.retrievers[key] = got
     return got
 
 

@@ -19,7 +19,8 @@ from ..csr import ranges, row_of
 from ..index.state import IndexState
 from ..schema import FIELDS
 from .plan import FieldTexts, QueryPlan
-from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, merge_csr
+from .evidence import dense_evidence
+from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, dense_half, merge_csr
 
 __all__ = ["Candidates", "find_candidates", "pack"]
 
@@ -74,7 +75,9 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query, the union of every field's top-``n`` tools, at least ``min(k, tools)``
     of them: ``(ptr int64[nq + 1], tool int64[...], matched bool[...])``, where
-    ``matched`` is False for tools added only to fill ``k``. ``dense_texts``: per field,
+    ``matched`` is True for tools a BM25 half found and for tools a dense half found
+    with a cosine above its field's null floor (.evidence), False for the others (the
+    dense half's weak candidates and the tools added only to fill ``k``). ``dense_texts``: per field,
     the texts its dense half searches with instead of the plan's (a multi-step request's
     steps, :mod:`.needs`)."""
     fields = [f for f in FIELDS if plan.fields[f].texts]
@@ -91,10 +94,33 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
             "auto"))
     else:
         parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
+    evidence = list(parts)  # a BM25 candidate shares a term with the query
+    n_lexical = len(parts)
     for f in fields:
-        parts += retrievers[f].dense_parts((dense_texts or plan.fields).get(f, plan.fields[f]), n, k=k)
+        ft = (dense_texts or plan.fields).get(f, plan.fields[f])
+        dense = retrievers[f].dense_parts(ft, n, k=k)
+        parts += dense
+        # A dense candidate is evidence only above its field's null floor (.evidence).
+        half = dense_half(retrievers[f])
+        if half is not None:
+            evidence += [dense_evidence(half, ft, p, t, half.null_floor) for p, t in dense]
     ptr, tool = merge_csr(parts)
-    return _top_up(ptr, tool, min(k, len(st.catalog)))
+    ptr, tool, found = _top_up(ptr, tool, min(k, len(st.catalog)))
+    if len(parts) == n_lexical:  # no dense candidates: every one found is evidence
+        return ptr, tool, found
+    return ptr, tool, _member(ptr, tool, *merge_csr(evidence))
+
+
+def _member(ptr: np.ndarray, tool: np.ndarray, e_ptr: np.ndarray, e_tool: np.ndarray) -> np.ndarray:
+    """``bool[tool.size]``: whether each entry of CSR ``(ptr, tool)`` is in the same row of
+    CSR ``(e_ptr, e_tool)`` (both rows sorted and distinct)."""
+    if not e_tool.size:
+        return np.zeros(tool.size, dtype=bool)
+    span = int(max(tool.max(initial=0), e_tool.max())) + 1
+    keys = row_of(ptr) * span + tool
+    e_keys = row_of(e_ptr) * span + e_tool
+    at = np.minimum(np.searchsorted(e_keys, keys), e_keys.size - 1)
+    return e_keys[at] == keys
 
 
 def _lexical_settings(retrievers: dict[str, FieldRetriever], fields: list[str]) -> tuple[str, int] | None:

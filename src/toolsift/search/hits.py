@@ -33,8 +33,10 @@ class Hit:
         why: A one-line explanation (``explain=True``); for a tool that
             ``search(..., complete=True)`` added, what it completes (``"provides
             user_id for send_message"``), with or without ``explain``.
-        matched: Whether some field matched the query. ``search`` always returns
-            ``min(k, len(index))`` hits; tools that no field matched fill the tail and
+        matched: Whether some field matched the query: a BM25 half shares a term with
+            it, or a dense half's cosine beats that field's null floor
+            (:mod:`toolsift.search.evidence`). ``search`` always returns
+            ``min(k, len(index))`` hits; tools without such evidence fill the tail and
             have ``matched=False`` (callers that want evidence only filter on it).
         tokens: Tokens of the tool's schema in the requested format, set only by a
             search with ``token_budget`` (see :mod:`toolsift.search.budget`).

@@ -24,7 +24,7 @@ from ..index.dense_field import DenseField
 from ..index.field_index import FieldIndex, union_candidates
 from .plan import FieldTexts
 
-__all__ = ["FieldRetriever", "retriever_for"]
+__all__ = ["FieldRetriever", "dense_half", "retriever_for"]
 
 
 class FieldRetriever:
@@ -70,6 +70,10 @@ class Bm25Retriever(FieldRetriever):
 
 class DenseRetriever(FieldRetriever):
     """Cosine of int8 embeddings; a tool's score is the max over its documents."""
+
+    #: The cosine a candidate it adds must beat to count as matched (set by
+    #: :func:`toolsift.search.retrievers` from :func:`.evidence.null_floor`).
+    null_floor: float = 0.0
 
     def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1, adds_candidates: bool = True) -> None:
         self.dn = dn
@@ -201,6 +205,13 @@ def retriever_for(field: str, fi: FieldIndex, dn: DenseField | None, config: Ind
         return dense
     return HybridRetriever(Bm25Retriever(fi, config), dense, config.hybrid_weight,
                            dense_depth=config.dense_candidates)
+
+
+def dense_half(r: FieldRetriever) -> DenseRetriever | None:
+    """The dense retriever of ``r`` (itself, or a hybrid's dense half), or ``None``."""
+    if isinstance(r, HybridRetriever):
+        return r.dense
+    return r if isinstance(r, DenseRetriever) else None
 
 
 def merge_csr(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

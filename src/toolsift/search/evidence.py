@@ -1,0 +1,84 @@
+"""Which candidates the query really matched, on fields with a dense half.
+
+BM25 has a natural "no evidence": a tool that shares no term with the query scores 0.
+A cosine has none: every tool gets one, even for a query of nonsense, so a candidate
+that only a dense half found is not evidence by itself. It counts as matched only when
+its cosine beats the field's **null floor**: the best cosine any of ``NULL_TEXTS``
+random character strings (a fixed seed) reaches on the field's tools, through the same
+query encoder and candidate path as a search. For a query drawn like those strings, the
+chance that its best cosine beats all of theirs is 1 / (``NULL_TEXTS`` + 1) per field
+(exchangeability), whatever the catalogue; nothing here is fitted to a benchmark. The
+floor is computed once per retriever (so per index state and settings), on first use.
+
+Ranking does not depend on it: the candidates are the same, only ``Hit.matched``
+(and what reads it) changes. docs/dense.md "Gibberish" has the measurements.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..analyze import TermBatch
+from ..csr import ranges, row_of
+from ..schema import FIELDS
+from .plan import FieldTexts
+
+if TYPE_CHECKING:
+    from ..config import IndexConfig
+    from ..index.state import IndexState
+    from .retrievers import DenseRetriever
+
+__all__ = ["NULL_TEXTS", "dense_evidence", "null_floor", "null_texts"]
+
+#: How many random strings set a field's null floor (false-match rate ~1/(n+1) per field).
+NULL_TEXTS = 200
+
+
+def null_texts(n: int = NULL_TEXTS, seed: int = 0) -> list[str]:
+    """``n`` random strings of 8-30 lower-case letters and spaces (not blank)."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz "))
+    out = []
+    for length in rng.integers(8, 31, size=n):
+        text = "".join(rng.choice(alphabet, size=int(length))).strip()
+        out.append(text or "x")
+    return out
+
+
+def null_floor(retriever: DenseRetriever, st: IndexState, config: IndexConfig) -> float:
+    """The best cosine the null strings reach on ``retriever``'s tools (a tool scores as
+    its best document), cached on the retriever: the field's null floor."""
+    got = retriever.__dict__.get("_null_floor")
+    if got is None:
+        from .plan import _embed  # the search's own query embedding
+
+        texts = null_texts()
+        field = next(iter(st.dense))
+        vecs, codes = _embed(st, config, {f: texts if f == field else [] for f in FIELDS})
+        n = len(texts)
+        ptr = np.arange(n + 1, dtype=np.int64)
+        ft = FieldTexts(texts, ptr, TermBatch(np.zeros(0, np.int32), np.zeros(n + 1, np.int64)),
+                        vecs[field], codes[field])
+        c_ptr, ids = retriever.candidates(ft, 1)
+        sims = retriever.gather(ft, c_ptr, ids, docs=False) if ids.size else np.zeros(0, np.float32)
+        got = retriever.__dict__["_null_floor"] = float(sims.max()) if sims.size else 0.0
+    return got
+
+
+def dense_evidence(retriever: DenseRetriever, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, floor: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates ``(ptr, ids)`` (CSR by query) of a dense half whose cosine for some
+    text of their query beats ``floor``, as CSR ``(ptr, ids)``."""
+    nq = ptr.size - 1
+    if not ids.size:
+        return ptr, ids
+    sims = retriever.gather(ft, ptr, ids, docs=False)
+    counts = np.diff(ptr)[ft.owner]
+    keep = np.zeros(ids.size, dtype=bool)
+    # sims is text-major: text i holds one entry per candidate of its query.
+    np.logical_or.at(keep, ranges(ptr[ft.owner], counts), sims > floor)
+    new_ptr = np.zeros(nq + 1, np.int64)
+    np.cumsum(np.bincount(row_of(ptr)[keep], minlength=nq), out=new_ptr[1:])
+    return new_ptr, ids[keep]

@@ -22,7 +22,7 @@ from .plan import FieldTexts, QueryPlan
 from .evidence import dense_evidence
 from .retrievers import Bm25Retriever, FieldRetriever, HybridRetriever, dense_half, merge_csr
 
-__all__ = ["Candidates", "find_candidates", "pack"]
+__all__ = ["Candidates", "find_candidates", "lexical_parts", "member", "pack"]
 
 #: Columns of :attr:`Candidates.need_sims`, in the kernel's order.
 NEED_FIELDS = ("description", "response", "examples")
@@ -81,19 +81,7 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     the texts its dense half searches with instead of the plan's (a multi-step request's
     steps, :mod:`.needs`)."""
     fields = [f for f in FIELDS if plan.fields[f].texts]
-    lexical = [f for f in fields if retrievers[f].lexical is not None]
-    settings = _lexical_settings(retrievers, lexical)
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    if lexical and settings is not None:
-        # Every field's BM25 candidates (a hybrid field's lexical half too) and their
-        # union in one engine call.
-        texts = [plan.fields[f] for f in lexical]
-        parts.append(_core.candidates_union(
-            [retrievers[f].lexical.fi.core for f in lexical], [t.terms.terms for t in texts],  # type: ignore[union-attr]
-            [t.terms.offsets for t in texts], [t.owner for t in texts], len(plan), n, settings[0], True, settings[1],
-            "auto"))
-    else:
-        parts += [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
+    parts = lexical_parts(plan, retrievers, n)
     evidence = list(parts)  # a BM25 candidate shares a term with the query
     n_lexical = len(parts)
     for f in fields:
@@ -108,12 +96,12 @@ def find_candidates(st: IndexState, plan: QueryPlan, retrievers: dict[str, Field
     ptr, tool, found = _top_up(ptr, tool, min(k, len(st.catalog)))
     if len(parts) == n_lexical:  # no dense candidates: every one found is evidence
         return ptr, tool, found
-    return ptr, tool, _member(ptr, tool, *merge_csr(evidence))
+    return ptr, tool, member(ptr, tool, *merge_csr(evidence))
 
 
-def _member(ptr: np.ndarray, tool: np.ndarray, e_ptr: np.ndarray, e_tool: np.ndarray) -> np.ndarray:
+def member(ptr: np.ndarray, tool: np.ndarray, e_ptr: np.ndarray, e_tool: np.ndarray) -> np.ndarray:
     """``bool[tool.size]``: whether each entry of CSR ``(ptr, tool)`` is in the same row of
-    CSR ``(e_ptr, e_tool)`` (both rows sorted and distinct)."""
+    CSR ``(e_ptr, e_tool)`` (whose rows are sorted and distinct)."""
     if not e_tool.size:
         return np.zeros(tool.size, dtype=bool)
     span = int(max(tool.max(initial=0), e_tool.max())) + 1
@@ -121,6 +109,23 @@ def _member(ptr: np.ndarray, tool: np.ndarray, e_ptr: np.ndarray, e_tool: np.nda
     e_keys = row_of(e_ptr) * span + e_tool
     at = np.minimum(np.searchsorted(e_keys, keys), e_keys.size - 1)
     return e_keys[at] == keys
+
+
+def lexical_parts(plan: QueryPlan, retrievers: dict[str, FieldRetriever], n: int
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The BM25 halves' candidates of every field: CSR ``(ptr, tool)`` parts (one, their
+    union, when the engine can take every field in one call)."""
+    lexical = [f for f in FIELDS if plan.fields[f].texts and retrievers[f].lexical is not None]
+    settings = _lexical_settings(retrievers, lexical)
+    if lexical and settings is not None:
+        # Every field's BM25 candidates (a hybrid field's lexical half too) and their
+        # union in one engine call.
+        texts = [plan.fields[f] for f in lexical]
+        return [_core.candidates_union(
+            [retrievers[f].lexical.fi.core for f in lexical], [t.terms.terms for t in texts],  # type: ignore[union-attr]
+            [t.terms.offsets for t in texts], [t.owner for t in texts], len(plan), n, settings[0], True, settings[1],
+            "auto")]
+    return [retrievers[f].lexical.candidates(plan.fields[f], n) for f in lexical]  # type: ignore[union-attr]
 
 
 def _lexical_settings(retrievers: dict[str, FieldRetriever], fields: list[str]) -> tuple[str, int] | None:

@@ -26,7 +26,9 @@ from ..schema import FIELDS, Query
 from .fused import _NEED_FIELDS, _params_tuple, searcher
 from .hits import Hit, _plain_hit
 from .plan import QueryPlan, plan_queries
-from .retrievers import (Bm25Retriever, DenseRetriever, FieldRetriever, HybridRetriever, _codes,
+from .candidates import lexical_parts, member
+from .evidence import dense_evidence
+from .retrievers import (Bm25Retriever, DenseRetriever, FieldRetriever, HybridRetriever, _codes, dense_half,
                          merge_csr)
 
 __all__ = ["run_hybrid", "usable"]
@@ -59,7 +61,7 @@ def run_hybrid(st: IndexState, config: IndexConfig, queries: list[Query], fr: di
     if plan.penalize.any():
         warn_untrained_penalty(params)
     n = config.candidates
-    extra_ptr, extra_ids = _dense_candidates(plan, fr, n, k)
+    extra_ptr, extra_ids, ev_ptr, ev_ids = _dense_candidates(plan, fr, n, k)
     need = [plan.fields[f].terms for f in _NEED_FIELDS]
     par = plan.fields["parameters"]
     ptr, tool, score, found = searcher(st).search_hybrid(
@@ -67,20 +69,51 @@ def run_hybrid(st: IndexState, config: IndexConfig, queries: list[Query], fr: di
         plan.arg_ptr, plan.penalize, _params_tuple(params), n, k, config.scale, config.threads,
         [_dense_spec(plan, f, fr[f]) for f in _NEED_FIELDS], extra_ptr, extra_ids)
     catalog = st.catalog
+    found = _matched(plan, fr, n, ptr, tool, np.asarray(found, dtype=bool), (extra_ptr, extra_ids), (ev_ptr, ev_ids))
     ptr, tool, score, found = ptr.tolist(), tool.tolist(), score.tolist(), found.tolist()
     return [[_plain_hit(catalog[tool[i]], score[i], i - ptr[q] + 1, found[i], None) for i in range(ptr[q], ptr[q + 1])]
             for q in range(len(queries))]
 
 
 def _dense_candidates(plan: QueryPlan, fr: dict[str, FieldRetriever], n: int, k: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per query the dense halves' candidates, as :func:`~.candidates.find_candidates`
-    adds them: CSR ``(ptr, ids)``."""
-    parts = [p for f in FIELDS if plan.fields[f].texts for p in fr[f].dense_parts(plan.fields[f], n, k=k)]
-    if not parts:
-        return np.zeros(len(plan) + 1, np.int64), np.zeros(0, np.int64)
-    ptr, ids = merge_csr(parts)
-    return ptr.astype(np.int64, copy=False), ids.astype(np.int64, copy=False)
+    adds them, and those of them above their field's null floor (.evidence): two CSR
+    ``(ptr, ids)``."""
+    parts, evidence = [], []
+    for f in FIELDS:
+        ft = plan.fields[f]
+        if not ft.texts:
+            continue
+        dense = fr[f].dense_parts(ft, n, k=k)
+        parts += dense
+        half = dense_half(fr[f])
+        if half is not None:
+            evidence += [dense_evidence(half, ft, p, t, half.null_floor) for p, t in dense]
+    empty = np.zeros(len(plan) + 1, np.int64), np.zeros(0, np.int64)
+    ptr, ids = merge_csr(parts) if parts else empty
+    ev_ptr, ev_ids = merge_csr(evidence) if evidence else empty
+    return (ptr.astype(np.int64, copy=False), ids.astype(np.int64, copy=False),
+            ev_ptr.astype(np.int64, copy=False), ev_ids.astype(np.int64, copy=False))
+
+
+def _matched(plan: QueryPlan, fr: dict[str, FieldRetriever], n: int, ptr: np.ndarray, tool: np.ndarray,
+             found: np.ndarray, dense: tuple[np.ndarray, np.ndarray], evidence: tuple[np.ndarray, np.ndarray]
+             ) -> np.ndarray:
+    """``Hit.matched`` of the engine's hits, as :func:`~.candidates.find_candidates` sets
+    it: the engine says which hits were candidates (``found``); a candidate that only a
+    dense half found is matched only above its field's null floor. Only when such a
+    hit is among the top ``k`` are the BM25 candidates looked up again."""
+    if not dense[1].size:
+        return found
+    ptr = np.asarray(ptr, dtype=np.int64)
+    tool = np.asarray(tool, dtype=np.int64)
+    suspect = found & member(ptr, tool, *dense) & ~member(ptr, tool, *evidence)
+    if not suspect.any():
+        return found
+    lex = lexical_parts(plan, fr, n)
+    in_lex = member(ptr, tool, *merge_csr(lex)) if lex else np.zeros(tool.size, dtype=bool)
+    return found & (~suspect | in_lex)
 
 
 def _dense_spec(plan: QueryPlan, field: str, r: FieldRetriever) -> tuple | None:

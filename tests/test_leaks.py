@@ -63,9 +63,9 @@ def test_descendants_sees_children_and_grandchildren():
     p = subprocess.Popen(["sh", "-c", "sleep 600 & wait"])
     try:
         found: set[int] = set()
-        for _ in range(200):  # until the shell has started its child
+        for _ in range(200):  # until the shell's child has exec'd sleep (a fork is still 'sh')
             found = _leaks.descendants()
-            if p.pid in found and len(found - {p.pid}) >= 1:
+            if p.pid in found and any(b"sleep" in _leaks._cmdline(q).encode() for q in found - {p.pid}):
                 break
             time.sleep(0.05)
         assert p.pid in found and any(b"sleep" in _leaks._cmdline(q).encode() for q in found - {p.pid})

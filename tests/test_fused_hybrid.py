@@ -58,7 +58,9 @@ def _same(index: ToolIndex, queries: list, k: int, *, via_search: int = 0) -> in
     return compared
 
 
-@pytest.mark.parametrize("name", MFTR)
+# Whole-dataset comparisons embed thousands of tools: APIBank (101 tools) in the fast
+# tier, the larger sets in the slow tier (CI runs both).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "apibank" else pytest.mark.slow) for n in MFTR])
 def test_fused_hybrid_equals_general_path_mftr(name):
     tools, raw, structured = _mftr(name)
     index = ToolIndex.build(tools, config=preset_config("hybrid"))
@@ -69,6 +71,7 @@ def test_fused_hybrid_equals_general_path_mftr(name):
     assert _same(index, raw + structured, k=10, via_search=50) > 0
 
 
+@pytest.mark.slow
 def test_fused_hybrid_equals_general_path_ultratool():
     tools, raw, structured = _ultratool()
     index = ToolIndex.build(tools, config=preset_config("hybrid"))

@@ -123,19 +123,30 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
                        need_sims, np.arange(src.size, dtype=np.int64), lex.ap_sims, ap_off)
     scores, terms = score(st, cands, params, breakdown=bool(explain))
 
-    final = np.empty(tool.size, np.float32)
-    chosen = np.empty(tool.size, np.int64)
-    for q in range(len(queries)):
-        m, j0, n = int(sizes[q]), int(step_ptr[q]), int(step_ptr[q + 1] - step_ptr[q])
-        lo = int(exp_ptr[j0])
-        got, best = combine_needs(scores[lo:lo + n * m].reshape(n, m))
-        final[ptr[q]:ptr[q + 1]] = got
-        chosen[ptr[q]:ptr[q + 1]] = lo + best * m + np.arange(m)
+    final, chosen = combine_readings(scores, ptr, step_ptr, exp_ptr)
     view = Candidates(ptr, tool, np.ones(len(queries), np.int64), lex.n_args, plan.penalize,
                       need_sims, chosen, lex.ap_sims, ap_off[chosen])
     return rank(st, plan, view, final, None if terms is None else terms[chosen], matched, k, params,
                 why_only=explain == "why")
 
+
+
+def combine_readings(scores: np.ndarray, ptr: np.ndarray, step_ptr: np.ndarray,
+                     exp_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per request, :func:`combine_needs` over its readings' score rows: request ``q``
+    has candidates ``ptr[q]:ptr[q+1]`` and readings ``step_ptr[q]:step_ptr[q+1]``, reading
+    ``j``'s scores of them at ``scores[exp_ptr[j]:...]`` (the same candidates in order).
+    Returns each candidate's combined score and the position of the reading row it took."""
+    final = np.empty(int(ptr[-1]), np.float32)
+    chosen = np.empty(int(ptr[-1]), np.int64)
+    sizes = np.diff(ptr)
+    for q in range(sizes.size):
+        m, j0, n = int(sizes[q]), int(step_ptr[q]), int(step_ptr[q + 1] - step_ptr[q])
+        lo = int(exp_ptr[j0])
+        got, best = combine_needs(scores[lo:lo + n * m].reshape(n, m))
+        final[ptr[q]:ptr[q + 1]] = got
+        chosen[ptr[q]:ptr[q + 1]] = lo + best * m + np.arange(m)
+    return final, chosen
 
 def shares_bm25(fr) -> bool:
     """Whether every reading shares the BM25 packing (:func:`run_steps`' fast path): the

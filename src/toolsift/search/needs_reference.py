@@ -18,7 +18,7 @@ from ..index.state import IndexState
 from ..schema import FIELDS, Query
 from .candidates import Candidates, find_candidates, pack
 from .hits import Hit, rank
-from .needs import WHOLE_AS_NEED, combine_needs, reading_vectors
+from .needs import WHOLE_AS_NEED, combine_readings, reading_vectors
 from .plan import FieldTexts, QueryPlan, plan_queries, read_only
 from .score import score
 
@@ -53,14 +53,7 @@ def run_steps_reference(st: IndexState, config: IndexConfig, queries: list[Query
     cands = pack(st, exp, fr, exp_ptr, exp_tool)
     scores, terms = score(st, cands, params, breakdown=bool(explain))
 
-    final = np.empty(tool.size, np.float32)
-    chosen = np.empty(tool.size, np.int64)
-    for q in range(len(queries)):
-        m, j0, n = int(sizes[q]), int(step_ptr[q]), int(step_ptr[q + 1] - step_ptr[q])
-        lo = int(exp_ptr[j0])
-        got, best = combine_needs(scores[lo:lo + n * m].reshape(n, m))
-        final[ptr[q]:ptr[q + 1]] = got
-        chosen[ptr[q]:ptr[q + 1]] = lo + best * m + np.arange(m)
+    final, chosen = combine_readings(scores, ptr, step_ptr, exp_ptr)
     first = step_ptr[:-1]  # every reading of a query has the same texts: take the first's counts
     view = Candidates(ptr, tool, np.ones(len(queries), np.int64), cands.n_args[first], plan.penalize,
                       cands.need_sims, cands.need_off[chosen], cands.ap_sims, cands.ap_off[chosen])

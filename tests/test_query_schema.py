@@ -59,6 +59,28 @@ def test_schema_model_and_query_agree_on_valid_examples(example):
     assert dict(q.arguments) == example.get("extracted_arguments", {})
 
 
+def test_schema_states_the_query_caps():
+    """A client reads the caps the library and gateway enforce (toolsift.query_caps)
+    from the schema itself, and the schema refuses what the caps refuse."""
+    from toolsift.errors import QueryError
+    from toolsift.query_caps import MAX_ARGUMENTS, MAX_NEEDS
+
+    schema = structured_query_schema()
+    assert schema["properties"]["tool_needs"]["maxItems"] == MAX_NEEDS
+    assert schema["properties"]["extracted_arguments"]["maxProperties"] == MAX_ARGUMENTS
+    need = {"user_intent": "x"}
+    at_caps = {"tool_needs": [need] * MAX_NEEDS,
+               "extracted_arguments": {f"a{i}": "y" for i in range(MAX_ARGUMENTS)}}
+    jsonschema.validate(at_caps, schema)
+    Query.from_dict(at_caps)
+    for over in ({"tool_needs": [need] * (MAX_NEEDS + 1)},
+                 {"tool_needs": [need], "extracted_arguments": {f"a{i}": "y" for i in range(MAX_ARGUMENTS + 1)}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(over, schema)
+        with pytest.raises(QueryError):
+            Query.from_dict(over)
+
+
 @pytest.mark.parametrize("bad", [
     {},                                                   # no tool_needs
     {"tool_needs": []},                                   # empty

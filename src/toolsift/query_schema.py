@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from .query_caps import MAX_ARGUMENTS, MAX_NEEDS
+
 __all__ = ["NO_MATCH_HINT", "NO_MATCH_HINT_DENSE", "NO_MATCH_NOTE", "StructuredQuery", "ToolNeedSpec", "structured_query_schema"]
 
 
@@ -31,9 +33,12 @@ class ToolNeedSpec(BaseModel):
 class StructuredQuery(BaseModel):
     """Structured form: the tools you need and the argument roles you already know."""
 
-    tool_needs: Annotated[list[ToolNeedSpec], Field(min_length=1)]
+    # The caps of toolsift.query_caps, stated where a client reads them (the nesting cap
+    # needs no keyword: this shape is three levels deep and every leaf is a string).
+    tool_needs: Annotated[list[ToolNeedSpec], Field(min_length=1, max_length=MAX_NEEDS)]
     extracted_arguments: dict[str, str] = Field(
-        default_factory=dict, description="Argument roles found in the request: {name: what it is}.")
+        default_factory=dict, description="Argument roles found in the request: {name: what it is}.",
+        json_schema_extra={"maxProperties": MAX_ARGUMENTS})
     request: str = Field("", description="The user's request, verbatim, if you have it: its exact words are "
                                          "matched beside your rewrite.")
 

@@ -4,8 +4,9 @@ The rule, read from the source with ``ast`` (nothing is imported):
 
 * Every ``import`` / ``from ... import`` of a toolsift module is an edge: at module level
   and inside functions alike (a lazy import inside a function is still a dependency; it
-  only moves the cost to the first call). The package facade's lazy ``__getattr__``
-  (``toolsift.ToolIndex``) counts too.
+  only moves the cost to the first call). A package's lazy exports
+  (``toolsift.lazy.lazy_exports(__name__, {name: module}, ...)``, e.g. ``toolsift.ToolIndex``)
+  count too: one edge to each module of the mapping.
 * Not an edge: imports under ``if TYPE_CHECKING:`` (annotations only, never run).
 * ``from A import B`` points at module ``A.B`` when B is a submodule (a ``.py`` file, or
   a name A's ``__init__`` does not define, such as the compiled ``_core``), else at ``A``.
@@ -101,15 +102,31 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
     return out
 
 
+def _lazy_targets(module: str, tree: ast.Module) -> list[str]:
+    """The modules a package's ``lazy_exports(__name__, mapping, ...)`` call resolves names
+    from (the mapping a dict literal or a module-level name bound to one)."""
+    bound = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "lazy_exports"):
+            continue
+        mapping = node.args[1]
+        if isinstance(mapping, ast.Name):
+            mapping = bound[mapping.id]
+        out.extend(f"{module}.{name.lstrip('.')}" for name in ast.literal_eval(mapping).values())
+    return out
+
+
 def import_graph() -> dict[str, set[str]]:
     """``{module: modules it imports}`` under the rule above."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for module, tree in TREES.items():
-        for node in _imports(tree):
-            for target in _targets(module, node):
-                if target != module:
-                    graph[module].add(target)
-                    graph.setdefault(target, set())
+        targets = [t for node in _imports(tree) for t in _targets(module, node)]
+        for target in targets + _lazy_targets(module, tree):
+            if target != module:
+                graph[module].add(target)
+                graph.setdefault(target, set())
     return graph
 
 
@@ -159,7 +176,9 @@ def test_the_walk_finds_a_cycle_it_is_shown():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
-    assert "toolsift.toolindex" in graph["toolsift"]  # the facade's lazy __getattr__ counts
+    assert "toolsift.toolindex" in graph["toolsift"]  # the facade's lazy exports count
+    assert "toolsift.usage.store" in graph["toolsift.usage"]
+    assert "toolsift.kernels.reference" in graph["toolsift.kernels"]
     assert "toolsift._core" in graph["toolsift.analyze"]  # the compiled core is a module
 
 

@@ -13,6 +13,7 @@ from .errors import (
     ToolsiftError,
 )
 from ._version import __version__ as __version__
+from .lazy import lazy_exports
 from .schema import FIELDS, Catalog, Parameter, Query, Tool, ToolNeed
 
 __all__ = [
@@ -38,14 +39,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # Lazy so that importing the schema or adapters never needs the compiled core.
-    if name in ("ToolIndex", "IndexConfig", "Hit"):
-        from . import toolindex
-
-        return getattr(toolindex, name)
-    if name in ("load_catalog", "demo_catalog_path"):
-        from . import adapters
-
-        return getattr(adapters, name)
-    raise AttributeError(f"module 'toolsift' has no attribute {name!r}")
+# Lazy so that importing the schema or adapters never needs the compiled core.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "ToolIndex": "toolindex", "IndexConfig": "toolindex", "Hit": "toolindex",
+    "load_catalog": "adapters", "demo_catalog_path": "adapters",
+}, globals())

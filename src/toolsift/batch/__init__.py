@@ -19,8 +19,9 @@ is dropped. :func:`rank_batches` is the top-k variant over a table of queries.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 # Names resolve on first use (PEP 562): the command line imports toolsift.batch.cli to
 # register ``score`` and ``rank``, and the scorer pulls in pyarrow and the compiled kernels.
@@ -40,14 +41,4 @@ if TYPE_CHECKING:
     from .scorer import ON_ERROR, PairScorer
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -9,8 +9,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 # Names resolve on first use (PEP 562): the command line imports toolsift.evaluate.cli for
 # every command, and the data set and metric modules pull in the compiled kernels (~2 s).
@@ -36,14 +37,4 @@ if TYPE_CHECKING:
     from .metrics import METRICS, EvalResult, RunFormatError, evaluate, ranked, read_trec_run, write_trec_run
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -13,12 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..cpus import available_cpus
 from ..errors import ConfigError
+from ..lazy import lazy_exports
 from .params import DEFAULT_PARAMS, PAPER_PARAMS, WEIGHT_FIELDS, ScoringParams
 
 if TYPE_CHECKING:
@@ -35,13 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "BREAKDOWN_COLUMNS",

@@ -17,8 +17,7 @@ See docs/usage-learning.md. Importing this package does not load the compiled co
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy import lazy_exports
 
 # Names are imported on first use: the CLI imports toolsift.usage.cli, which must not
 # pull in the trainer (Numba) just to build its argument parser.
@@ -34,12 +33,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 __all__ = [

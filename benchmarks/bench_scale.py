@@ -24,14 +24,19 @@ Run (opt-in; heavy; numbers are reported, never asserted)::
 
 ``TOOLSIFT_BENCH_SCALE`` lists catalogue sizes (``25k``, ``100k``, ``1M`` ...; default
 ``100k``); ``TOOLSIFT_BENCH_QUERIES`` (default 300) caps the timed queries;
-``TOOLSIFT_BENCH_OUT`` names a folder for ``bench_scale.json``. A worker can also be run
-by hand: ``python -m benchmarks.bench_scale toolsift 100000`` (prints JSON).
+``TOOLSIFT_BENCH_OUT`` names a folder for ``bench_scale.json``; ``TOOLSIFT_BENCH_ENGINES``
+picks the workers. A worker can also be run by hand: ``python -m benchmarks.bench_scale
+toolsift 100000`` (prints JSON). The ``default`` worker builds with ``ToolIndex.build(tools)``
+and nothing else (issue 34: the hybrid preset, static document vectors and IVF at this
+size, the graph deferred) and reports what the build logged; ``default-nograph`` spells
+out ``graph=False`` and ``bm25-preset`` passes ``preset="bm25"``, default settings otherwise.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -190,11 +195,39 @@ def worker_default(n: int) -> dict:
     """As :func:`worker_hybrid` with ``ToolIndex.build(tools)`` and nothing else: the
     default preset and settings a user gets (issue 34), which pick the document encoder
     by catalogue size (``IndexConfig.static_documents_from``)."""
-    return worker_hybrid(n, default=True)
+    return worker_hybrid(n, build={})
 
 
-def worker_hybrid(n: int, *, default: bool = False) -> dict:
-    """As :func:`worker_toolsift` with dense (hybrid) fields: build, save, load, search."""
+def worker_default_nograph(n: int) -> dict:
+    """:func:`worker_default` with ``graph=False`` spelled out: the build the default's
+    cost is compared with (issue 35; with the graph built on first use they are the same
+    build)."""
+    return worker_hybrid(n, build={"graph": False})
+
+
+def worker_bm25_preset(n: int) -> dict:
+    """:func:`worker_default` with ``preset="bm25"``: no dense fields, default settings
+    otherwise (the opt-out the README names)."""
+    return worker_hybrid(n, build={"preset": "bm25"})
+
+
+class _Printed(logging.Handler):
+    """Keeps what toolsift logs during a build (what a user sees on stderr)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname}: {record.getMessage()}")
+
+
+def worker_hybrid(n: int, *, build: dict | None = None) -> dict:
+    """As :func:`worker_toolsift` with dense (hybrid) fields: build, save, load, search.
+
+    ``build``: keyword arguments of a ``ToolIndex.build(tools, **build)`` with default
+    settings otherwise (``None``: the bench's own hybrid config, :func:`_hybrid_config`).
+    The output's ``printed`` lists what toolsift logged during the build."""
     import contextlib
 
     from toolsift import ToolIndex
@@ -203,20 +236,31 @@ def worker_hybrid(n: int, *, default: bool = False) -> dict:
     from .results import peak_rss_mb, per_call
 
     raw, structured = _queries()
+    default = build is not None
     cfg, ctx = (None, contextlib.nullcontext()) if default else _hybrid_config()
-    shown = cfg or preset_config()
-    out = {"dense_fields": [f for f, r in shown.retrievers if r != "bm25"],
+    kwargs = dict(build or {}) if default else {"config": cfg}
+    shown = cfg or preset_config(kwargs.get("preset"))
+    out = {"build_kwargs": {k: v for k, v in kwargs.items() if k != "config"},
+           "dense_fields": [f for f, r in shown.retrievers if r != "bm25"],
            "encoder": "static" if USE_STATIC_ENCODER else "hashing stand-in",
            "ivf_min_docs": shown.ivf_min_docs, "ivf_nprobe": shown.ivf_nprobe}
+    printed = _Printed()
+    logger = logging.getLogger("toolsift")
     with ctx:
         tools, gen = _catalogue(n)
         out.update(gen)
+        out["load_avg_before_build"] = os.getloadavg()[0]
+        logger.addHandler(printed)
         t0, c0 = time.perf_counter(), time.process_time()
-        index = ToolIndex.build(tools, config=cfg)
+        try:
+            index = ToolIndex.build(tools, **kwargs)
+        finally:
+            logger.removeHandler(printed)
         out.update(build_s=time.perf_counter() - t0, build_cpu_s=time.process_time() - c0,
-                   build_rss_mb=peak_rss_mb())
+                   build_rss_mb=peak_rss_mb(), printed=printed.lines)
         if default:
-            out["encoder"] = index.config.encoder or "MiniLM (transformer)"
+            out["encoder"] = (index.config.encoder or "MiniLM (transformer)") if index.config.uses_dense else None
+            out["graph_built"] = index._state.graph is not None
         del tools
         with tempfile.TemporaryDirectory(prefix="toolsift-scale-") as tmp:
             path = Path(tmp) / "index"
@@ -236,8 +280,9 @@ def worker_hybrid(n: int, *, default: bool = False) -> dict:
                 out[form] = _lat_ms(per_call(lambda q: index.search(q, k=K), qs))  # noqa: F821 - bound here
                 out[form]["cpu_ms_per_query"] = (time.process_time() - c0) * 1e3 / len(qs)
             out["peak_rss_mb"] = peak_rss_mb()
-            out["ivf"] = _ivf_recall(index, raw[:100])
+            out["ivf"] = _ivf_recall(index, raw[:100]) if index.config.uses_dense else {}
             del index
+    out["load_avg_end"] = os.getloadavg()[0]
     return out
 
 
@@ -298,6 +343,9 @@ if pytest is not None and __name__ != "__main__":
     from .conftest import report
     from .results import Figure, table, write_json
 
+    #: Workers the pytest run starts (``TOOLSIFT_BENCH_ENGINES``, comma-separated; also
+    #: ``default``, ``default-nograph``, ``bm25-preset``).
+    ENGINES = [e for e in os.environ.get("TOOLSIFT_BENCH_ENGINES", "bm25s,toolsift,hybrid").split(",") if e]
     PIN_THREADS = False  # the public configuration: IndexConfig(threads=1) alone
     _FIGURES: list = []
     _LABELS: list[str] = []
@@ -321,7 +369,7 @@ if pytest is not None and __name__ != "__main__":
         label = _label(n)
         if label not in _LABELS:
             _LABELS.append(label)
-        prefix = {"toolsift": "", "hybrid": "hybrid ", "default": "default "}.get(engine, "bm25s ")
+        prefix = {"toolsift": "", "bm25s": "bm25s "}.get(engine, engine + " ")
         for name, (unit, key) in _ROWS.items():
             if key not in out:  # CPU seconds are measured for toolsift only
                 continue
@@ -338,7 +386,7 @@ if pytest is not None and __name__ != "__main__":
                                        extra={"tools": n, "threads": 1, "load_avg_1m": out["load_avg_1m"]}))
 
     @pytest.mark.parametrize("n", _sizes(), ids=_label)
-    @pytest.mark.parametrize("engine", ["bm25s", "toolsift", "hybrid"])
+    @pytest.mark.parametrize("engine", ENGINES)
     def test_scale(benchmark, engine, n):
         out = benchmark.pedantic(run_worker, args=(engine, n), rounds=1, iterations=1)
         _record(engine, n, out)
@@ -347,5 +395,6 @@ if pytest is not None and __name__ != "__main__":
 if __name__ == "__main__":
     engine, n = sys.argv[1], int(sys.argv[2])
     worker = {"toolsift": worker_toolsift, "hybrid": worker_hybrid, "default": worker_default,
+              "default-nograph": worker_default_nograph, "bm25-preset": worker_bm25_preset,
               "bm25s": worker_bm25s}[engine]
     print(json.dumps(worker(n)))

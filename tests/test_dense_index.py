@@ -215,6 +215,48 @@ def test_encode_int8_in_slices_equals_quantized_floats(monkeypatch):
     assert not got.scales[1] and not got.codes[4].any()  # blank texts: zero rows
 
 
+def test_static_build_embeds_a_slice_of_tools_at_a_time_with_the_same_rows(demo, monkeypatch):
+    """A cheap encoder (the static table, ``cache_worthy = False``) embeds field by field,
+    a slice of tools at a time, without one dedupe over all texts; every field's codes,
+    scales and groups are those of the one-pass path (texts repeated across fields and
+    slices, blank responses, tools without examples, all four fields dense)."""
+    import toolsift.index.embed as emb
+    from dataclasses import replace
+
+    from toolsift.encoders.static import StaticEncoder
+    from toolsift.schema import Tool
+
+    static = StaticEncoder()
+
+    class OnePass:  # the same vectors through the one-pass path (cache_worthy)
+        cache_worthy = True
+        dim = static.dim
+
+        def encode(self, texts):
+            return static.encode(texts)
+
+    tools = list(demo)
+    tools += [replace(t, id=t.id + "_copy", response="", examples=()) for t in tools[:9]]
+    tools += [replace(tools[0], id="dup_texts", description=tools[1].description, response=tools[2].response,
+                      examples=(tools[3].description, "", "   "))]
+    cat = Catalog([Tool.model_validate(t) if not isinstance(t, Tool) else t for t in tools])
+    cfg = IndexConfig(retrievers=DENSE)
+    want = emb.embed_fields(cat, cfg, encoder=OnePass(), embed_cache=False)
+    monkeypatch.setattr(emb, "_TOOLS_PER_SLICE", 7)
+    got = emb.embed_fields(cat, cfg, encoder=static, embed_cache=False)
+    assert sorted(got) == sorted(want) == ["description", "examples", "parameters", "response"]
+    for name in want:
+        np.testing.assert_array_equal(got[name].matrix.codes, want[name].matrix.codes)
+        np.testing.assert_array_equal(got[name].matrix.scales, want[name].matrix.scales)
+        if want[name].groups is None:
+            assert got[name].groups is None
+        else:
+            np.testing.assert_array_equal(got[name].groups, want[name].groups)
+        assert got[name].n_tools == len(cat)
+    assert not want["response"].matrix.scales[len(demo):len(demo) + 9].any()  # blank responses: zero rows
+    assert want["examples"].groups.size > len(cat)  # several documents for some tools
+
+
 def test_static_document_encoder_skips_the_embedding_cache(demo, tmp_path):
     """A static encoder embeds a text faster than a cache file is written and read back:
     builds with it neither read nor write the cache (a 100k-tool build spent 34 of its 56

@@ -59,18 +59,17 @@ def test_batched_equals_one_by_one():
 
 
 def test_search_batches_and_build_batches_give_the_same_ids():
-    """Up to _FAST_TEXTS texts (a structured search) go through the WordPiece fast path
-    text by text, texts it does not take (accents, added tokens) through tokenizers;
-    larger batches (builds) through one tokenizers batch call. Same ids either way."""
-    from toolsift.encoders import static
-
+    """Every batch (a search's few texts, a build's thousands) goes through the WordPiece
+    fast path text by text and the texts it does not take (accents, added tokens, control
+    characters) through tokenizers: the ids are tokenizers' own for every text, in a
+    batch of any size, in any mix."""
     enc = StaticEncoder(_random_table(2))
     texts = [*TEXTS, "café naïve résumé", "[CLS] send [MASK] now", "tab\there\nnew line", "emoji 🙂 ok",
-             "word " * 300, "UPPER lower MiXeD 42", "[ not a token"]
-    assert len(texts) <= static._FAST_TEXTS
+             "word " * 300, "UPPER lower MiXeD 42", "[ not a token", "bell\x07 joins", ""]
     small = enc.token_ids(texts)
-    big = enc.token_ids(texts * (static._FAST_TEXTS // len(texts) + 1))
-    assert len(big) > static._FAST_TEXTS
+    big = enc.token_ids(texts * 40)
+    reference = [e.ids[:256] for e in enc._tokenizer.encode_batch(texts * 40, add_special_tokens=False)]
+    assert big == reference
     assert big[:len(texts)] == small
     assert [enc.token_ids([t])[0] for t in texts] == small
     assert all(len(ids) <= 256 for ids in small)

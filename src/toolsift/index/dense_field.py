@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # The Numba kernels (quantize, scan, top) are imported where a field is built or scanned:
 # loading an index and searching its BM25 fields must not import Numba (~0.5 s of CPU).
 
-__all__ = ["DenseField", "encode_int8", "encode_texts"]
+__all__ = ["DenseField", "encode_int8", "encode_int8_into", "encode_texts"]
 
 _NO_GROUPS = np.zeros(0, np.int64)  # top_positive_trusted's "every row is its own tool"
 
@@ -68,19 +68,34 @@ def encode_int8(encoder, texts: Sequence[str], *, progress: bool = False) -> Int
     """As :func:`encode_texts`, quantized: ``Int8Matrix.quantize(encode_texts(...))`` row
     for row, but a slice of float vectors at a time, so a build never holds a float32
     copy of every document (4.6 GB for three fields of a million tools)."""
+    codes = aligned_empty((len(texts), encoder.dim), np.int8, zeros=True)  # aligned for the scan
+    scales = np.zeros(len(texts), dtype=np.float32)
+    encode_int8_into(encoder, texts, codes, scales, progress=progress)
+    return Int8Matrix(freeze(codes), freeze(scales))
+
+
+def encode_int8_into(encoder, texts: Sequence[str], codes: np.ndarray, scales: np.ndarray, *,
+                     progress: bool = False) -> None:
+    """Write the quantized rows of ``texts`` into ``codes[i]`` and ``scales[i]`` (what
+    :func:`encode_int8` returns), each distinct text encoded once; rows of blank texts
+    are not written (in a zero-filled buffer they stay zero and their pages untouched).
+
+    Each slice of distinct texts is quantized and scattered to its rows at once: no
+    matrix of the distinct texts' codes beside the output, no second copy of the rows
+    (at a million tools those were 0.5 GB each)."""
     from ..kernels.int8 import quantize_rows
 
     uniq, row = _distinct(texts)
-    codes = aligned_empty((len(texts), encoder.dim), np.int8, zeros=True)  # aligned for the scan
-    scales = np.zeros(len(texts), dtype=np.float32)
-    if uniq:
-        u_codes = np.empty((len(uniq), encoder.dim), dtype=np.int8)
-        u_scales = np.empty(len(uniq), dtype=np.float32)
-        for s, vecs in _encode_slices(encoder, uniq, progress=progress):
-            u_codes[s:s + len(vecs)], u_scales[s:s + len(vecs)] = quantize_rows(vecs)
-        has = row >= 0
-        codes[has], scales[has] = u_codes[row[has]], u_scales[row[has]]
-    return Int8Matrix(freeze(codes), freeze(scales))
+    if not uniq:
+        return
+    has = np.flatnonzero(row >= 0)
+    order = has[np.argsort(row[has], kind="stable")]  # rows grouped by their distinct text
+    key = row[order]
+    for s, vecs in _encode_slices(encoder, uniq, progress=progress):
+        q_codes, q_scales = quantize_rows(vecs)
+        lo, hi = np.searchsorted(key, (s, s + len(vecs)))
+        at, src = order[lo:hi], key[lo:hi] - s
+        codes[at], scales[at] = q_codes[src], q_scales[src]
 
 
 def _distinct(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:

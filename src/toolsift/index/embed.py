@@ -17,8 +17,9 @@ from ..encoders.fingerprint import encoder_fingerprint
 from ..schema import FIELDS, Catalog
 from ..kernels.buffers import aligned_empty
 from .dense import Int8Matrix, freeze
-from .dense_field import DenseField, encode_int8
-from .fields import field_documents
+from ..progress import progress_counter
+from .dense_field import DenseField, encode_int8, encode_int8_into
+from .fields import field_counts, field_texts
 from .state import IndexState
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 
+
+#: Tools per slice when a cheap encoder embeds a field a slice at a time (_embed_streamed).
+_TOOLS_PER_SLICE = 16_384
 
 _ENCODERS: dict[tuple, Any] = {}
 _ENCODER_LOCK = threading.Lock()
@@ -157,22 +161,58 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
     names = [f for f in FIELDS if config.retriever(f) != "bm25"]
     if not names:
         return {}
-    fd = field_documents(catalog, name_in_description=config.name_in_description,
-                         split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
-                         tool_card=config.tool_card)
+    enc = document_encoder(config, encoder=encoder, embed_cache=embed_cache)
+    options: dict[str, Any] = dict(name_in_description=config.name_in_description,
+                                   split_identifiers=config.split_identifiers,
+                                   parameter_format=config.parameter_format, tool_card=config.tool_card)
+    if not getattr(enc, "cache_worthy", True):
+        return _embed_streamed(catalog, names, enc, options, progress=progress)
     # One encoder pass over all fields' texts: a parameter text and an example intent are
     # often the same string, and encode_int8 encodes each distinct string once. An empty
     # document (no response text, a tool without examples) is no evidence: it gets a zero
     # row, so its cosine is 0 as its BM25 score is, not the similarity to the empty
     # string's embedding (positive for most queries: it ranked tools by what they lack).
-    texts = [t for f in names for t in fd[f].texts]
-    m = encode_int8(document_encoder(config, encoder=encoder, embed_cache=embed_cache), texts, progress=progress)
+    docs = {name: field_texts(catalog, name, **options) for name in names}
+    texts = [t for f in names for t in docs[f][0]]
+    m = encode_int8(enc, texts, progress=progress)
+    del texts
     out, start = {}, 0
     for name in names:
-        n = len(fd[name].texts)
-        out[name] = DenseField(Int8Matrix(m.codes[start:start + n], m.scales[start:start + n]), fd[name].groups,
-                               len(catalog))
+        n = len(docs[name][0])
+        out[name] = DenseField(Int8Matrix(m.codes[start:start + n], m.scales[start:start + n]),
+                               _groups(docs[name][1], len(catalog)), len(catalog))
         start += n
+    return out
+
+
+def _groups(counts: np.ndarray | None, n_tools: int) -> np.ndarray | None:
+    """Owning tool of each document of a multi-document field (``None``: one per tool)."""
+    return None if counts is None else np.repeat(np.arange(n_tools, dtype=np.int64), counts)
+
+
+def _embed_streamed(catalog: Catalog, names: list[str], enc: Any, options: dict[str, Any], *,
+                    progress: bool) -> dict[str, DenseField]:
+    """:func:`embed_fields` for an encoder whose vectors do not depend on the batch and
+    that is not worth caching (the static token table): field by field, a slice of tools
+    at a time, so a million tools' texts are never all held (the descriptions alone were
+    ~0.4 GB) and a text repeated across slices is simply encoded again (microseconds).
+    The rows are the ones the one-pass path gives."""
+    n_tools = len(catalog)
+    counts = {name: field_counts(catalog, name) for name in names}
+    n_docs = {name: n_tools if c is None else int(c.sum()) for name, c in counts.items()}
+    out = {}
+    with progress_counter(progress, "embed", total=sum(n_docs.values()), unit="text") as bar:
+        for name in names:
+            codes = aligned_empty((n_docs[name], enc.dim), np.int8, zeros=True)  # aligned for the scan
+            scales = np.zeros(n_docs[name], dtype=np.float32)
+            row = 0
+            for start in range(0, n_tools, _TOOLS_PER_SLICE):
+                texts, _ = field_texts(catalog[start:start + _TOOLS_PER_SLICE], name, **options)
+                encode_int8_into(enc, texts, codes[row:row + len(texts)], scales[row:row + len(texts)])
+                row += len(texts)
+                bar.update(len(texts))
+            out[name] = DenseField(Int8Matrix(freeze(codes), freeze(scales)), _groups(counts[name], n_tools),
+                                   n_tools)
     return out
 
 

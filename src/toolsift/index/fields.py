@@ -22,8 +22,8 @@ import numpy as np
 
 from ..schema import Catalog, Tool
 
-__all__ = ["FieldDocs", "argument_text", "field_documents", "field_texts", "name_words", "parameter_layout",
-           "parameter_text"]
+__all__ = ["FieldDocs", "argument_text", "field_counts", "field_documents", "field_texts", "name_words",
+           "parameter_layout", "parameter_text"]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-./:]+")
 
@@ -88,10 +88,22 @@ def argument_text(name: str, description: str, *, split_identifiers: bool) -> st
     return f"{name_words(name) if split_identifiers else name}: {description}"
 
 
+def field_counts(tools: Sequence[Tool], name: str) -> np.ndarray | None:
+    """For a multi-document field (parameters, examples), how many documents each tool
+    has (``int64[len(tools)]``); ``None`` for one document per tool."""
+    if name in ("description", "response"):
+        return None
+    if name == "examples":  # a tool without examples has one empty document
+        return np.fromiter((len(t.examples) or 1 for t in tools), np.int64, len(tools))
+    if name == "parameters":
+        return np.fromiter((len(t.parameters) for t in tools), np.int64, len(tools))
+    raise KeyError(f"unknown field {name!r}")
+
+
 def field_texts(tools: Sequence[Tool], name: str, *, name_in_description: bool, split_identifiers: bool = False,
                 parameter_format: str = "text", tool_card: int = 0) -> tuple[list[str], np.ndarray | None]:
     """The documents of field ``name`` for ``tools``, and for multi-document fields
-    (parameters, examples) how many each tool has (``int64[len(tools)]``, else ``None``).
+    (parameters, examples) how many each tool has (:func:`field_counts`).
 
     A build calls this on slices of the catalogue, one field at a time, so the texts
     of a million tools never exist all at once."""
@@ -100,15 +112,14 @@ def field_texts(tools: Sequence[Tool], name: str, *, name_in_description: bool, 
     if name == "response":
         return [t.response for t in tools], None
     if name == "examples":
-        texts = [e for t in tools for e in (t.examples or ("",))]
-        return texts, np.fromiter((len(t.examples) or 1 for t in tools), np.int64, len(tools))
+        return [e for t in tools for e in (t.examples or ("",))], field_counts(tools, name)
     if name == "parameters":
         if parameter_format == "json":
             texts = [parameter_json(t, p) for t in tools for p in t.parameters]
         else:
             texts = [parameter_text(p.name, p.type, p.description, split_identifiers=split_identifiers)
                      for t in tools for p in t.parameters]
-        return texts, np.fromiter((len(t.parameters) for t in tools), np.int64, len(tools))
+        return texts, field_counts(tools, name)
     raise KeyError(f"unknown field {name!r}")
 
 

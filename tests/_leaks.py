@@ -25,9 +25,10 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
-__all__ = ["descendants", "fixture_owned", "leaked", "make_subreaper", "snapshot"]
+from tests._proctree import cmdline, descendants, ppid
+
+__all__ = ["fixture_owned", "leaked", "make_subreaper", "snapshot"]
 
 #: How long leftovers get to finish exiting before they count as leaked.
 GRACE_S = 15.0
@@ -55,50 +56,6 @@ def make_subreaper() -> bool:
         return False
 
 
-def _stat(pid: int) -> tuple[str, str] | None:
-    """``(state, command name)`` of ``pid``, or ``None`` if it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    name = text[text.find("(") + 1:text.rfind(")")]
-    return text.rsplit(")", 1)[1].split()[0], name
-
-
-def _children(pid: int) -> set[int]:
-    out: set[int] = set()
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            out.update(int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split())
-        except OSError:
-            pass
-    return out
-
-
-def descendants(pid: int | None = None) -> set[int]:
-    """Running (not zombie) processes below ``pid`` (this process by default)."""
-    root = os.getpid() if pid is None else pid
-    seen: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in _children(todo.pop()):
-            if child not in seen:
-                seen.add(child)
-                todo.append(child)
-    return {p for p in seen if (st := _stat(p)) is not None and st[0] != "Z"}
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return "?"
-
-
 def _threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if not t.daemon and t is not threading.main_thread() and t.is_alive()}
 
@@ -109,13 +66,6 @@ Snapshot = tuple[set[int], set[threading.Thread]]
 def snapshot() -> Snapshot:
     """The running descendant processes and non-daemon threads, now."""
     return descendants(), _threads()
-
-
-def _ppid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _runtime_helpers() -> set[int]:
@@ -143,7 +93,7 @@ def _owned(before: set[int]) -> set[int]:
     for pid in new:
         p: int | None = pid
         while p is not None and p != me and p in new:
-            p = _ppid(p)
+            p = ppid(p)
         if p == me:
             owned.add(pid)
     return owned
@@ -162,7 +112,7 @@ def leaked(before: Snapshot, what: str) -> str | None:
     if not procs and not threads:
         return None
     lines = [f"{what} left running:"]
-    lines += [f"  process {pid}: {_cmdline(pid)}" for pid in sorted(procs)]
+    lines += [f"  process {pid}: {cmdline(pid)}" for pid in sorted(procs)]
     lines += [f"  non-daemon thread {t.name!r}" for t in sorted(threads, key=lambda t: t.name)]
     for pid in procs:
         try:

@@ -147,27 +147,3 @@ def serving(args: Sequence[str], log: Path, **popen: object) -> Iterator[tuple[P
     with started(cmd, log, **popen) as proc:
         url = proc.wait_line().group(1)
         yield proc, url.removesuffix("/mcp")
-
-
-def children(pid: int) -> list[int]:
-    """The direct child processes of ``pid`` (Linux ``/proc``)."""
-    out: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for task in tasks:
-        try:
-            out += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-        except OSError:
-            pass
-    return out
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

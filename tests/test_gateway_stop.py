@@ -22,7 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests._procs import HANG_GUARD_S, alive, children, env, serving
+from tests._procs import HANG_GUARD_S, env, serving
+from tests._proctree import alive, children
 from toolsift.adapters import demo_catalog_path
 
 #: The issue's bound for "no worker and no temporary folder" after the supervisor stops.

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from tests import _leaks
+from tests import _leaks, _proctree
 
 pytest_plugins = ["pytester"]
 
@@ -47,13 +47,13 @@ def test_a_leftover_process_or_thread_fails_its_test(pytester, monkeypatch):
     assert _leaks.make_subreaper()  # what conftest does at session start (idempotent)
     pytester.makeconftest("from tests.conftest import _no_leftover_processes_or_threads  # noqa: F401\n")
     pytester.makepyfile(test_inner=INNER)
-    before = _leaks.descendants()
+    before = _proctree.descendants()
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=4, errors=3)
     out = result.stdout.str()
     assert "left running:" in out and "sleep 600" in out and "leaky-thread" in out
     # The leftovers were killed: nothing new runs below this process.
-    assert _leaks.descendants() - before == set()
+    assert _proctree.descendants() - before == set()
     for t in threading.enumerate():
         if t.name == "leaky-thread":
             t.join()
@@ -64,14 +64,14 @@ def test_descendants_sees_children_and_grandchildren():
     try:
         found: set[int] = set()
         for _ in range(200):  # until the shell's child has exec'd sleep (a fork is still 'sh')
-            found = _leaks.descendants()
-            if p.pid in found and any(b"sleep" in _leaks._cmdline(q).encode() for q in found - {p.pid}):
+            found = _proctree.descendants()
+            if p.pid in found and any(b"sleep" in _proctree.cmdline(q).encode() for q in found - {p.pid}):
                 break
             time.sleep(0.05)
-        assert p.pid in found and any(b"sleep" in _leaks._cmdline(q).encode() for q in found - {p.pid})
+        assert p.pid in found and any(b"sleep" in _proctree.cmdline(q).encode() for q in found - {p.pid})
     finally:
-        for pid in _leaks.descendants():
-            if pid != p.pid and "sleep 600" in _leaks._cmdline(pid):
+        for pid in _proctree.descendants():
+            if pid != p.pid and "sleep 600" in _proctree.cmdline(pid):
                 subprocess.run(["kill", "-9", str(pid)], check=False)
         p.kill()
         p.wait()

@@ -10,66 +10,28 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from toolsift import IndexConfig, Query, ToolIndex, ToolNeed
+from toolsift import IndexConfig, Query, ToolIndex
 from toolsift.analyze import Analyzer
-from toolsift.adapters import load_catalog
-from toolsift.adapters.benchmark import load_queries
 from toolsift.kernels.params import ScoringParams
 from toolsift.search import _general, fused, is_raw
 from toolsift.search.plan import plan_queries
 
-from .conftest import dataset
-
-MFTR = ("apibank", "apigen", "gorilla-huggingface", "toolink")
-
-
-def _mftr(name: str):
-    root = dataset(f"mftr-{name}") / "dataset"
-    tools = load_catalog(root / f"from_toolret/{name}/tools.json")
-    bqs = [q for k in range(5) for q in load_queries(root / f"train_and_test/{name}/fold_{k}/test_queries.json")]
-    return tools, [q.text for q in bqs], [q.rewritten for q in bqs if q.rewritten is not None]
-
-
-def _ultratool():
-    from toolsift.evaluate import UltraToolDataset
-
-    ds = UltraToolDataset.load(dataset("ultratool"))
-    raw = [q.question for q in ds.queries]
-    # The decomposed form: one tool need per plan step, the question as the request.
-    structured = [Query(needs=tuple(ToolNeed(s, s, s) for s in q.steps if s.strip()), text=q.question)
-                  for q in ds.queries if any(s.strip() for s in q.steps)]
-    return ds.tools, raw, structured
-
+from ._fused_cases import MFTR, assert_fused_equals_general, assert_same_hits
+from ._fused_cases import mftr as _mftr
+from ._fused_cases import ultratool as _ultratool
 
 def _same(index: ToolIndex, queries: list, k: int) -> int:
     """Assert the fused path answers every query as the general path does, one query at a
-    time and as one batch per kind; returns the number of hits compared."""
+    time and as one batch per kind, and ``ToolIndex.search(text)`` (the engine's own word
+    split and word memo) each raw one; returns the number of hits compared."""
     st, cfg = index._state, index.config
     assert fused.usable(st, cfg, False)
-    compared = 0
-    parsed = [q if isinstance(q, Query) else Query.from_text(q) for q in queries]
-    for structured in (False, True):
-        batch = [q for q in parsed if (not is_raw(q)) == structured]
-        if not batch:
-            continue
-        params = cfg.params_for(structured)
-        want = _general(st, cfg, batch, k=k, explain=False, params=params)
-        got_batch = fused.run_fused(st, cfg, batch, k=k, params=params)
-        for q, w, gb in zip(batch, want, got_batch):
-            (g,) = fused.run_fused(st, cfg, [q], k=k, params=params)
-            for got in (g, gb):
-                assert [h.id for h in got] == [h.id for h in w], q.text
-                assert [h.matched for h in got] == [h.matched for h in w]
-                assert [h.rank for h in got] == [h.rank for h in w]
-                assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
-            compared += len(w)
-            if not structured:
-                # ToolIndex.search(text): the engine's own word split and word memo.
-                got = index.search(q.text, k=k)
-                assert [h.id for h in got] == [h.id for h in w], q.text
-                assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
-                assert [h.matched for h in got] == [h.matched for h in w]
-    return compared
+    pairs = assert_fused_equals_general(st, cfg, queries, k,
+                                        lambda batch, params: fused.run_fused(st, cfg, batch, k=k, params=params))
+    for q, w in pairs:
+        if is_raw(q):
+            assert_same_hits(index.search(q.text, k=k), w, q.text)
+    return sum(len(w) for _, w in pairs)
 
 
 @pytest.mark.parametrize("name", MFTR)

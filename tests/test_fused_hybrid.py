@@ -11,13 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolsift import Query, ToolIndex
+from toolsift import ToolIndex
 from toolsift.presets import preset_config
 from toolsift.search import _general, fused_hybrid, is_raw, retrievers
 from toolsift.search.needs import request_steps
 from toolsift.search.retrievers import HybridRetriever
 
-from .test_fused import MFTR, _mftr, _ultratool
+from ._fused_cases import MFTR, assert_fused_equals_general, assert_same_hits
+from ._fused_cases import mftr as _mftr
+from ._fused_cases import ultratool as _ultratool
 
 
 def _same(index: ToolIndex, queries: list, k: int, *, via_search: int = 0) -> int:
@@ -27,35 +29,20 @@ def _same(index: ToolIndex, queries: list, k: int, *, via_search: int = 0) -> in
     st, cfg = index._state, index.config
     fr = retrievers(st, cfg)
     assert fused_hybrid.usable(st, fr, False)
-    compared = 0
-    parsed = [q if isinstance(q, Query) else Query.from_text(q) for q in queries]
-    for structured in (False, True):
-        batch = [q for q in parsed if (not is_raw(q)) == structured]
-        if not batch:
-            continue
-        params = cfg.params_for(structured)
-        want = _general(st, cfg, batch, k=k, explain=False, params=params)
-        got_batch = fused_hybrid.run_hybrid(st, cfg, batch, fr, k=k, params=params)
-        for q, w, gb in zip(batch, want, got_batch):
-            (g,) = fused_hybrid.run_hybrid(st, cfg, [q], fr, k=k, params=params)
-            for got in (g, gb):
-                assert [h.id for h in got] == [h.id for h in w], q.text
-                assert [h.matched for h in got] == [h.matched for h in w]
-                assert [h.rank for h in got] == [h.rank for h in w]
-                assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
-            compared += len(w)
+    pairs = assert_fused_equals_general(st, cfg, queries, k,
+                                        lambda batch, params: fused_hybrid.run_hybrid(st, cfg, batch, fr, k=k,
+                                                                                      params=params))
+    parsed = [q for q, _ in pairs]
     searched = 0
     for q in parsed:
         if searched >= via_search:
             break
         if is_raw(q) and request_steps(st, cfg, [q]) == [None]:
             (w,) = _general(st, cfg, [q], k=k, explain=False, params=cfg.params)
-            got = index.search(q.text, k=k)
-            assert [(h.id, h.matched) for h in got] == [(h.id, h.matched) for h in w], q.text
-            assert [h.score for h in got] == pytest.approx([h.score for h in w], abs=1e-6, rel=0)
+            assert_same_hits(index.search(q.text, k=k), w, q.text)
             searched += 1
     assert searched == via_search
-    return compared
+    return sum(len(w) for _, w in pairs)
 
 
 # Whole-dataset comparisons embed thousands of tools: APIBank (101 tools) in the fast

@@ -1,7 +1,8 @@
 """MFTR scoring kernels: field maxima, parameter matching, penalty and weights.
 
 The compiled scorer is :func:`score_candidates`; :func:`score_candidates_reference` is its
-slow plain-NumPy twin used as a test oracle. Importing this package compiles the kernels
+slow plain-NumPy twin: the test oracle, and the breakdown of an explained search's ``k``
+hits (:mod:`toolsift.search.explain`). Importing this package compiles the kernels
 for their fixed signatures, or loads them from Numba's on-disk cache.
 
 Example:

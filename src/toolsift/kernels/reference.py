@@ -1,12 +1,18 @@
 """Plain-NumPy twin of the MFTR candidate scorer, written the obvious way.
 
 This is the test oracle for :mod:`toolsift.kernels.mftr`: the same inputs and outputs,
-one candidate at a time, with NumPy reductions instead of hand-written loops and a
+one candidate at a time in float64 Python arithmetic (maxima, exactly rounded sums) and a
 different (``logaddexp``) form of the stable sigmoid. It shares no code with the kernel
-and does not validate its inputs; it is slow and meant for tests and small checks only.
+and does not validate its inputs. It is slow per candidate, so searches rank with the
+kernel or the engine; it computes only the breakdown of the ``k`` hits an explained
+search returns (:mod:`toolsift.search.explain`), where a handful of candidates is not
+worth importing Numba. ``tests/test_kernels.py`` holds it to the kernel, and
+``tests/test_explain.py`` the explanations it gives to the kernel's.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -53,42 +59,43 @@ def score_candidates_reference(
     Returns:
         ``float32[nc]`` scores, or ``(scores, terms)`` with ``breakdown=True``.
     """
-    need_sims = np.asarray(need_sims, dtype=np.float64)
-    ap_sims = np.asarray(ap_sims, dtype=np.float64)
+    # Plain Python floats (float64) per candidate: a handful of candidates (an explained
+    # search's k hits) costs microseconds, not the dozens of NumPy calls per candidate.
+    need_rows = np.asarray(need_sims, dtype=np.float64).tolist()
+    ap = np.asarray(ap_sims, dtype=np.float64).tolist()
     nc = len(cand_query)
     terms = np.zeros((nc, 5), dtype=np.float64)
+    lam = params.param_max_share
+    weight_of = {True: params.w_req, False: params.w_opt}
 
-    for i in range(nc):
-        q = int(cand_query[i])
-        t = int(cand_tool[i])
+    def sigmoid(x: float) -> float:
+        # sigmoid(x) = exp(-log(1 + exp(-x))), with log(1 + exp(y)) = max(y, 0) + log1p(exp(-|y|)).
+        y = -x
+        return math.exp(-(max(y, 0.0) + math.log1p(math.exp(-abs(y)))))
 
-        start = int(cand_need_off[i])
-        needs = need_sims[start : start + int(n_needs[q])]
-        s_desc, s_resp, s_ex = needs.max(axis=0)
+    for i, (q, t, start, off) in enumerate(zip(np.asarray(cand_query).tolist(), np.asarray(cand_tool).tolist(),
+                                               np.asarray(cand_need_off).tolist(),
+                                               np.asarray(cand_param_off).tolist())):
+        rows = need_rows[start : start + int(n_needs[q])]
+        s_desc, s_resp, s_ex = (max(column) for column in zip(*rows))
 
         first, last = int(param_ptr[t]), int(param_ptr[t + 1])
         n_params = last - first
         na = int(n_args[q])
+        required = [bool(r) for r in np.asarray(param_required[first:last]).tolist()]
         s_param = 0.0
         penalty = 0.0
         if n_params > 0 and na > 0:
-            off = int(cand_param_off[i])
-            grid = ap_sims[off : off + na * n_params].reshape(na, n_params)
-            s_p = grid.max(axis=0)
-            lam = params.param_max_share
-            s_param = float(lam * s_p.max() + (1.0 - lam) * s_p.mean())
+            # Each parameter's best argument (the grid is arg-major: [a * n_params + p]).
+            s_p = [max(ap[off + a * n_params + p] for a in range(na)) for p in range(n_params)]
+            s_param = lam * max(s_p) + (1.0 - lam) * (math.fsum(s_p) / n_params)
             if penalize[q]:
-                # sigmoid(x) = exp(-log(1 + exp(-x))); logaddexp never overflows.
-                sig = np.exp(-np.logaddexp(0.0, -params.alpha * (params.tau - s_p)))
-                required = np.asarray(param_required[first:last]).astype(bool)
-                per_param = np.where(required, params.w_req, params.w_opt)
-                penalty = float(np.sum(sig * per_param))
+                penalty = math.fsum(sigmoid(params.alpha * (params.tau - s)) * weight_of[r]
+                                    for s, r in zip(s_p, required))
         elif n_params > 0 and penalize[q]:
             # No arguments: every parameter is unmatched (s_p = 0).
-            required = np.asarray(param_required[first:last]).astype(bool)
-            per_param = np.where(required, params.w_req, params.w_opt)
-            sig0 = 1.0 / (1.0 + np.exp(-params.alpha * params.tau))
-            penalty = float(np.sum(sig0 * per_param))
+            sig0 = 1.0 / (1.0 + math.exp(-params.alpha * params.tau))
+            penalty = math.fsum(sig0 * weight_of[r] for r in required)
 
         terms[i] = (s_desc, s_param, s_resp, s_ex, penalty)
 

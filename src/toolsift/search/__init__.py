@@ -3,7 +3,9 @@
 ``plan`` (analyse and embed the query's texts) -> ``candidates`` (each field's top-N
 tools from the engine, their union, then every field's scores of exactly those tools,
 packed as one CSR structure) -> ``score`` (the MFTR kernel) -> ``hits`` (rank, explain).
-:func:`run` strings them together; :class:`toolsift.ToolIndex` calls it.
+:func:`run` strings them together; :class:`toolsift.ToolIndex` calls it. BM25 and hybrid
+need fields take one engine call instead (:mod:`.fused`, :mod:`.fused_hybrid`), and an
+explained search explains their ``k`` hits (:mod:`.explain`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..schema import FIELDS, Query, query_text
 from .candidates import Candidates, find_candidates, pack
 from . import fused, fused_hybrid
 from .exhaustive import all_field_scores
+from .explain import explain_hits, explain_ranked
 from .hits import Hit, rank
 from .needs import request_steps, run_steps, shares_bm25
 from .needs_reference import run_steps_reference
@@ -88,9 +91,13 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
          params) -> list[list[Hit]]:
-    if fused.usable(st, config, explain):
-        # Every field BM25, no explanation: one engine call (the same hits; tests/test_fused.py).
-        return fused.run_fused(st, config, queries, k=k, params=params)
+    if fused.usable(st, config, False):
+        # Every field BM25: one engine call (the same hits; tests/test_fused.py), and with
+        # an explanation the k hits explained without the Numba kernel (tests/test_explain.py).
+        if not explain:
+            return fused.run_fused(st, config, queries, k=k, params=params)
+        plan, ranked = fused.rank_fused(st, config, queries, k=k, params=params)
+        return explain_ranked(st, plan, retrievers(st, config), params, *ranked, why_only=explain == "why")
     steps = request_steps(st, config, queries)
     if any(s is not None for s in steps):
         # Raw requests that split into steps search their dense halves per step (.needs);
@@ -117,19 +124,24 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
 
 def _one_step(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
               params) -> list[list[Hit]]:
-    """Requests searched as one step: hybrid need fields without explanation in one engine
-    call (the same hits; tests/test_fused_hybrid.py), anything else by :func:`_general`."""
+    """Requests searched as one step: hybrid need fields in one engine call (the same
+    hits; tests/test_fused_hybrid.py; an explanation is then computed for the k hits,
+    .explain), anything else by :func:`_general`."""
     fr = retrievers(st, config)
-    if fused_hybrid.usable(st, fr, explain):
+    if fused_hybrid.usable(st, fr, False):
         with using_threads(config.threads):
-            return fused_hybrid.run_hybrid(st, config, queries, fr, k=k, params=params)
+            hits = fused_hybrid.run_hybrid(st, config, queries, fr, k=k, params=params)
+            if not explain:
+                return hits
+            return explain_hits(st, plan_queries(st, config, queries), fr, params, hits, why_only=explain == "why")
     return _general(st, config, queries, k=k, explain=explain, params=params)
 
 
 def _general(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
              params) -> list[list[Hit]]:
     """:func:`_run` through the packed candidates and the Numba MFTR kernel: every
-    retriever and explanation, and the reference the fused path is tested against."""
+    retriever the engine does not take (and their explanations), and the reference the
+    fused paths and :mod:`.explain` are tested against."""
     with using_threads(config.threads):
         plan = plan_queries(st, config, queries)
         if plan.penalize.any():  # field_scores() does not warn: it applies no params

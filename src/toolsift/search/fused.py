@@ -8,8 +8,8 @@ released. Python only analyses the texts (a raw query's words, or :func:`plan_qu
 for structured ones) and wraps the hits. The general path stays the reference:
 ``tests/test_fused.py`` compares the two on every query of the five benchmark sets.
 
-Explanations, hybrid or dense fields and the tool-set and budget features keep the
-general path (:func:`usable` says when this one applies).
+Hybrid or dense fields keep the general path (:func:`usable` says when this one
+applies); an explained search ranks here too and :mod:`.explain` explains its ``k`` hits.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ..index.state import IndexState
 from ..kernels.params import ScoringParams
 from ..schema import Catalog, Query
 from .hits import Hit, _plain_hit
-from .plan import plan_queries
+from .plan import QueryPlan, plan_queries
 
-__all__ = ["run_fused", "search_text", "searcher", "usable"]
+__all__ = ["rank_fused", "run_fused", "search_text", "searcher", "usable"]
 
 #: The key of the fused searcher in ``IndexState.retrievers`` (it depends on no setting).
 _KEY = ("fused-bm25",)
@@ -37,9 +37,10 @@ _HIT_TEMPLATE = {"tool": None, "score": 0.0, "rank": 0, "matched": True, "fields
 
 
 def usable(st: IndexState, config: IndexConfig, explain: bool | str) -> bool:
-    """Whether a search of ``st`` with ``config`` takes the fused path: every field BM25
-    (and no dense field built, whose multi-step readings the general path handles) and no
-    explanation asked for."""
+    """Whether a search of ``st`` with ``config`` takes the fused path unexplained: every
+    field BM25 (and no dense field built, whose multi-step readings the general path
+    handles) and no explanation asked for (``explain=False`` asks only about the fields:
+    an explained search ranks here too, :mod:`.explain`)."""
     return not explain and not config.uses_dense and not st.dense
 
 
@@ -101,17 +102,24 @@ def run_fused(st: IndexState, config: IndexConfig, queries: list[Query], *, k: i
               params: ScoringParams) -> list[list[Hit]]:
     """The top ``k`` hits of each query (all of one kind, scored with ``params``), as
     :func:`toolsift.search.run` returns them without explanation."""
-    fs = searcher(st)
+    _, (ptr, tool, score, found) = rank_fused(st, config, queries, k=k, params=params)
     catalog = st.catalog
+    ptr, tool, score, found = ptr.tolist(), tool.tolist(), score.tolist(), found.tolist()
+    return [[_plain_hit(catalog[tool[i]], score[i], i - ptr[q] + 1, found[i], None) for i in range(ptr[q], ptr[q + 1])]
+            for q in range(len(queries))]
+
+
+def rank_fused(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
+               params: ScoringParams) -> tuple[QueryPlan, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The queries' plan and the engine's top ``k`` of each: CSR ``(ptr, tool, score,
+    found)`` in rank order (what :func:`run_fused` wraps, and :mod:`.explain` explains)."""
+    fs = searcher(st)
     plan = plan_queries(st, config, queries)
     if plan.penalize.any():
         warn_untrained_penalty(params)
     need = [plan.fields[f].terms for f in _NEED_FIELDS]
     par = plan.fields["parameters"]
-    ptr, tool, score, found = fs.search(
+    ranked = fs.search(
         [t.terms for t in need], [t.offsets for t in need], plan.need_ptr, par.terms.terms, par.terms.offsets,
         plan.arg_ptr, plan.penalize, _params_tuple(params), config.candidates, k, config.scale, config.threads)
-    ptr, tool, score, found = ptr.tolist(), tool.tolist(), score.tolist(), found.tolist()
-    return [[_plain_hit(catalog[tool[i]], score[i], i - ptr[q] + 1, found[i], None) for i in range(ptr[q], ptr[q + 1])]
-            for q in range(len(queries))]
-
+    return plan, ranked

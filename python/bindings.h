@@ -89,5 +89,6 @@ void register_int8(py::module_& m);    // bind_int8.cpp: int8 scans and IVF prob
 void register_fields(py::module_& m);  // bind_fields.cpp: fused multi-field calls
 void register_interner(py::module_& m);  // interner.cpp
 void register_fused(py::module_& m);     // fused.cpp: one engine call per BM25 search
+void register_pairs(py::module_& m);     // bind_pairs.cpp: batch pair scoring (toolsift.batch)
 
 }  // namespace toolsift::py_bridge

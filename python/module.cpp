@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
   toolsift::py_bridge::register_column_view(m);
   toolsift::py_bridge::register_interner(m);
   toolsift::py_bridge::register_fused(m);
+  toolsift::py_bridge::register_pairs(m);
   m.def("_stable_address", [](const I32Array& a) {
     // For tests: the address the kernels would read for ``a`` (its own when zero-copy).
     const I32Array kept = stable(a);

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolsift.kernels.pack import pack_needs, pack_params, pack_params_every_tool
+from toolsift.kernels.pack import pack_needs, pack_params
 
 
 def _ranges(starts, counts):
@@ -70,32 +70,6 @@ def test_pack_equals_numpy_reference(seed):
     # Offsets of candidates with an empty block are never read; compare the others.
     has = (np.diff(arg_ptr)[np.repeat(np.arange(nq), nc)] * (param_ptr[tool + 1] - param_ptr[tool])) > 0
     np.testing.assert_array_equal(ap_off[has], ref[3][has])
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.integers(0, 2**32 - 1))
-def test_pack_params_every_tool_equals_numpy_reference(seed):
-    """The whole-catalogue permutation path against the plain reference (and so
-    against the compiled loop, which the test above holds to the same reference)."""
-    rng = np.random.default_rng(seed)
-    n_tools = int(rng.integers(1, 12))
-    param_ptr = np.concatenate([[0], np.cumsum(rng.integers(0, 4, n_tools))]).astype(np.int64)
-    nq = int(rng.integers(1, 6))
-    ptr = np.arange(nq + 1, dtype=np.int64) * n_tools
-    tool = np.tile(np.arange(n_tools, dtype=np.int64), nq)
-    need_ptr = np.arange(nq + 1, dtype=np.int64)
-    n_args = rng.integers(0, 4, nq)
-    arg_ptr = np.concatenate([[0], np.cumsum(n_args)]).astype(np.int64)
-    par = rng.random(int(n_args.sum()) * int(param_ptr[-1]), dtype=np.float32)
-    zeros = np.zeros(nq * n_tools, np.float32)
-    ref = _reference(ptr, tool, need_ptr, arg_ptr, param_ptr, zeros, zeros, zeros, par)
-    ap_sims, ap_off = pack_params_every_tool(n_args, param_ptr, par)
-    np.testing.assert_array_equal(ap_sims, ref[2])
-    has = (n_args[np.repeat(np.arange(nq), n_tools)] * (param_ptr[tool + 1] - param_ptr[tool])) > 0
-    np.testing.assert_array_equal(ap_off[has], ref[3][has])
-    np.testing.assert_array_equal(ap_off[has], pack_params(ptr, tool, arg_ptr, param_ptr, par)[1][has])
-    with np.testing.assert_raises_regex(ValueError, "parameter scores: expected"):
-        pack_params_every_tool(n_args, param_ptr, np.zeros(par.size + 1, np.float32))
 
 
 def test_pack_rejects_wrong_sizes():

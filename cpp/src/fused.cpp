@@ -39,7 +39,7 @@ void check_ptr(const int64_t* ptr, std::size_t n_queries, std::size_t n_texts, c
 
 float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
                  const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
-                 bool penalize, const MftrParams& p) noexcept {
+                 bool penalize, const MftrParams& p, float* terms) noexcept {
   const double w_desc = p.weights[0], w_param = p.weights[1], w_resp = p.weights[2], w_ex = p.weights[3];
   const double w_abs = std::abs(w_desc) + std::abs(w_param) + std::abs(w_resp) + std::abs(w_ex);
   const bool has_penalty = p.w_req != 0.0 || p.w_opt != 0.0;
@@ -88,6 +88,13 @@ float mftr_score(const float* desc, const float* resp, const float* ex, int64_t 
     out = scale * (e_desc + e_param + e_resp + e_ex) + p.bias - pen;
   } else {
     out = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + p.bias - pen;
+  }
+  if (terms != nullptr) {
+    terms[0] = static_cast<float>(s_desc);
+    terms[1] = static_cast<float>(s_param);
+    terms[2] = static_cast<float>(s_resp);
+    terms[3] = static_cast<float>(s_ex);
+    terms[4] = static_cast<float>(pen);
   }
   return static_cast<float>(out);
 }

@@ -134,9 +134,10 @@ class FusedSearcher {
 // are desc/resp/ex[r * need_stride]; ap holds the arg-major argument x parameter
 // similarities (ap[a * n_params + k]; unread when n_args or n_params is 0); required has
 // the candidate's n_params required flags; bits its fields (1 description, 2 parameters,
-// 4 response, 8 examples).
+// 4 response, 8 examples). terms, when not null, receives the kernel's breakdown
+// (S_desc, S_param, S_resp, S_ex, penalty) as float32, as the kernel writes it.
 float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
                  const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
-                 bool penalize, const MftrParams& p) noexcept;
+                 bool penalize, const MftrParams& p, float* terms = nullptr) noexcept;
 
 }  // namespace toolsift

@@ -1,33 +1,35 @@
-"""Scoring grouped pairs with the search path's own pack and MFTR kernel.
+"""Scoring grouped pairs with the search path's field scores and the engine's MFTR.
 
 :func:`score_grouped` takes queries (store slots) and, per query, a strictly increasing
 list of tools, and returns for every pair the score and the kernel's breakdown
 (:data:`~toolsift.kernels.mftr.BREAKDOWN_COLUMNS`) as one ``float32[pairs, 6]`` array.
-It runs :func:`~toolsift.search.candidates.pack` and
-:func:`~toolsift.search.score.score` -- the exact code a search runs -- on chunks of at
-most ``max_pairs`` pairs, so the per-field similarity arrays of one call stay within a
-few hundred megabytes whatever the batch size.
+It packs the pairs with :func:`~toolsift.search.candidates.pack` -- the exact field
+scores a search computes -- and combines them with the C++ engine's MFTR
+(``_core.score_packed_pairs``, the function the fused search calls; the Numba kernel and
+its NumPy twin stay the references the tests compare with), on chunks of at most
+``max_pairs`` pairs, so the per-field similarity arrays of one call stay within a few
+hundred megabytes whatever the batch size.
 
 :func:`score_whole` fills per-query full-catalogue tables (see
-:mod:`toolsift.batch.tables`) with the same field scores and kernel, packed without a
-per-candidate loop since every query lists every tool in order. :func:`fill_rows` then
-writes each row's six values from a table or from the grouped results, in row order.
+:mod:`toolsift.batch.tables`) with the same field scores, combined by the engine straight
+into the tables (``_core.score_whole_catalogue``: no packed copy in between).
+:func:`fill_rows` then writes each row's six values from a table or from the grouped
+results, in row order (``_core.fill_pair_rows``). Nothing here imports Numba: a
+``toolsift score`` process starts without it.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from numba import types as nt
 
+from .. import _core
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..search import retrievers
-from ..search.retrievers import Bm25Retriever, FieldRetriever
-from ..kernels.pack import pack_needs, pack_params_every_tool
-from ..search.candidates import NEED_FIELDS, Candidates, pack
+from ..search.retrievers import Bm25Retriever, FieldRetriever, HybridRetriever
+from ..search.candidates import NEED_FIELDS, pack
+from ..search.fused import _params_tuple
 from ..search.query import is_raw
-from ..search.score import score
 from .queries import QueryStore
 
 __all__ = ["VALUES", "fill_rows", "score_grouped", "score_whole"]
@@ -50,12 +52,69 @@ class _WholeCatalogue(FieldRetriever):
         return score(ft.terms, scale=self.inner.scale, threads=self.inner.threads).ravel()
 
 
+class _WholeHybrid(FieldRetriever):
+    """A hybrid field asked for every tool: its BM25 half through :class:`_WholeCatalogue`,
+    mixed with the dense half's cosines by :meth:`HybridRetriever.mix` (the one
+    definition of the hybrid score), as ``HybridRetriever.gather`` does."""
+
+    def __init__(self, inner: HybridRetriever) -> None:
+        self.inner = inner
+        self.bm25 = _WholeCatalogue(inner.bm25)
+
+    def gather(self, ft, ptr, ids, *, docs):
+        r = self.inner
+        bm = self.bm25.gather(ft, ptr, ids, docs=docs).astype(np.float32, copy=False)
+        r.mix(bm, None if r.dense_empty else r.dense.gather(ft, ptr, ids, docs=docs))
+        return bm
+
+
+def _whole(r: FieldRetriever) -> FieldRetriever:
+    if type(r) is Bm25Retriever:
+        return _WholeCatalogue(r)
+    if type(r) is HybridRetriever and type(r.bm25) is Bm25Retriever:
+        return _WholeHybrid(r)
+    return r
+
+
+class _Tools:
+    """The catalogue's parameter table as the engine takes it, made once per state."""
+
+    def __init__(self, st: IndexState) -> None:
+        self.param_ptr = np.ascontiguousarray(st.param_ptr, dtype=np.int64)
+        self.required = np.ascontiguousarray(st.param_required, dtype=np.uint8)
+        self.bits = np.ascontiguousarray(st.tool_bits, dtype=np.uint8)
+
+
+def _tools(st: IndexState) -> _Tools:
+    key = ("batch-tools",)
+    got = st.retrievers.get(key)
+    if got is None:
+        got = st.retrievers[key] = _Tools(st)
+    return got
+
+
+def _structured(store: QueryStore, slots: np.ndarray) -> np.ndarray:
+    return np.fromiter((not is_raw(store.queries[s]) for s in slots), dtype=bool, count=slots.size)
+
+
+def _by_params(config: IndexConfig, structured: np.ndarray):
+    """``(mask, params)`` per parameter set the queries need (raw text and structured
+    queries are scored with their own, :meth:`IndexConfig.params_for`)."""
+    raw_p, st_p = config.params, config.structured_scoring
+    if raw_p == st_p or structured.all() or not structured.any():
+        yield None, (st_p if structured.any() else raw_p)
+        return
+    yield structured, st_p
+    yield ~structured, raw_p
+
+
 def score_grouped(st: IndexState, config: IndexConfig, store: QueryStore, slots: np.ndarray, ptr: np.ndarray,
                   tools: np.ndarray, *, max_pairs: int) -> np.ndarray:
     """``float32[ptr[-1], 6]``: :data:`VALUES` of query ``slots[q]`` against
     ``tools[ptr[q]:ptr[q+1]]`` for every ``q``."""
     out = np.empty((int(ptr[-1]), len(VALUES)), np.float32)
     fr = retrievers(st, config)
+    tt = _tools(st)
     nq = slots.size
     a = 0
     while a < nq:
@@ -65,8 +124,14 @@ def score_grouped(st: IndexState, config: IndexConfig, store: QueryStore, slots:
         lo, hi = int(ptr[a]), int(ptr[b])
         if hi > lo:
             plan = _plan(store, config, slots[a:b])
-            cands = pack(st, plan, fr, ptr[a:b + 1] - lo, tools[lo:hi])
-            _score_into(st, config, plan, cands, out[lo:hi])
+            c = pack(st, plan, fr, ptr[a:b + 1] - lo, tools[lo:hi])
+            structured = _structured(store, slots[a:b])
+            for mask, params in _by_params(config, structured):
+                sel = slice(None) if mask is None else np.flatnonzero(mask[c.query])
+                out[lo:hi][sel] = _core.score_packed_pairs(
+                    c.query[sel], c.tool[sel], c.need_off[sel], c.ap_off[sel], c.n_needs, c.n_args, c.penalize,
+                    c.need_sims, c.ap_sims, tt.param_ptr, tt.required, tt.bits, _params_tuple(params),
+                    config.threads)
         a = b
     return out
 
@@ -76,19 +141,40 @@ def score_whole(st: IndexState, config: IndexConfig, store: QueryStore, slots: n
     """``out[rows[j]] = `` :data:`VALUES` of query ``slots[j]`` against every tool of the
     catalogue, in catalogue order (``out``: ``float32[n, tools, 6]``): what
     :func:`score_grouped` returns for those pairs, bit for bit (same field scores, same
-    kernel). Written straight into ``out``: a batch-sized array in between cost a
-    second pass over ~86 MB per 1,000 queries."""
+    combination), written by the engine straight into ``out``."""
     nt = len(st.catalog)
-    fr = {f: _WholeCatalogue(r) if type(r) is Bm25Retriever else r for f, r in retrievers(st, config).items()}
+    fr = {f: _whole(r) for f, r in retrievers(st, config).items()}
+    tt = _tools(st)
     step = max(1, max_pairs // max(nt, 1))
     every = np.arange(nt, dtype=np.int64)
-    for a in range(0, slots.size, step):
-        s = slots[a:a + step]
-        plan = _plan(store, config, s)
-        ptr = np.arange(s.size + 1, dtype=np.int64) * nt
-        cands = _pack_every_tool(st, plan, fr, ptr, np.tile(every, s.size))
-        score_s, terms = _score_mixed(st, config, plan, cands)
-        _interleave(score_s, terms, np.ascontiguousarray(rows[a:a + step], dtype=np.int64), out)
+    width = int(st.param_ptr[-1] - st.param_ptr[0])
+    rows = np.asarray(rows, dtype=np.int64)
+    structured = _structured(store, slots)
+    for mask, params in _by_params(config, structured):
+        g_slots, g_rows = (slots, rows) if mask is None else (slots[mask], rows[mask])
+        for a in range(0, g_slots.size, step):
+            s = g_slots[a:a + step]
+            plan = _plan(store, config, s)
+            ptr = np.arange(s.size + 1, dtype=np.int64) * nt
+            tool = np.tile(every, s.size)
+            need = [fr[f].gather(plan.fields[f], ptr, tool, docs=False).reshape(-1, nt) for f in NEED_FIELDS]
+            par = _whole_params(st, plan, fr["parameters"], width)
+            _core.score_whole_catalogue(need, plan.need_ptr, par, plan.arg_ptr, plan.penalize, g_rows[a:a + step],
+                                        tt.param_ptr, tt.required, tt.bits, _params_tuple(params), config.threads,
+                                        out)
+
+
+def _whole_params(st: IndexState, plan, par_r: FieldRetriever, width: int) -> np.ndarray:
+    """``float32[argument texts, parameter documents]``: every argument text's score of
+    every parameter document (text-major, as the engine's table call reads it)."""
+    nq = len(plan)
+    if not plan.arg_ptr[-1]:
+        return np.zeros((0, width), np.float32)
+    doc_ptr = np.arange(nq + 1, dtype=np.int64) * width
+    # The whole-catalogue BM25 field ignores the ids; other retrievers read them.
+    doc_ids = np.zeros(0, np.int64) if isinstance(par_r, _WholeCatalogue) else \
+        np.tile(np.arange(st.param_ptr[0], st.param_ptr[-1], dtype=np.int64), nq)
+    return par_r.gather(plan.fields["parameters"], doc_ptr, doc_ids, docs=True).reshape(-1, width)
 
 
 def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
@@ -100,97 +186,8 @@ def _plan(store: QueryStore, config: IndexConfig, slots: np.ndarray):
     return plan
 
 
-def _score_mixed(st: IndexState, config: IndexConfig, plan, cands: Candidates):
-    """Kernel scores and terms of ``cands``, each query's with its own parameters
-    (:meth:`IndexConfig.params_for`): one kernel call unless raw and structured queries
-    with different parameters share the batch."""
-    structured = np.fromiter((not is_raw(q) for q in plan.queries), dtype=bool, count=len(plan.queries))
-    raw_p, st_p = config.params, config.structured_scoring
-    if raw_p == st_p or structured.all() or not structured.any():
-        return score(st, cands, st_p if structured.any() else raw_p, breakdown=True)
-    s_raw, t_raw = score(st, cands, raw_p, breakdown=True)
-    s_st, t_st = score(st, cands, st_p, breakdown=True)
-    pick = structured[cands.query]
-    assert t_st is not None and t_raw is not None  # breakdown=True
-    return np.where(pick, s_st, s_raw), np.where(pick[:, None], t_st, t_raw)
-
-
-def _score_into(st: IndexState, config: IndexConfig, plan, cands: Candidates, out: np.ndarray) -> None:
-    s, terms = _score_mixed(st, config, plan, cands)
-    _interleave(s, terms, np.zeros(1, np.int64), out.reshape(1, -1, len(VALUES)))
-
-
-def _pack_every_tool(st: IndexState, plan, fr: dict[str, FieldRetriever], ptr: np.ndarray,
-                     tool: np.ndarray) -> Candidates:
-    """:func:`~toolsift.search.candidates.pack` for queries that list every tool in
-    catalogue order: each query's parameter block is then the same permutation of its
-    text-major scores, and the candidates' parameter documents are simply every document."""
-    need_ptr, arg_ptr, param_ptr = plan.need_ptr, plan.arg_ptr, st.param_ptr
-    sims = [fr[f].gather(plan.fields[f], ptr, tool, docs=False) for f in NEED_FIELDS]
-    need_sims, need_off = pack_needs(ptr, tool, need_ptr, *sims)
-    n_args = arg_ptr[1:] - arg_ptr[:-1]
-    nq = ptr.size - 1
-    if arg_ptr[-1]:
-        width = int(param_ptr[-1] - param_ptr[0])
-        doc_ptr = np.arange(nq + 1, dtype=np.int64) * width
-        par_r = fr["parameters"]
-        # The whole-catalogue BM25 field ignores the ids; other retrievers read them.
-        doc_ids = np.zeros(0, np.int64) if isinstance(par_r, _WholeCatalogue) else \
-            np.tile(np.arange(param_ptr[0], param_ptr[-1], dtype=np.int64), nq)
-        par = par_r.gather(plan.fields["parameters"], doc_ptr, doc_ids, docs=True)
-        ap_sims, ap_off = pack_params_every_tool(n_args, param_ptr, par)
-    else:
-        ap_sims, ap_off = np.zeros(0, np.float32), np.zeros(tool.size, np.int64)
-    return Candidates(ptr, tool, need_ptr[1:] - need_ptr[:-1], n_args, plan.penalize, need_sims, need_off,
-                      ap_sims, ap_off)
-
-
-_W = len(VALUES)  # a compile-time width: with out.shape[0] as the bound the row copy ran 2x slower
-_ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
-_ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
-_ro_f4_2d = nt.Array(nt.float32, 2, "C", readonly=True)
-_ro_f4_3d = nt.Array(nt.float32, 3, "C", readonly=True)
-_SIG_INTERLEAVE = nt.void(_ro_f4, _ro_f4_2d, _ro_i8, nt.float32[:, :, ::1])
-
-
-@numba.njit(_SIG_INTERLEAVE, cache=True, nogil=True)
-def _interleave(score, terms, rows, out):  # pragma: no cover - compiled
-    # out[rows[j], i] = (score, *terms) of pair j * block + i, in one pass: two NumPy
-    # strided copies per table (out[:, 0] = score; out[:, 1:] = terms) took ~3x longer
-    # (0.024 vs 0.008 CPU-s per 1,000 full-catalogue tables).
-    block = out.shape[1]
-    for j in range(rows.shape[0]):
-        r = rows[j]
-        for i in range(block):
-            k = j * block + i
-            out[r, i, 0] = score[k]
-            for c in range(_W - 1):
-                out[r, i, c + 1] = terms[k, c]
-_ro_i4 = nt.Array(nt.int32, 1, "C", readonly=True)
-_SIG_FILL = nt.void(_ro_i4, _ro_i4, _ro_i8, _ro_i8, _ro_f4_3d, _ro_i8, _ro_f4_2d, nt.float32[:, ::1])
-
-
-@numba.njit(_SIG_FILL, cache=True, nogil=True)
-def _fill(qkey, tkey, table_of, tool_of, tables, inverse, grouped, out):  # pragma: no cover - compiled
-    has_inverse = inverse.shape[0] > 0
-    for i in range(qkey.shape[0]):
-        r = table_of[qkey[i]]
-        t = tool_of[tkey[i]]
-        if r >= 0 and t >= 0:
-            for c in range(_W):
-                out[c, i] = tables[r, t, c]
-        else:
-            j = inverse[i] if has_inverse else -1
-            if j >= 0:
-                for c in range(_W):
-                    out[c, i] = grouped[j, c]
-            else:
-                for c in range(_W):
-                    out[c, i] = np.nan
-
-
 def fill_rows(qkey: np.ndarray, tkey: np.ndarray, table_of: np.ndarray, tool_of: np.ndarray, tables: np.ndarray,
-              inverse: np.ndarray | None = None, grouped: np.ndarray | None = None) -> np.ndarray:
+              inverse: np.ndarray | None = None, grouped: np.ndarray | None = None, *, threads: int = 1) -> np.ndarray:
     """``float32[6, rows]``: row ``i``'s :data:`VALUES`, with ``r = table_of[qkey[i]]``
     and ``t = tool_of[tkey[i]]``, from ``tables[r, t]`` when both are ``>= 0``, else from
     ``grouped[inverse[i]]``, else NaN (a row that was not scored).
@@ -198,12 +195,6 @@ def fill_rows(qkey: np.ndarray, tkey: np.ndarray, table_of: np.ndarray, tool_of:
     The keys are the rows' dictionary indices and ``table_of`` / ``tool_of`` map
     dictionary entries, so one pass answers a batch without per-row index arrays.
     """
-    out = np.empty((_W, qkey.size), np.float32)
-    inverse = np.zeros(0, np.int64) if inverse is None else np.ascontiguousarray(inverse, dtype=np.int64)
-    grouped = np.zeros((0, _W), np.float32) if grouped is None else np.ascontiguousarray(grouped, dtype=np.float32)
-    # One thread: ~20 ns a row. Two threads did not shorten it on the 2-core machine
-    # (the reader and writer threads use the other core) and cost ~60% more CPU.
-    _fill(np.ascontiguousarray(qkey, dtype=np.int32), np.ascontiguousarray(tkey, dtype=np.int32),
-           np.ascontiguousarray(table_of, dtype=np.int64), np.ascontiguousarray(tool_of, dtype=np.int64),
-           np.ascontiguousarray(tables, dtype=np.float32), inverse, grouped, out)
-    return out
+    inverse = np.zeros(0, np.int64) if inverse is None else inverse
+    grouped = np.zeros((0, len(VALUES)), np.float32) if grouped is None else grouped
+    return _core.fill_pair_rows(qkey, tkey, table_of, tool_of, tables, inverse, grouped, threads)

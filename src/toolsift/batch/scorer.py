@@ -9,7 +9,7 @@ Per batch, with no per-row Python:
    answered from it; queries that now qualify get their table built.
 3. The other rows are grouped into distinct pairs, CSR by query
    (:func:`~toolsift.batch.pairs.group_pairs`), scored by the search path's pack and
-   MFTR kernel (:mod:`toolsift.batch.compute`) and scattered back to row order.
+   the engine's MFTR (:mod:`toolsift.batch.compute`) and scattered back to row order.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..kernels.launch import using_threads
+from .arrays import float32_column, int_values, string_array, valid_mask
 from .columns import (ERROR_COLUMN, SCORE_COLUMNS, BatchInputError, BatchRowError, check_output_names,
                       check_string_column, column_index)
 from .compute import VALUES, fill_rows, score_grouped, score_whole
@@ -43,11 +44,8 @@ def _indices(dcol: pa.DictionaryArray) -> np.ndarray:
     points one past the dictionary, where the look-up arrays hold their null marker."""
     if len(dcol.dictionary) >= 2**31 - 1:
         raise BatchInputError(f"a dictionary of {len(dcol.dictionary):,} distinct values is too large")
-    ind = dcol.indices
-    if ind.null_count:
-        ind = ind.fill_null(len(dcol.dictionary))
     # int32, as Parquet and Arrow write them (zero-copy): the row pass reads 4 bytes a key.
-    return ind.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return int_values(dcol.indices, null=len(dcol.dictionary)).astype(np.int32, copy=False)
 
 
 class PairScorer:
@@ -84,7 +82,7 @@ class PairScorer:
         self.store = QueryStore(self.st, self.config, query_format=query_format, max_queries=max_queries)
         self.tables = TableCache(len(self.st.catalog), len(VALUES), budget_mb=table_mb, share=table_share)
         self.max_pairs = max_pairs
-        self._ids = pa.array(self.st.catalog.ids, pa.string())
+        self._ids = string_array(self.st.catalog.ids)
         self._schema: pa.Schema | None = None
         self._memo: dict[str, tuple] = {}
         self.rows_done = 0
@@ -141,8 +139,7 @@ class PairScorer:
             values = self._score_valid(qd, qi, td, ti, valid)
         self.rows_done += n
         out = [batch.column(c) for c in self._kept(batch.schema)]
-        mask = None if valid is None else ~valid
-        out += [pa.array(values[c], type=pa.float32(), mask=mask) for c in range(len(VALUES))]
+        out += [float32_column(values[c], valid) for c in range(len(VALUES))]
         if self.on_error == "column":
             out.append(self._error_column(n, valid, qd, qi, td, ti, tcol))
         return pa.RecordBatch.from_arrays(out, schema=self.output_schema(batch.schema))
@@ -236,9 +233,10 @@ class PairScorer:
         d = dcol.dictionary
 
         def positions(x: pa.Array) -> np.ndarray:
-            pos = pc.index_in(x, value_set=self._ids).fill_null(_UNKNOWN).to_numpy(zero_copy_only=False)
-            pos = pos.astype(np.int64)
-            pos[x.is_null().to_numpy(zero_copy_only=False)] = _NULL
+            pos = int_values(pc.index_in(x, value_set=self._ids), null=_UNKNOWN).astype(np.int64)
+            valid = valid_mask(x)
+            if valid is not None:
+                pos[~valid] = _NULL
             return np.append(pos, _NULL)
 
         return self._memoised("tool", d, positions), _indices(dcol)

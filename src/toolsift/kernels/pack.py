@@ -14,9 +14,9 @@ import numba
 import numpy as np
 from numba import types as nt
 
-from ..csr import ranges, row_of
+from ..csr import row_of
 
-__all__ = ["pack_needs", "pack_params", "pack_params_every_tool"]
+__all__ = ["pack_needs", "pack_params"]
 
 _ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 _ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
@@ -100,36 +100,4 @@ def pack_params(ptr: np.ndarray, tool: np.ndarray, arg_ptr: np.ndarray, param_pt
     ap_sims = np.empty(k, dtype=np.float32)
     ap_off = np.empty(tool.shape[0], dtype=np.int64)
     _pack_params(ptr, tool, arg_ptr, param_ptr, par, ap_sims, ap_off)
-    return ap_sims, ap_off
-
-
-def pack_params_every_tool(n_args: np.ndarray, param_ptr: np.ndarray, par: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`pack_params` when every query's candidates are all tools in catalogue order
-    (``ptr = arange(nq + 1) * n_tools``, ``tool = tile(arange(n_tools), nq)``), as one
-    precomputed permutation per distinct argument count.
-
-    Every query block then has the same shape (``n_args[q]`` texts x all parameters),
-    so the transpose is a ``take`` by a permutation shared by all queries with that many
-    arguments instead of a loop over candidates x arguments: a batch job builds
-    thousands of such full-catalogue blocks.
-    """
-    n_args = np.asarray(n_args, dtype=np.int64)
-    param_ptr = np.asarray(param_ptr, dtype=np.int64)
-    width = int(param_ptr[-1] - param_ptr[0])  # one text's block: every parameter
-    pstart = param_ptr[:-1] - param_ptr[0]
-    n_par = param_ptr[1:] - param_ptr[:-1]
-    qbase = np.zeros(n_args.size + 1, np.int64)
-    np.cumsum(n_args * width, out=qbase[1:])
-    if par.shape[0] != qbase[-1]:
-        raise ValueError(f"parameter scores: expected {qbase[-1]} entries, got {par.shape[0]}")
-    ap_sims = np.empty(int(qbase[-1]), dtype=np.float32)
-    ap_off = (qbase[:-1, None] + n_args[:, None] * pstart[None, :]).ravel()
-    for na in np.unique(n_args[n_args > 0]):
-        # Output order within a query: tool t, argument a, parameter p; its source in
-        # the text-major block is a * width + pstart[t] + p.
-        starts = (pstart[:, None] + np.arange(na, dtype=np.int64)[None, :] * width).ravel()
-        perm = ranges(starts, np.repeat(n_par, na))
-        for q in np.flatnonzero(n_args == na):
-            lo, hi = qbase[q], qbase[q + 1]
-            np.take(par[lo:hi], perm, out=ap_sims[lo:hi])
     return ap_sims, ap_off

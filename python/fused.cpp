@@ -186,16 +186,42 @@ void dense_args(const py::object& spec, std::size_t n_texts, std::size_t n_tools
   a.half.q_scales = a.q_scales.data();
 }
 
-// search() with hybrid need fields: `dense` (three dense_args specs) and the dense
-// halves' candidates (extra_ptr int64[nq + 1], extra_ids int64[]).
+// One need field's dense candidates: None, or (ptr int64[nq + 1], ids int64[]), copied.
+struct Extra {
+  std::vector<int64_t> ptr, ids;
+};
+
+void extra_args(const py::object& spec, std::size_t nq, std::size_t n_tools, Extra& e) {
+  if (spec.is_none()) return;
+  const auto t = spec.cast<py::tuple>();
+  if (t.size() != 2) throw std::invalid_argument("search_hybrid: a field's dense candidates are (ptr, ids)");
+  e.ptr = copy_1d<int64_t>(t[0].cast<I64Array>(), "extra ptr");
+  e.ids = copy_1d<int64_t>(t[1].cast<I64Array>(), "extra ids");
+  if (e.ptr.size() != nq + 1 || e.ptr[0] != 0 || static_cast<std::size_t>(e.ptr[nq]) != e.ids.size()) {
+    throw std::invalid_argument("extra ptr must have n_queries + 1 entries, from 0 to len(ids)");
+  }
+  for (std::size_t q = 0; q < nq; ++q) {
+    if (e.ptr[q + 1] < e.ptr[q]) throw std::invalid_argument("extra ptr decreases");
+  }
+  for (const int64_t id : e.ids) {
+    if (id < 0 || static_cast<std::size_t>(id) >= n_tools) throw std::invalid_argument("extra ids out of range");
+  }
+}
+
+// search() with hybrid need fields: `dense` (three dense_args specs) and `extra`, the
+// candidates each need field's dense half adds (three extra_args specs). Returns
+// search()'s tuple and, per hit, whether a BM25 field had it as a candidate (lexical
+// bool[hits]) and each need field's cosine if that field's dense half added it
+// (cos float32[hits, 3], NaN otherwise): toolsift.search.evidence's inputs.
 py::tuple search_hybrid(const FusedSearcher& self, const std::vector<I32Array>& need_terms,
                         const std::vector<I64Array>& need_offsets, const I64Array& need_ptr,
                         const I32Array& param_terms, const I64Array& param_offsets, const I64Array& arg_ptr,
                         const U8Array& penalize_in, const py::tuple& params, py::ssize_t n, py::ssize_t k,
                         const std::string& scale, int threads, const std::vector<py::object>& dense,
-                        const I64Array& extra_ptr_in, const I64Array& extra_ids_in) {
-  if (need_terms.size() != 3 || need_offsets.size() != 3 || dense.size() != 3) {
-    throw std::invalid_argument("search_hybrid: needs the three need fields' terms, offsets and dense halves");
+                        const std::vector<py::object>& extra) {
+  if (need_terms.size() != 3 || need_offsets.size() != 3 || dense.size() != 3 || extra.size() != 3) {
+    throw std::invalid_argument(
+        "search_hybrid: needs the three need fields' terms, offsets, dense halves and dense candidates");
   }
   const MftrParams p = parse_params(params);
   FusedOptions o = options(n, k, scale, threads);
@@ -205,27 +231,20 @@ py::tuple search_hybrid(const FusedSearcher& self, const std::vector<I32Array>& 
                    field(need_terms[1], need_offsets[1], need_ptr, nq),
                    field(need_terms[2], need_offsets[2], need_ptr, nq)};
   Field par = field(param_terms, param_offsets, arg_ptr, nq);
-  std::vector<int64_t> extra_ptr = copy_1d<int64_t>(extra_ptr_in, "extra_ptr");
-  std::vector<int64_t> extra_ids = copy_1d<int64_t>(extra_ids_in, "extra_ids");
-  if (extra_ptr.size() != nq + 1 || extra_ptr[0] != 0 ||
-      static_cast<std::size_t>(extra_ptr[nq]) != extra_ids.size()) {
-    throw std::invalid_argument("extra_ptr must have n_queries + 1 entries, from 0 to len(extra_ids)");
-  }
-  for (std::size_t q = 0; q < nq; ++q) {
-    if (extra_ptr[q + 1] < extra_ptr[q]) throw std::invalid_argument("extra_ptr decreases");
-  }
-  for (const int64_t t : extra_ids) {
-    if (t < 0 || static_cast<std::size_t>(t) >= self.n_tools()) throw std::invalid_argument("extra_ids out of range");
-  }
   DenseArgs d[3];
+  Extra e[3];
   HybridInputs h;
   const std::size_t n_texts = need[0].offsets.size() - 1;
   for (int f = 0; f < 3; ++f) {
-    dense_args(dense[static_cast<std::size_t>(f)], n_texts, self.n_tools(), d[f]);
+    const auto i = static_cast<std::size_t>(f);
+    dense_args(dense[i], n_texts, self.n_tools(), d[f]);
     h.need[f] = d[f].half;
+    extra_args(extra[i], nq, self.n_tools(), e[f]);
+    if (!e[f].ptr.empty()) {
+      h.extra_ptr[f] = e[f].ptr.data();
+      h.extra_ids[f] = e[f].ids.data();
+    }
   }
-  h.extra_ptr = extra_ptr.data();
-  h.extra_ids = extra_ids.data();
   FusedBatch b;
   for (int f = 0; f < 3; ++f) b.need[f] = need[f].view();
   b.params = par.view();
@@ -244,7 +263,11 @@ py::tuple search_hybrid(const FusedSearcher& self, const std::vector<I32Array>& 
   py::array_t<bool> matched(static_cast<py::ssize_t>(out.matched.size()));
   bool* m = matched.mutable_data();
   for (std::size_t i = 0; i < out.matched.size(); ++i) m[i] = out.matched[i] != 0;
-  return py::make_tuple(ptr, tool, score, matched);
+  py::array_t<bool> lexical(static_cast<py::ssize_t>(out.lexical.size()));
+  bool* lx = lexical.mutable_data();
+  for (std::size_t i = 0; i < out.lexical.size(); ++i) lx[i] = out.lexical[i] != 0;
+  py::array_t<float> cos({static_cast<py::ssize_t>(out.tool.size()), py::ssize_t{3}}, out.cos.data());
+  return py::make_tuple(ptr, tool, score, matched, lexical, cos);
 }
 
 // The usual single search, set up once per index state, configuration and weights: one
@@ -355,6 +378,9 @@ class FusedText {
 }  // namespace
 
 void register_fused(py::module_& m) {
+  // 2: search_hybrid takes each need field's dense candidates apart and returns the hits'
+  // evidence (toolsift.search.fused_hybrid checks it: an older core takes the general path).
+  m.attr("FUSED_HYBRID_VERSION") = 2;
   py::class_<FusedSearcher, std::shared_ptr<FusedSearcher>>(m, "FusedSearcher",
                                                             "Every BM25 field, MFTR and top-k in one call.")
       .def(py::init(&make_searcher), py::arg("need_indexes"), py::arg("param_index"), py::arg("param_ptr"),
@@ -367,8 +393,9 @@ void register_fused(py::module_& m) {
       .def("search_hybrid", &search_hybrid, py::arg("need_terms"), py::arg("need_offsets"), py::arg("need_ptr"),
            py::arg("param_terms"), py::arg("param_offsets"), py::arg("arg_ptr"), py::arg("penalize"),
            py::arg("params"), py::arg("n"), py::arg("k"), py::arg("scale"), py::arg("threads"), py::arg("dense"),
-           py::arg("extra_ptr"), py::arg("extra_ids"),
-           "search() with hybrid need fields (see python/fused.cpp): the same tuple.");
+           py::arg("extra"),
+           "search() with hybrid need fields (see python/fused.cpp): its tuple, then lexical bool[hits] and "
+           "cos float32[hits, 3].");
   py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
                     py::object, py::dict, bool>(),

@@ -5,8 +5,8 @@ Builds the ``hybrid`` preset over the 6,417 pooled mftr tools (one thread; the e
 cache makes it seconds), warms up, then for each of the first ``N`` pooled raw queries
 (two passes) times ``ToolIndex.search`` whole, the splitter (``request_steps``), and for
 one-step requests ``plan_queries`` (analysis, static embedding, int8 codes), the dense
-candidates (``fused_hybrid._dense_candidates``: one exact int8 scan) and the engine call
-(``FusedSearcher.search_hybrid``).
+candidates (``fused_hybrid._dense_candidates``: one exact int8 scan), the engine call
+(``FusedSearcher.search_hybrid``) and the hits' evidence and wrapping.
 
 Run: ``TOOLSIFT_DATA=../shared/data python scripts/hybrid_phases.py [N]`` (default 600).
 """
@@ -29,7 +29,10 @@ def main(n: int) -> None:
     from toolsift.presets import preset_config
     from toolsift.search import fused_hybrid as fh
     from toolsift.search import retrievers
+    from toolsift.search.evidence import hit_evidence
+    from toolsift.search.hits import _plain_hit
     from toolsift.search.needs import request_steps
+    from toolsift.search.retrievers import dense_half
     from toolsift.search.plan import plan_queries
 
     tools, texts = [], []
@@ -41,7 +44,7 @@ def main(n: int) -> None:
     st, cfg = ix._state, ix.config
     fr = retrievers(st, cfg)
     stages: dict[str, list[float]] = {k: [] for k in ("search (all)", "request_steps", "plan_queries",
-                                                      "dense candidates", "search_hybrid")}
+                                                      "dense candidates", "search_hybrid", "evidence + hits")}
     c = time.perf_counter
     for t in texts[:100]:
         ix.search(t, k=10)
@@ -61,17 +64,22 @@ def main(n: int) -> None:
                 plan = plan_queries(st, cfg, [q])
                 stages["plan_queries"].append(c() - t0)
                 t0 = c()
-                ep, ei = fh._dense_candidates(plan, fr, cfg.candidates, 10)
+                extra = fh._dense_candidates(plan, fr, cfg.candidates, 10)
                 stages["dense candidates"].append(c() - t0)
                 need = [plan.fields[f].terms for f in fh._NEED_FIELDS]
                 par = plan.fields["parameters"]
                 specs = [fh._dense_spec(plan, f, fr[f]) for f in fh._NEED_FIELDS]
                 t0 = c()
-                fh.searcher(st).search_hybrid(
+                ptr, tool, score, found, lexical, cos = fh.searcher(st).search_hybrid(
                     [x.terms for x in need], [x.offsets for x in need], plan.need_ptr, par.terms.terms,
                     par.terms.offsets, plan.arg_ptr, plan.penalize, fh._params_tuple(cfg.params), cfg.candidates,
-                    10, cfg.scale, 1, specs, ep, ei)
+                    10, cfg.scale, 1, specs, extra)
                 stages["search_hybrid"].append(c() - t0)
+                t0 = c()
+                found = hit_evidence(found, lexical, cos, [dense_half(fr[f]) for f in fh._NEED_FIELDS])
+                [_plain_hit(st.catalog[i], s, r + 1, m, None)
+                 for r, (i, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found.tolist()))]
+                stages["evidence + hits"].append(c() - t0)
     for name, v in stages.items():
         print(f"| {name} | {len(v)} | {np.median(v) * 1e6:.1f} |")
 

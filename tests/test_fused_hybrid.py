@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolsift import ToolIndex
+from toolsift import Query, ToolIndex
 from toolsift.presets import preset_config
 from toolsift.search import _general, fused_hybrid, is_raw, retrievers
 from toolsift.search.needs import request_steps
@@ -94,3 +94,44 @@ def test_fused_hybrid_not_used_for_explain_or_dense(apibank_tools):
     dense = replace(base, retrievers=tuple(retr.items()))
     assert not fused_hybrid.usable(st, retrievers(st, dense), False)
     assert not fused_hybrid.usable(ToolIndex.build(apibank_tools, preset="bm25")._state, fr, False)
+
+
+def test_engine_evidence_outputs_equal_the_candidates_they_describe():
+    """The engine's per-hit evidence, checked against the general path's pieces: ``lexical``
+    is membership in the BM25 candidates, ``cos[:, f]`` is field f's cosine of the hit
+    (max over the query's texts) where f's dense half added the hit, else NaN."""
+    import numpy as np
+
+    from toolsift.search.candidates import lexical_parts, member
+    from toolsift.search.plan import plan_queries
+    from toolsift.search.retrievers import merge_csr
+
+    tools, raw, structured = _mftr("apibank")
+    index = ToolIndex.build(tools, config=preset_config("hybrid"))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    for batch in ([Query.from_text(t) for t in raw[:60]], list(structured[:60])):
+        plan = plan_queries(st, cfg, batch)
+        n, k = cfg.candidates, 10
+        extra = fused_hybrid._dense_candidates(plan, fr, n, k)
+        need = [plan.fields[f].terms for f in fused_hybrid._NEED_FIELDS]
+        par = plan.fields["parameters"]
+        ptr, tool, _, found, lexical, cos = fused_hybrid.searcher(st).search_hybrid(
+            [t.terms for t in need], [t.offsets for t in need], plan.need_ptr, par.terms.terms, par.terms.offsets,
+            plan.arg_ptr, plan.penalize, fused_hybrid._params_tuple(cfg.params), n, k, cfg.scale, 1,
+            [fused_hybrid._dense_spec(plan, f, fr[f]) for f in fused_hybrid._NEED_FIELDS], extra)
+        assert cos.shape == (tool.size, 3) and lexical.shape == found.shape == tool.shape
+        assert np.array_equal(lexical, member(ptr, tool, *merge_csr(lexical_parts(plan, fr, n))))
+        assert sum(e is not None for e in extra) >= 1 and np.isnan(cos).any() and not np.isnan(cos).all()
+        for j, f in enumerate(fused_hybrid._NEED_FIELDS):
+            added = np.zeros(tool.size, bool) if extra[j] is None else member(ptr, tool, *extra[j])
+            assert np.array_equal(~np.isnan(cos[:, j]), added), f
+            if not added.any():
+                continue
+            ft = plan.fields[f]
+            sims = fr[f].dense.gather(ft, ptr, tool, docs=False)  # text-major: each text, its query's hits
+            want = np.full(tool.size, -np.inf, np.float32)
+            for i, q in enumerate(ft.owner.tolist()):
+                lo = int(np.diff(ptr)[ft.owner[:i]].sum())
+                want[ptr[q]:ptr[q + 1]] = np.maximum(want[ptr[q]:ptr[q + 1]], sims[lo:lo + ptr[q + 1] - ptr[q]])
+            assert np.array_equal(cos[added, j], want[added]), f

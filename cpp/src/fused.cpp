@@ -114,6 +114,11 @@ struct FusedSearcher::Scratch {
   std::vector<uint8_t> found;
   std::vector<float> sims[3];
   std::vector<float> cos;
+  // Hybrid searches: the BM25 candidates, each need field's dense candidates (sorted,
+  // distinct) and each need field's cosine of every candidate (max over the texts).
+  std::vector<int64_t> lex;
+  std::vector<int64_t> dense_cand[3];
+  std::vector<float> cos_max[3];
   std::vector<float> row_cos;
   std::vector<int64_t> rows;
   std::vector<int64_t> docs;
@@ -195,28 +200,31 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   const std::size_t nq = b.n_queries;
   if (nq == 1) {  // a single search: straight into the output
     auto s = acquire();
-    search_one(b, 0, p, o, *s, out.tool, out.score, out.matched);
+    search_one(b, 0, p, o, *s, out);
     give_back(std::move(s));
     out.ptr = {0, static_cast<int64_t>(out.tool.size())};
     return;
   }
-  std::vector<std::vector<int64_t>> tools(nq);
-  std::vector<std::vector<float>> scores(nq);
-  std::vector<std::vector<uint8_t>> matched(nq);
+  std::vector<FusedHits> per(nq);
   parallel_chunks(nq, o.threads, detail::kMinQueriesPerThread, [&](int, std::size_t lo, std::size_t hi) {
     auto s = acquire();
-    for (std::size_t q = lo; q < hi; ++q) search_one(b, q, p, o, *s, tools[q], scores[q], matched[q]);
+    for (std::size_t q = lo; q < hi; ++q) search_one(b, q, p, o, *s, per[q]);
     give_back(std::move(s));
   });
   out.ptr.assign(nq + 1, 0);
-  for (std::size_t q = 0; q < nq; ++q) out.ptr[q + 1] = out.ptr[q] + static_cast<int64_t>(tools[q].size());
+  for (std::size_t q = 0; q < nq; ++q) out.ptr[q + 1] = out.ptr[q] + static_cast<int64_t>(per[q].tool.size());
   out.tool.clear();
   out.score.clear();
   out.matched.clear();
+  out.lexical.clear();
+  out.cos.clear();
   for (std::size_t q = 0; q < nq; ++q) {
-    out.tool.insert(out.tool.end(), tools[q].begin(), tools[q].end());
-    out.score.insert(out.score.end(), scores[q].begin(), scores[q].end());
-    out.matched.insert(out.matched.end(), matched[q].begin(), matched[q].end());
+    const FusedHits& h = per[q];
+    out.tool.insert(out.tool.end(), h.tool.begin(), h.tool.end());
+    out.score.insert(out.score.end(), h.score.begin(), h.score.end());
+    out.matched.insert(out.matched.end(), h.matched.begin(), h.matched.end());
+    out.lexical.insert(out.lexical.end(), h.lexical.begin(), h.lexical.end());
+    out.cos.insert(out.cos.end(), h.cos.begin(), h.cos.end());
   }
 }
 
@@ -228,7 +236,9 @@ void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scr
   const std::size_t nc = cand.size();
   for (int f = 0; f < 3; ++f) {
     const DenseHalf& d = h.need[f];
+    s.cos_max[f].clear();
     if (!d.hybrid) continue;
+    if (d.has_cos) s.cos_max[f].assign(nc, -std::numeric_limits<float>::infinity());
     for (int64_t r = 0; r < nn; ++r) {
       float* row = s.sims[f].data() + static_cast<std::size_t>(r) * nc;
       if (!d.has_cos) {
@@ -262,6 +272,8 @@ void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scr
           j += static_cast<std::size_t>(m);
         }
       }
+      float* cm = s.cos_max[f].data();
+      for (std::size_t i = 0; i < nc; ++i) cm[i] = std::max(cm[i], s.cos[i]);
       for (std::size_t i = 0; i < nc; ++i) {
         const float a = row[i] * d.w_bm;
         const float c = std::max(s.cos[i], 0.0f) * d.w_cos;
@@ -272,8 +284,7 @@ void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scr
 }
 
 void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o,
-                               Scratch& s, std::vector<int64_t>& tool_out, std::vector<float>& score_out,
-                               std::vector<uint8_t>& matched_out) const {
+                               Scratch& s, FusedHits& out) const {
   // Candidates: every text's top-n tools in every field (toolsift.search.candidates).
   // A small field sums each text's postings once into a dense row that later gives the
   // candidates' scores too; a large one takes top_text now and gather_texts later.
@@ -308,13 +319,29 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       }
     }
   }
-  if (b.hybrid != nullptr) {
-    // The dense halves' candidates (toolsift.search.candidates.find_candidates).
-    const HybridInputs& h = *b.hybrid;
-    cand.insert(cand.end(), h.extra_ids + h.extra_ptr[q], h.extra_ids + h.extra_ptr[q + 1]);
-  }
   std::sort(cand.begin(), cand.end());
   cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  if (b.hybrid != nullptr) {
+    // The dense halves' candidates (toolsift.search.candidates.find_candidates), kept
+    // apart from the BM25 ones for the hits' evidence.
+    const HybridInputs& h = *b.hybrid;
+    s.lex.assign(cand.begin(), cand.end());
+    bool added = false;
+    for (int f = 0; f < 3; ++f) {
+      auto& dc = s.dense_cand[f];
+      dc.clear();
+      if (h.extra_ptr[f] == nullptr) continue;
+      dc.assign(h.extra_ids[f] + h.extra_ptr[f][q], h.extra_ids[f] + h.extra_ptr[f][q + 1]);
+      std::sort(dc.begin(), dc.end());
+      dc.erase(std::unique(dc.begin(), dc.end()), dc.end());
+      cand.insert(cand.end(), dc.begin(), dc.end());
+      added = added || !dc.empty();
+    }
+    if (added) {
+      std::sort(cand.begin(), cand.end());
+      cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    }
+  }
   // Top-up: the first tools in catalogue order that are not candidates, until there are
   // min(k, n_tools) (toolsift.search.candidates._top_up); they are not "matched".
   auto& found = s.found;
@@ -436,13 +463,29 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
   const std::size_t kk = std::min(o.k, nc);
   const auto better = [&](uint32_t x, uint32_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); };
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), better);
-  tool_out.resize(kk);
-  score_out.resize(kk);
-  matched_out.resize(kk);
+  out.tool.resize(kk);
+  out.score.resize(kk);
+  out.matched.resize(kk);
   for (std::size_t r = 0; r < kk; ++r) {
-    tool_out[r] = cand[order[r]];
-    score_out[r] = score[order[r]];
-    matched_out[r] = found[order[r]];
+    out.tool[r] = cand[order[r]];
+    out.score[r] = score[order[r]];
+    out.matched[r] = found[order[r]];
+  }
+  if (b.hybrid == nullptr) return;
+  // Each hit's evidence: a BM25 candidate, or the cosine of every need field whose dense
+  // half added it (toolsift.search.evidence compares these with the null floors).
+  out.lexical.resize(kk);
+  out.cos.assign(3 * kk, std::numeric_limits<float>::quiet_NaN());
+  for (std::size_t r = 0; r < kk; ++r) {
+    const int64_t t = cand[order[r]];
+    out.lexical[r] = std::binary_search(s.lex.begin(), s.lex.end(), t) ? 1 : 0;
+    for (int f = 0; f < 3; ++f) {
+      if (s.cos_max[f].empty()) continue;
+      const auto& dc = s.dense_cand[f];
+      if (std::binary_search(dc.begin(), dc.end(), t)) {
+        out.cos[3 * r + static_cast<std::size_t>(f)] = s.cos_max[f][order[r]];
+      }
+    }
   }
 }
 

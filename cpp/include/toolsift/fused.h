@@ -51,13 +51,13 @@ struct DenseHalf {
   float w_bm = 1.0f, w_cos = 0.0f;
 };
 
-// The hybrid preset's additions to a batch: the dense halves and the candidates they
-// add (their top tools, found by the caller), joined to the BM25 candidates before the
-// top-up.
+// The hybrid preset's additions to a batch: the dense halves and, per need field, the
+// candidates its dense half adds (its top tools, found by the caller), joined to the
+// BM25 candidates before the top-up.
 struct HybridInputs {
   DenseHalf need[3];
-  const int64_t* extra_ptr = nullptr;  // n_queries + 1
-  const int64_t* extra_ids = nullptr;  // tool ids, any order, duplicates allowed
+  const int64_t* extra_ptr[3] = {nullptr, nullptr, nullptr};  // n_queries + 1; null: the field adds none
+  const int64_t* extra_ids[3] = {nullptr, nullptr, nullptr};  // tool ids, any order, duplicates allowed
 };
 
 struct FusedBatch {
@@ -83,6 +83,13 @@ struct FusedHits {
   std::vector<int64_t> tool;
   std::vector<float> score;
   std::vector<uint8_t> matched;  // 0: added only to fill k (no field matched it)
+  // Hybrid searches only, what toolsift.search.evidence needs to tell evidence from a
+  // weak dense candidate without a second pass: per hit, whether some BM25 field (or
+  // lexical half) had it among its candidates, and per need field its cosine (the max
+  // over the query's texts; NaN when that field's dense half did not add the hit as a
+  // candidate).
+  std::vector<uint8_t> lexical;
+  std::vector<float> cos;  // [hits, 3]
 };
 
 class FusedSearcher {
@@ -114,7 +121,7 @@ class FusedSearcher {
 
  private:
   void search_one(const FusedBatch& b, std::size_t q, const MftrParams& p, const FusedOptions& o, Scratch& s,
-                  std::vector<int64_t>& tool, std::vector<float>& score, std::vector<uint8_t>& matched) const;
+                  FusedHits& out) const;
   void mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scratch& s) const;
   std::unique_ptr<Scratch> acquire() const;
   void give_back(std::unique_ptr<Scratch> s) const;

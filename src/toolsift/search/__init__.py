@@ -10,6 +10,8 @@ explained search explains their ``k`` hits (:mod:`.explain`).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..config import IndexConfig, warn_untrained_penalty
@@ -46,8 +48,9 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
         for r in got.values():
             half = dense_half(r)
             if half is not None:
-                # What a dense candidate's cosine must beat to count as matched (.evidence).
-                half.null_floor = null_floor(half, st, config)
+                # What a dense candidate's cosine must beat to count as matched (.evidence),
+                # made when a search first needs it.
+                half.floor_source = partial(null_floor, half, st, config)
         st.retrievers[key] = got
     return got
 

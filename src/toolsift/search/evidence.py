@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..index.state import IndexState
     from .retrievers import DenseRetriever
 
-__all__ = ["NULL_TEXTS", "dense_evidence", "null_floor", "null_texts"]
+__all__ = ["NULL_TEXTS", "dense_evidence", "hit_evidence", "null_floor", "null_texts"]
 
 #: How many random strings set a field's null floor (false-match rate ~1/(n+1) per field).
 NULL_TEXTS = 200
@@ -49,22 +49,20 @@ def null_texts(n: int = NULL_TEXTS, seed: int = 0) -> list[str]:
 
 def null_floor(retriever: DenseRetriever, st: IndexState, config: IndexConfig) -> float:
     """The best cosine the null strings reach on ``retriever``'s tools (a tool scores as
-    its best document), cached on the retriever: the field's null floor."""
-    got = retriever.__dict__.get("_null_floor")
-    if got is None:
-        from .plan import _embed  # the search's own query embedding
+    its best document): the field's null floor. :func:`toolsift.search.retrievers` has
+    each dense half compute it on first use (``DenseRetriever.null_floor``)."""
+    from .plan import _embed  # the search's own query embedding
 
-        texts = null_texts()
-        field = next(iter(st.dense))
-        vecs, codes = _embed(st, config, {f: texts if f == field else [] for f in FIELDS})
-        n = len(texts)
-        ptr = np.arange(n + 1, dtype=np.int64)
-        ft = FieldTexts(texts, ptr, TermBatch(np.zeros(0, np.int32), np.zeros(n + 1, np.int64)),
-                        vecs[field], codes[field])
-        c_ptr, ids = retriever.candidates(ft, 1)
-        sims = retriever.gather(ft, c_ptr, ids, docs=False) if ids.size else np.zeros(0, np.float32)
-        got = retriever.__dict__["_null_floor"] = float(sims.max()) if sims.size else 0.0
-    return got
+    texts = null_texts()
+    field = next(iter(st.dense))
+    vecs, codes = _embed(st, config, {f: texts if f == field else [] for f in FIELDS})
+    n = len(texts)
+    ptr = np.arange(n + 1, dtype=np.int64)
+    ft = FieldTexts(texts, ptr, TermBatch(np.zeros(0, np.int32), np.zeros(n + 1, np.int64)),
+                    vecs[field], codes[field])
+    c_ptr, ids = retriever.candidates(ft, 1)
+    sims = retriever.gather(ft, c_ptr, ids, docs=False) if ids.size else np.zeros(0, np.float32)
+    return float(sims.max()) if sims.size else 0.0
 
 
 def dense_evidence(retriever: DenseRetriever, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, floor: float
@@ -82,3 +80,28 @@ def dense_evidence(retriever: DenseRetriever, ft: FieldTexts, ptr: np.ndarray, i
     new_ptr = np.zeros(nq + 1, np.int64)
     np.cumsum(np.bincount(row_of(ptr)[keep], minlength=nq), out=new_ptr[1:])
     return new_ptr, ids[keep]
+
+
+def hit_evidence(found: np.ndarray, lexical: np.ndarray, cos: np.ndarray,
+                 halves: list[DenseRetriever | None]) -> np.ndarray:
+    """``Hit.matched`` of hits scored in one engine call (:mod:`.fused_hybrid`), by the
+    rule :func:`dense_evidence` applies to every candidate of the general path: a hit is
+    matched when it was found (not added to fill ``k``) and a BM25 field had it as a
+    candidate, or a dense half added it with a cosine above that field's null floor.
+
+    ``found``, ``lexical``: ``bool[hits]``; ``cos``: ``float32[hits, len(halves)]``, each
+    field's cosine of the hit where that field's dense half added it, else NaN;
+    ``halves``: each field's dense retriever (``None`` for a BM25 field). A floor is only
+    looked at (and made, on first use) when a hit found by a dense half alone needs it."""
+    weak = np.flatnonzero(found & ~lexical)
+    if not weak.size:
+        return found
+    out = found & lexical
+    sims = cos[weak]
+    for j, half in enumerate(halves):
+        col = sims[:, j]
+        if half is None or np.isnan(col).all():
+            continue
+        # NaN (not this field's candidate) compares False.
+        out[weak] |= col > np.float32(half.null_floor)
+    return out

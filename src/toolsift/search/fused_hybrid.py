@@ -7,7 +7,10 @@ then ``_core.FusedSearcher.search_hybrid`` (cpp/src/fused.cpp) takes every field
 top-n, joins the dense candidates, tops the union up to ``k``, scores every field (a
 hybrid field's BM25 score mixed with its int8 cosine by
 :meth:`~.retrievers.HybridRetriever.mix`'s float32 operations), combines them by MFTR and
-keeps the top ``k``, with the GIL released. The general path stays the reference:
+keeps the top ``k``, with the GIL released. It also returns each hit's evidence (whether a
+BM25 field had it as a candidate, and the cosine of every need field whose dense half added
+it), so ``Hit.matched`` follows :mod:`.evidence`'s null-floor rule with no second pass over
+the candidates. The general path stays the reference:
 ``tests/test_fused_hybrid.py`` compares the two on every query of the five benchmark sets.
 
 Explanations, dense (not hybrid) fields and multi-step requests (:mod:`.needs`) keep the
@@ -26,15 +29,14 @@ from ..schema import FIELDS, Query
 from .fused import _NEED_FIELDS, _params_tuple, searcher
 from .hits import Hit, _plain_hit
 from .plan import QueryPlan, plan_queries
-from .candidates import lexical_parts, member
-from .evidence import dense_evidence
-from .retrievers import (Bm25Retriever, DenseRetriever, FieldRetriever, HybridRetriever, _codes, dense_half,
-                         merge_csr)
+from .evidence import hit_evidence
+from .retrievers import Bm25Retriever, DenseRetriever, FieldRetriever, HybridRetriever, _codes, dense_half, merge_csr
 
 __all__ = ["run_hybrid", "usable"]
 
-#: Whether the loaded core has the call (a core built before it takes the general path).
-_ENGINE = hasattr(_core.FusedSearcher, "search_hybrid")
+#: Whether the loaded core has the call with the hits' evidence (an older core takes the
+#: general path).
+_ENGINE = getattr(_core, "FUSED_HYBRID_VERSION", 0) >= 2
 
 
 def usable(st: IndexState, fr: dict[str, FieldRetriever], explain: bool | str) -> bool:
@@ -61,59 +63,31 @@ def run_hybrid(st: IndexState, config: IndexConfig, queries: list[Query], fr: di
     if plan.penalize.any():
         warn_untrained_penalty(params)
     n = config.candidates
-    extra_ptr, extra_ids, ev_ptr, ev_ids = _dense_candidates(plan, fr, n, k)
     need = [plan.fields[f].terms for f in _NEED_FIELDS]
     par = plan.fields["parameters"]
-    ptr, tool, score, found = searcher(st).search_hybrid(
+    ptr, tool, score, found, lexical, cos = searcher(st).search_hybrid(
         [t.terms for t in need], [t.offsets for t in need], plan.need_ptr, par.terms.terms, par.terms.offsets,
         plan.arg_ptr, plan.penalize, _params_tuple(params), n, k, config.scale, config.threads,
-        [_dense_spec(plan, f, fr[f]) for f in _NEED_FIELDS], extra_ptr, extra_ids)
+        [_dense_spec(plan, f, fr[f]) for f in _NEED_FIELDS], _dense_candidates(plan, fr, n, k))
     catalog = st.catalog
-    found = _matched(plan, fr, n, ptr, tool, np.asarray(found, dtype=bool), (extra_ptr, extra_ids), (ev_ptr, ev_ids))
+    found = hit_evidence(found, lexical, cos, [dense_half(fr[f]) for f in _NEED_FIELDS])
     ptr, tool, score, found = ptr.tolist(), tool.tolist(), score.tolist(), found.tolist()
     return [[_plain_hit(catalog[tool[i]], score[i], i - ptr[q] + 1, found[i], None) for i in range(ptr[q], ptr[q + 1])]
             for q in range(len(queries))]
 
 
 def _dense_candidates(plan: QueryPlan, fr: dict[str, FieldRetriever], n: int, k: int
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per query the dense halves' candidates, as :func:`~.candidates.find_candidates`
-    adds them, and those of them above their field's null floor (.evidence): two CSR
-    ``(ptr, ids)``."""
-    parts, evidence = [], []
-    for f in FIELDS:
+                      ) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Per need field the candidates its dense half adds, as
+    :func:`~.candidates.find_candidates` adds them: CSR ``(ptr, ids)`` by query, or
+    ``None`` (a BM25 field, or a dense half that adds none). The parameters field is BM25
+    on this path (:func:`usable`)."""
+    out: list[tuple[np.ndarray, np.ndarray] | None] = []
+    for f in _NEED_FIELDS:
         ft = plan.fields[f]
-        if not ft.texts:
-            continue
-        dense = fr[f].dense_parts(ft, n, k=k)
-        parts += dense
-        half = dense_half(fr[f])
-        if half is not None:
-            evidence += [dense_evidence(half, ft, p, t, half.null_floor) for p, t in dense]
-    empty = np.zeros(len(plan) + 1, np.int64), np.zeros(0, np.int64)
-    ptr, ids = merge_csr(parts) if parts else empty
-    ev_ptr, ev_ids = merge_csr(evidence) if evidence else empty
-    return (ptr.astype(np.int64, copy=False), ids.astype(np.int64, copy=False),
-            ev_ptr.astype(np.int64, copy=False), ev_ids.astype(np.int64, copy=False))
-
-
-def _matched(plan: QueryPlan, fr: dict[str, FieldRetriever], n: int, ptr: np.ndarray, tool: np.ndarray,
-             found: np.ndarray, dense: tuple[np.ndarray, np.ndarray], evidence: tuple[np.ndarray, np.ndarray]
-             ) -> np.ndarray:
-    """``Hit.matched`` of the engine's hits, as :func:`~.candidates.find_candidates` sets
-    it: the engine says which hits were candidates (``found``); a candidate that only a
-    dense half found is matched only above its field's null floor. Only when such a
-    hit is among the top ``k`` are the BM25 candidates looked up again."""
-    if not dense[1].size:
-        return found
-    ptr = np.asarray(ptr, dtype=np.int64)
-    tool = np.asarray(tool, dtype=np.int64)
-    suspect = found & member(ptr, tool, *dense) & ~member(ptr, tool, *evidence)
-    if not suspect.any():
-        return found
-    lex = lexical_parts(plan, fr, n)
-    in_lex = member(ptr, tool, *merge_csr(lex)) if lex else np.zeros(tool.size, dtype=bool)
-    return found & (~suspect | in_lex)
+        parts = fr[f].dense_parts(ft, n, k=k) if ft.texts else []
+        out.append(merge_csr(parts) if parts else None)
+    return out
 
 
 def _dense_spec(plan: QueryPlan, field: str, r: FieldRetriever) -> tuple | None:

@@ -16,6 +16,8 @@ the query's terms and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..config import IndexConfig
@@ -71,9 +73,23 @@ class Bm25Retriever(FieldRetriever):
 class DenseRetriever(FieldRetriever):
     """Cosine of int8 embeddings; a tool's score is the max over its documents."""
 
-    #: The cosine a candidate it adds must beat to count as matched (set by
-    #: :func:`toolsift.search.retrievers` from :func:`.evidence.null_floor`).
-    null_floor: float = 0.0
+    #: Makes :attr:`null_floor` on first use (set by :func:`toolsift.search.retrievers`
+    #: to :func:`.evidence.null_floor` of this retriever); ``None``: the floor is 0.
+    floor_source: Callable[[], float] | None = None
+
+    @property
+    def null_floor(self) -> float:
+        """The cosine a candidate it adds must beat to count as matched (.evidence),
+        made by :attr:`floor_source` on first use and kept (two first searches racing
+        make the same value)."""
+        got = self.__dict__.get("_null_floor")
+        if got is None:
+            got = self.__dict__["_null_floor"] = self.floor_source() if self.floor_source is not None else 0.0
+        return got
+
+    @null_floor.setter
+    def null_floor(self, value: float) -> None:
+        self.__dict__["_null_floor"] = value
 
     def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1, adds_candidates: bool = True) -> None:
         self.dn = dn

@@ -90,5 +90,6 @@ void register_fields(py::module_& m);  // bind_fields.cpp: fused multi-field cal
 void register_interner(py::module_& m);  // interner.cpp
 void register_fused(py::module_& m);     // fused.cpp: one engine call per BM25 search
 void register_pairs(py::module_& m);     // bind_pairs.cpp: batch pair scoring (toolsift.batch)
+void register_embed(py::module_& m);     // bind_embed.cpp: static query vectors, int8 quantization
 
 }  // namespace toolsift::py_bridge

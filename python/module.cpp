@@ -22,6 +22,7 @@ PYBIND11_MODULE(_core, m) {
     return reinterpret_cast<std::uintptr_t>(kept.data());
   }, py::arg("a"));
   toolsift::py_bridge::register_int8(m);
+  toolsift::py_bridge::register_embed(m);
   toolsift::py_bridge::register_fields(m);
   toolsift::py_bridge::register_index(m);
 }

@@ -21,6 +21,7 @@ from toolsift.index.dense import Int8Matrix, freeze
 from toolsift.kernels import int8 as k8
 from toolsift.kernels.int8_reference import (
     gather_reference,
+    mean_rows_reference,
     quantize_rows_reference,
     scan_reference,
 )
@@ -205,6 +206,40 @@ def test_kernel_validation() -> None:
         k8.gather(*good, *good, [0, 1, 2], [0, 2])
     with pytest.raises(ValueError, match="cand_ids must hold integers"):
         k8.gather(*good, *good, [0, 1, 2], [0.0, 1.0])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("d", DIMS)
+def test_mean_rows_matches_twin(seed: int, d: int) -> None:
+    """A static encoder's text vectors (the core's loop) equal the NumPy twin bit for bit:
+    texts of 0..300 rows (an empty text, repeated rows, a row of scale 0), one at a time
+    and as one batch."""
+    rng = np.random.default_rng(seed)
+    vocab = 50
+    codes = rng.integers(-127, 128, (vocab, d)).astype(np.int8)
+    mult = (rng.uniform(0.0, 0.05, vocab) * rng.integers(0, 2, vocab)).astype(np.float32)
+    sizes = [0, 1, 2, 7, 300, 5]
+    ptr = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=ptr[1:])
+    ids = rng.integers(0, vocab, int(ptr[-1])).astype(np.int64)
+    want = mean_rows_reference(codes, mult, ptr, ids)
+    np.testing.assert_array_equal(k8.mean_rows(codes, mult, ptr, ids), want)
+    for i in range(len(sizes)):
+        one = k8.mean_rows(codes, mult, np.array([0, sizes[i]], np.int64), ids[ptr[i]:ptr[i + 1]])
+        np.testing.assert_array_equal(one[0], want[i])
+    assert not want[0].any()  # an empty text: a zero row
+    norms = np.linalg.norm(want.astype(np.float64), axis=1)
+    assert np.allclose(norms[norms > 0], 1.0, atol=1e-6)
+
+
+def test_mean_rows_checks_its_rows() -> None:
+    codes, mult = np.zeros((3, 4), np.int8), np.ones(3, np.float32)
+    with pytest.raises(ValueError, match=r"ids\[1\]=3 out of range for 3 rows"):
+        k8.mean_rows(codes, mult, np.array([0, 2], np.int64), np.array([0, 3], np.int64))
+    with pytest.raises(ValueError, match="ptr must run from 0 to len"):
+        k8.mean_rows(codes, mult, np.array([0, 1], np.int64), np.array([0, 1], np.int64))
+    with pytest.raises(ValueError, match="mult must have one entry per row"):
+        k8.mean_rows(codes, np.ones(2, np.float32), np.array([0, 1], np.int64), np.array([0], np.int64))
 
 
 # --------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ from toolsift.encoders.errors import EncoderError, EncoderInputError
 from toolsift.encoders.fingerprint import file_sha256
 from toolsift.encoders.models import VENDORED_TOKENIZER
 from toolsift.encoders.wordpiece import FastWordPiece
+from toolsift.kernels.buffers import freeze
+from toolsift.kernels.int8 import mean_rows
 
 __all__ = ["StaticEncoder", "StaticTable", "DEFAULT_TABLE", "TABLE_FORMAT"]
 
@@ -171,9 +173,10 @@ class StaticEncoder:
             raise EncoderError(f"static encoder: tokenizer {self.tokenizer_path} has {vocab} tokens, "
                                f"the table {self.table.vocab_size} rows")
         # Rows premultiplied by their weight and scale: a text's vector is then a plain
-        # sum of int8 rows times one float each.
-        self._row_mult = (self.table.weights * self.table.scales).astype(np.float32)
-        self._codes = self.table.codes
+        # sum of int8 rows times one float each. Read-only, so the core reads them in
+        # place with the GIL released (nothing writes a table's rows once made).
+        self._row_mult = freeze((self.table.weights * self.table.scales).astype(np.float32))
+        self._codes = freeze(self.table.codes)
         self._fingerprint: str | None = None
 
     @property
@@ -231,20 +234,17 @@ class StaticEncoder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise EncoderInputError(f"texts[{i}]: expected str, got {type(text).__name__}")
-        from toolsift.kernels.int8 import mean_rows_kernel  # Numba: imported on the first encode
-
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if len(texts) == 1:  # a query: no chunking, its ids straight into the kernel
             ids = np.array(self.token_ids(texts)[0], dtype=np.int64)
-            mean_rows_kernel(self._codes, self._row_mult, np.array([0, ids.size], np.int64), ids, out)
-            return out
+            return mean_rows(self._codes, self._row_mult, np.array([0, ids.size], np.int64), ids)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         # A slice of texts at a time: a catalogue's token ids at once would be large.
         for start in range(0, len(texts), _CHUNK):
             chunk = self.token_ids(texts[start:start + _CHUNK])
             ptr = np.zeros(len(chunk) + 1, dtype=np.int64)
             np.cumsum([len(x) for x in chunk], out=ptr[1:])
             flat = np.fromiter(chain.from_iterable(chunk), dtype=np.int64, count=int(ptr[-1]))
-            mean_rows_kernel(self._codes, self._row_mult, ptr, flat, out[start:start + _CHUNK])
+            out[start:start + _CHUNK] = mean_rows(self._codes, self._row_mult, ptr, flat)
         return out
 
     def __repr__(self) -> str:

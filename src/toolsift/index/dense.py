@@ -187,7 +187,7 @@ class Int8Matrix:
         Raises:
             ValueError: ``x`` is not 2-D, not floating point, or not finite.
         """
-        from ..kernels.int8 import quantize_rows  # Numba: imported when a matrix is made
+        from ..kernels.int8 import quantize_rows
 
         codes, scales = quantize_rows(x)
         return cls(freeze(codes), freeze(scales))

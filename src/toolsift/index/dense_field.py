@@ -23,8 +23,8 @@ from .dense import Int8Matrix, freeze
 if TYPE_CHECKING:
     from .ivf import IvfIndex
 
-# The Numba kernels (quantize, scan, top) are imported where a field is built or scanned:
-# loading an index and searching its BM25 fields must not import Numba (~0.5 s of CPU).
+# The int8 kernels (the C++ core's) are imported where a field is built or scanned; only a
+# grouped field's tool selection (kernels.select) is Numba, imported when one is scanned.
 
 __all__ = ["DenseField", "encode_int8", "encode_int8_into", "encode_texts"]
 
@@ -191,7 +191,6 @@ class DenseField:
         best ``n`` tools with a positive score (unordered, ties to the lower tool id; a
         tool scores as its best document), from an exact scan of the non-empty documents."""
         from ..kernels.int8 import scan_trusted, top_trusted
-        from ..kernels.select import top_positive_trusted
 
         live, m = self.live_rows()
         if not live.size or not q_codes.shape[0]:
@@ -200,6 +199,8 @@ class DenseField:
         # when it was made, and the query codes come from quantize_rows.
         if self.groups is None:  # a row is a tool: scan and select in one pass
             return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n)
+        from ..kernels.select import top_positive_trusted  # Numba: grouped fields only
+
         scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)
         return [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]
 

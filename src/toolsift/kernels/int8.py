@@ -11,106 +11,52 @@ Layouts:
 * a query batch is the same thing with ``m`` rows;
 * candidate sets are CSR: query ``i`` scores ``cand_ids[cand_ptr[i]:cand_ptr[i+1]]``.
 
-The scan, the gather and the one-pass top-n are the C++ core's (``toolsift/int8_dot.h``:
-one dot product on the CPU's widest integer instructions, chosen at run time); the
-others are Numba kernels. As in :mod:`toolsift.kernels.mftr`, every jitted function has
-an explicit signature with read-only inputs (memory-mapped and Arrow buffers are
-accepted without a copy), is cached on disk, releases the GIL, and runs as plain Python
-under ``NUMBA_DISABLE_JIT=1``. The checked wrappers :func:`quantize_rows`, :func:`scan` and :func:`gather` validate inputs
-before any kernel runs; the ``*_kernel`` functions trust their arguments.
+Every kernel here is the C++ core's: the scan, the gather and the one-pass top-n
+(``toolsift/int8_dot.h``: one dot product on the CPU's widest integer instructions, chosen
+at run time), the quantization and a static encoder's text vectors (``toolsift/embed.h``),
+so a search on a dense field imports no Numba. Plain-NumPy twins in
+:mod:`toolsift.kernels.int8_reference` are the tests' oracle. The checked wrappers
+:func:`quantize_rows`, :func:`scan` and :func:`gather` validate inputs before any kernel
+runs; the ``*_trusted`` functions and :func:`mean_rows` trust their arguments.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from numba import types as nt
 
 from .. import _core
 from .buffers import ALIGN, aligned, aligned_empty, freeze, frozen
-from .launch import SERIAL_WORK, current_threads, launch
+from .launch import SERIAL_WORK, current_threads
 
 __all__ = [
     "ALIGN",
-    "SIG_QUANTIZE",
     "aligned",
     "aligned_empty",
     "freeze",
     "frozen",
     "gather",
     "gather_trusted",
-    "mean_rows_kernel",
-    "quantize_kernel",
+    "mean_rows",
     "quantize_rows",
+    "quantize_trusted",
     "scan",
     "scan_trusted",
     "top_trusted",
 ]
 
-_ro_i1_2d = nt.Array(nt.int8, 2, "C", readonly=True)
-_ro_f4_2d = nt.Array(nt.float32, 2, "C", readonly=True)
-_ro_f4 = nt.Array(nt.float32, 1, "C", readonly=True)
-_ro_i8 = nt.Array(nt.int64, 1, "C", readonly=True)
 
-#: ``quantize_kernel(x, codes_out, scales_out)``.
-SIG_QUANTIZE = nt.void(_ro_f4_2d, nt.int8[:, ::1], nt.float32[::1])
-#: ``mean_rows_kernel(codes, mult, ptr, ids, out[m, d])``.
-SIG_MEAN_ROWS = nt.void(_ro_i1_2d, _ro_f4, _ro_i8, _ro_i8, nt.float32[:, ::1])
-
-# Largest |code|: symmetric, so -128 is never produced.
-_QMAX = 127.0
-
-
-@numba.njit(SIG_QUANTIZE, cache=True, nogil=True, parallel=True)
-def quantize_kernel(x, codes, scales):
-    """Quantize each row of ``x`` into ``codes`` and ``scales`` (unchecked, in parallel).
-
-    Arithmetic is float64 throughout (``float()`` widens float32 in plain-Python mode
-    too), so this kernel and the NumPy twin round every value identically.
-    """
-    n, d = x.shape
-    for i in numba.prange(n):
-        amax = 0.0
-        for k in range(d):
-            amax = max(amax, abs(float(x[i, k])))
-        if amax == 0.0:
-            scales[i] = 0.0
-            for k in range(d):
-                codes[i, k] = 0
-            continue
-        inv = _QMAX / amax
-        for k in range(d):
-            # |x * inv| <= 127 up to one rounding, and rint keeps it there: no clip needed.
-            codes[i, k] = np.int8(np.rint(float(x[i, k]) * inv))
-        scales[i] = np.float32(amax / _QMAX)
-
-
-@numba.njit(SIG_MEAN_ROWS, cache=True, nogil=True)
-def mean_rows_kernel(codes, mult, ptr, ids, out):
-    """Write ``out[i]`` = the unit-length sum of ``codes[r] * mult[r]`` over the rows
-    ``r = ids[ptr[i]:ptr[i+1]]`` (a zero row when that sum is 0; unchecked).
+def mean_rows(codes: np.ndarray, mult: np.ndarray, ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """``float32[len(ptr) - 1, d]``: row ``i`` is the unit-length sum of ``codes[r] *
+    mult[r]`` over the rows ``r = ids[ptr[i]:ptr[i+1]]`` (a zero row when that sum is 0).
 
     A text's static embedding (:class:`toolsift.encoders.static.StaticEncoder`): rows
     premultiplied by token weight and scale. One text alone or in a batch goes through
-    the same loop, so it gets the same vector bit for bit.
+    the same loop, so it gets the same vector bit for bit. The core checks ``ptr`` and
+    the row range; many texts run on :func:`~.launch.current_threads` threads.
     """
-    d = codes.shape[1]
-    for i in range(ptr.shape[0] - 1):
-        for t in range(ptr[i], ptr[i + 1]):
-            r = ids[t]
-            w = mult[r]
-            for k in range(d):
-                out[i, k] += np.float32(codes[r, k]) * w
-        sq = 0.0
-        for k in range(d):
-            sq += float(out[i, k]) * float(out[i, k])
-        if sq > 1e-24:
-            inv = np.float32(1.0 / np.sqrt(sq))
-            for k in range(d):
-                out[i, k] *= inv
-        else:
-            for k in range(d):
-                out[i, k] = 0.0
+    work = ids.shape[0] * codes.shape[1] // 1000
+    threads = 1 if work < SERIAL_WORK else current_threads()
+    return _core.static_mean_rows(codes, mult, ptr, ids, threads)
 
 
 # --------------------------------------------------------------------------------------
@@ -178,11 +124,18 @@ def quantize_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if bad.any():
         i, k = np.argwhere(bad)[0]
         raise ValueError(f"x[{i},{k}]={arr[i, k]} is not finite")
+    return quantize_trusted(arr)
+
+
+def quantize_trusted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`quantize_rows` of a C-contiguous, finite ``float32[n, d]`` without the
+    checks (a query's vectors, made by the encoder a moment ago)."""
     # A matrix made from the codes is scanned in place: aligned. A few query rows need not be.
-    codes = aligned_empty(arr.shape, np.int8) if arr.shape[0] >= 64 else np.empty(arr.shape, np.int8)
-    scales = np.empty(arr.shape[0], dtype=np.float32)
-    if arr.shape[0]:
-        launch(quantize_kernel, arr, codes, scales, work=arr.size // 1000)
+    codes = aligned_empty(x.shape, np.int8) if x.shape[0] >= 64 else np.empty(x.shape, np.int8)
+    scales = np.empty(x.shape[0], dtype=np.float32)
+    if x.shape[0]:
+        work = x.size // 1000
+        _core.quantize_rows(x, codes, scales, 1 if work < SERIAL_WORK else current_threads())
     return codes, scales
 
 

@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "dequantize_reference",
     "gather_reference",
+    "mean_rows_reference",
     "quantize_rows_reference",
     "scan_reference",
 ]
@@ -36,6 +37,23 @@ def quantize_rows_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.rint(x64 * inv[:, None]).astype(np.int8)
     scales = (amax / 127.0).astype(np.float32)
     return codes, scales
+
+
+def mean_rows_reference(codes: np.ndarray, mult: np.ndarray, ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Twin of :func:`toolsift.kernels.int8.mean_rows`, in its rounding order: float32
+    products added token by token, float32 squares summed one after another in float64
+    (``cumsum``, not NumPy's pairwise ``sum``), the row scaled by the float32 inverse norm."""
+    out = np.zeros((len(ptr) - 1, codes.shape[1]), np.float32)
+    for i in range(len(ptr) - 1):
+        acc = out[i]
+        for r in ids[ptr[i]:ptr[i + 1]]:
+            acc += codes[r].astype(np.float32) * np.float32(mult[r])
+        sq = float(np.cumsum((acc * acc).astype(np.float64))[-1]) if acc.size else 0.0
+        if sq > 1e-24:
+            acc *= np.float32(1.0 / np.sqrt(sq))
+        else:
+            acc[:] = 0.0
+    return out
 
 
 def dequantize_reference(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -161,7 +161,7 @@ def reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readin
     """Unit vectors and int8 codes of every reading, reading by reading. The whole
     request's (reading 0) are the plan's own, so that reading is exactly the unsplit
     search's; only the steps are embedded here."""
-    from ..kernels.int8 import quantize_rows  # Numba: dense fields only (see kernels/__init__)
+    from ..kernels.int8 import quantize_rows
 
     dense = plan.fields[next(f for f in FIELDS if f in st.dense)]
     whole = dense.ptr[:-1] if WHOLE_AS_NEED else np.zeros(0, np.int64)  # one text per raw query

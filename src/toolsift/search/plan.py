@@ -226,7 +226,7 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
         # The same one text in every dense field: embedded and quantized once.
         vec, one = _embed_one(st, config, flat[0])
         return dict.fromkeys(names, vec), dict.fromkeys(names, one)
-    from ..kernels.int8 import quantize_rows  # Numba: only for dense fields
+    from ..kernels.int8 import quantize_rows
 
     vecs = encode_texts(query_encoder_for(st, config), flat)
     q_codes, q_scales = quantize_rows(vecs)
@@ -244,8 +244,9 @@ def _embed(st: IndexState, config: IndexConfig, texts: dict[str, list[str]]
 def _embed_one(st: IndexState, config: IndexConfig, text: str) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """One non-blank text's unit embedding and its int8 codes, read-only: the fields
     that search with it share the rows."""
-    from ..kernels.int8 import quantize_rows
+    from ..kernels.int8 import quantize_trusted
 
+    # The encoder's own fresh unit rows: finite and C-contiguous, no checks to pay.
     vec = encode_texts(query_encoder_for(st, config), [text])
-    qc, qs = quantize_rows(vec)
+    qc, qs = quantize_trusted(vec)
     return read_only(vec), (read_only(qc), read_only(qs))

@@ -140,7 +140,7 @@ class DenseRetriever(FieldRetriever):
         if not per_text.size or not self.dn.live_rows()[0].size:
             # Nothing to gather, or every document empty: every similarity is 0.
             return np.zeros(per_text.size, np.float32)
-        from ..kernels.int8 import gather_trusted as int8_gather  # Numba: only for dense fields
+        from ..kernels.int8 import gather_trusted as int8_gather
 
         q_codes, q_scales = _codes(ft)
         m = self.dn.matrix

@@ -68,3 +68,25 @@ def test_serve_config_file_errors_name_file_and_key(tmp_path):
         with pytest.raises(ConfigError) as info:
             ServeConfig.load(path)
         assert str(info.value).startswith(f"{path}: {message}"), str(info.value)
+
+
+def test_trusted_values_pass_the_checks_they_skip(tmp_path):
+    """Configs toolsift defines or wrote itself are made under ``trusted()``, which skips
+    the field checks (and pydantic) but not the rules across fields: the module constants
+    made that way pass the checks, and a saved index loads the config that was saved."""
+    from toolsift import ToolIndex
+    from toolsift.adapters import demo_catalog_path, load_catalog
+    from toolsift.checking import check_fields, trusted
+    from toolsift.config import COLDSTART_ANALYZER, COLDSTART_BM25
+
+    check_fields(COLDSTART_ANALYZER, "COLDSTART_ANALYZER")
+    check_fields(COLDSTART_BM25, "COLDSTART_BM25")
+    with trusted():
+        assert Bm25Config(k1=-0.5).k1 == -0.5  # the field check is what trusted() skips
+        with pytest.raises(ConfigError, match="unknown field 'title'"):
+            IndexConfig(retrievers={"title": "bm25"})  # a rule across fields still runs
+    with pytest.raises(ConfigError):
+        Bm25Config(k1=-0.5)
+    cfg = IndexConfig(candidates=37, bm25=Bm25Config(k1=1.1, b=0.3), threads=0)
+    ToolIndex.build(load_catalog(demo_catalog_path()), config=cfg).save(tmp_path / "idx")
+    assert ToolIndex.load(tmp_path / "idx").config == cfg

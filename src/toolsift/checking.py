@@ -8,23 +8,30 @@ a :class:`~toolsift.errors.ConfigError` through :func:`validation_message`, one 
 naming each bad key (``learn.min_voters: Input should be greater than or equal to 1,
 got 0``). Rules that tie several fields together stay in ``__post_init__``.
 
-This module imports only pydantic: configs of packages that must not load the compiled
-core (:mod:`toolsift.usage`) use it too.
+This module needs only pydantic, and imports it with the first check: configs of packages
+that must not load the compiled core (:mod:`toolsift.usage`) use it too. Values toolsift
+wrote or defines itself are made under :func:`trusted` -- a saved index's config (its
+manifest's checksum verified) and module constants such as the default analyzer (checked
+by ``tests/test_config_validation.py``) -- so importing toolsift and loading an index
+import no pydantic (~70 ms of CPU) and build no validator; the rules that tie several
+fields together still run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import fields
-from typing import Any
-
-from pydantic import Field, TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 
-__all__ = ["Strict", "check_fields", "validation_message"]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+__all__ = ["Strict", "check_fields", "trusted", "validation_message"]
 
 # Types and limits of configuration fields are declared on the fields (Annotated with
 # pydantic constraints) and checked by pydantic, the one schema library of the package;
@@ -63,8 +70,24 @@ def validation_message(exc: ValidationError, prefix: str) -> str:
 _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_checking", default=False)
 
 
+_TRUSTED: contextvars.ContextVar[bool] = contextvars.ContextVar("toolsift_config_trusted", default=False)
+
+
+@contextlib.contextmanager
+def trusted() -> Iterator[None]:
+    """Construct configs inside the block without checking their fields' types and
+    limits: only for values toolsift wrote or defines itself (see the module docstring)."""
+    token = _TRUSTED.set(True)
+    try:
+        yield
+    finally:
+        _TRUSTED.reset(token)
+
+
 @functools.cache
 def _adapter(cls: Any) -> TypeAdapter:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(cls)
 
 
@@ -74,8 +97,10 @@ def check_fields(obj: Any, where: str) -> None:
     Raises:
         ConfigError: Naming each bad field as ``where.field``.
     """
-    if _CHECKING.get():  # the copy pydantic builds while validating: already being checked
+    if _CHECKING.get() or _TRUSTED.get():  # the copy pydantic builds while validating; or trusted()
         return
+    from pydantic import ValidationError
+
     token = _CHECKING.set(True)
     try:
         # Fields with init=False are derived state (caches, compiled helpers), not settings.
@@ -87,4 +112,20 @@ def check_fields(obj: Any, where: str) -> None:
         _CHECKING.reset(token)
 
 
-Strict = functools.partial(Field, strict=True)
+def Strict(**constraints: Any) -> Any:  # noqa: N802 - reads as a type annotation
+    """``pydantic.Field(strict=True, **constraints)`` for a field's ``Annotated[...]``.
+    Annotations are text (``from __future__ import annotations``) that pydantic evaluates
+    when a class's validator is first built, so pydantic loads only then."""
+    from pydantic import Field
+
+    return Field(strict=True, **constraints)
+
+
+class InstanceOf:
+    """``pydantic.InstanceOf`` in a field annotation, resolved (and pydantic imported)
+    when the annotation is evaluated, as :func:`Strict` is."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        from pydantic import InstanceOf as _InstanceOf
+
+        return _InstanceOf[item]

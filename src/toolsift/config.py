@@ -11,9 +11,7 @@ from __future__ import annotations
 import threading
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, ClassVar, Literal
-
-from pydantic import ConfigDict, InstanceOf
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from .analyze import Analyzer
 from .errors import ConfigError
@@ -42,8 +40,13 @@ RETRIEVERS = ("bm25", "dense", "hybrid")
 
 # Validation: one mechanism for every config class (toolsift.checking): types and limits
 # declared on the fields, checked by pydantic; rules across fields in __post_init__.
-from .checking import _CHECKING, Strict, validation_message  # noqa: E402  (re-exported)
+from .checking import _CHECKING, Strict, trusted, validation_message  # noqa: E402  (re-exported)
 from .checking import check_fields as _check_fields  # noqa: E402
+
+if TYPE_CHECKING:
+    from pydantic import InstanceOf
+else:  # resolved when a validator is built: no pydantic at import (toolsift.checking)
+    from .checking import InstanceOf
 
 
 class UntrainedPenaltyWarning(UserWarning):
@@ -113,10 +116,12 @@ class Bm25Config:
 #: The default analyzer of a new index, chosen by the cold-start ablation
 #: (docs/coldstart.md): NLTK's 179 English stop words, Snowball English stemming, accents
 #: folded. ``Analyzer()`` itself keeps bm25s's tokenizer (the MFTR reproduction's).
-COLDSTART_ANALYZER = Analyzer(stopwords="nltk", stemmer="english", fold_accents=True)
+#: Module constants are made under trusted() (no pydantic at import); the tests check them.
+with trusted():
+    COLDSTART_ANALYZER = Analyzer(stopwords="nltk", stemmer="english", fold_accents=True)
 
-#: The default BM25 parameters of a new index (docs/coldstart.md).
-COLDSTART_BM25 = Bm25Config(k1=1.2, b=0.4)
+    #: The default BM25 parameters of a new index (docs/coldstart.md).
+    COLDSTART_BM25 = Bm25Config(k1=1.2, b=0.4)
 
 
 @dataclass(frozen=True)
@@ -257,7 +262,8 @@ class IndexConfig:
     threads: Annotated[int, Strict(ge=0)] = 1
     embed_threads: Annotated[int, Strict(ge=0)] = 0
 
-    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(arbitrary_types_allowed=True)
+    # pydantic's ConfigDict is a TypedDict: a plain dict is the same thing, without the import.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"arbitrary_types_allowed": True}
 
     def __post_init__(self) -> None:
         if isinstance(self.retrievers, dict):

@@ -26,7 +26,7 @@ def print_hits(query: Any, hits, ms: float, out: TextIO, params, *, dense: bool 
     label = query if isinstance(query, str) else json.dumps(query)[:100] + "..."
     print(f"\nquery: {label}   ({ms:.2f} ms)", file=out)
     if not any(h.matched for h in hits):
-        from .query_schema import NO_MATCH_HINT, NO_MATCH_HINT_DENSE
+        from .no_match import NO_MATCH_HINT, NO_MATCH_HINT_DENSE
 
         print(f"  {NO_MATCH_HINT_DENSE if dense else NO_MATCH_HINT}", file=out)
         return

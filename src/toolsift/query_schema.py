@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from .no_match import NO_MATCH_HINT, NO_MATCH_HINT_DENSE, NO_MATCH_NOTE  # re-exported
 from .query_caps import MAX_ARGUMENTS, MAX_NEEDS
 
 __all__ = ["NO_MATCH_HINT", "NO_MATCH_HINT_DENSE", "NO_MATCH_NOTE", "StructuredQuery", "ToolNeedSpec", "structured_query_schema"]
@@ -72,20 +73,3 @@ def _schema() -> dict[str, Any]:
 def structured_query_schema() -> dict[str, Any]:
     """The JSON Schema of :class:`StructuredQuery` (self-contained, a fresh copy)."""
     return copy.deepcopy(_schema())
-
-
-#: Said when no tool shares a word with a query (every hit has ``matched=False``; the
-#: library reports it through that attribute rather than a warning per query).
-NO_MATCH_HINT = ("no tool matches any word of this query: the BM25 retriever matches words, not meanings. "
-                 "The hybrid preset (the default; this index was built with BM25 alone) also matches by "
-                 "meaning: build the index without --preset bm25 (preset=\"bm25\").")
-
-#: The same, as the note ``find_tools`` returns to a model when nothing matched.
-NO_MATCH_NOTE = ("No tool matched the query: none shares a word with it, and on a hybrid or dense index none "
-                 "is closer in meaning than random text gets. Rephrase it with the words a tool's description "
-                 "would use (e.g. 'send email' rather than 'let my boss know'), or drop tag filters.")
-
-#: What ``toolsift search`` prints when nothing matched on an index with dense fields
-#: (a dense candidate matches only above its field's null floor, search/evidence.py).
-NO_MATCH_HINT_DENSE = ("no tool matches any word of this query, and none is closer in meaning than random "
-                       "text gets: rephrase it with the words a tool's description would use.")

@@ -14,9 +14,22 @@ Example:
 
 from __future__ import annotations
 
-from toolsift.encoders.errors import EncoderError, EncoderInputError
-from toolsift.encoders.models import ModelFiles, default_model, resolve_model
-from toolsift.encoders.onnx import OnnxEncoder
+from typing import TYPE_CHECKING
+
+from toolsift.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from toolsift.encoders.errors import EncoderError, EncoderInputError
+    from toolsift.encoders.models import ModelFiles, default_model, resolve_model
+    from toolsift.encoders.onnx import OnnxEncoder
+
+# Resolved on first use: the package's modules (the embedding cache, fingerprints) are
+# imported by every index load, the ONNX runner (thread pools, onnxruntime's wrapper)
+# only by an index that embeds.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "EncoderError": "errors", "EncoderInputError": "errors", "ModelFiles": "models",
+    "default_model": "models", "resolve_model": "models", "OnnxEncoder": "onnx",
+}, globals())
 
 __all__ = [
     "EncoderError",

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from .._version import __version__
 from ..analyze import Vocabulary
+from ..checking import trusted
 from ..config import IndexConfig
 from ..errors import IndexCorruptError, IndexFormatError, ToolsiftError
 from ..schema import FIELDS, Catalog, Tool
@@ -204,7 +205,10 @@ def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mma
                      verify: bool) -> LoadedIndex:
     sid = manifest.get("save_id")
     try:
-        config = IndexConfig.from_dict(manifest["config"])
+        # The config a save wrote from a checked IndexConfig, under the manifest's verified
+        # checksum: its fields are not checked again (toolsift.checking.trusted).
+        with trusted():
+            config = IndexConfig.from_dict(manifest["config"])
         n_tools = int(manifest["n_tools"])
         catalog = _load_tools(ddir, manifest, mmap=mmap, save_id=sid, verify=verify)
         terms = open_table(ddir, "vocab.arrow", mmap=False, save_id=sid, columns={"term": _is_string})

@@ -21,14 +21,16 @@ numbers and embed queries identically.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..encoders.static import StaticEncoder, StaticTable
 from .dense_field import DenseField
 from .arrowcols import column
 from .store import column_values
 
+if TYPE_CHECKING:  # the encoders load with the first static query or fit, not with a BM25 index
+    from ..encoders.static import StaticEncoder
 __all__ = ["QueryTable", "fit_query_table", "build_query_table", "query_encoder_for", "refits", "LAMBDA",
            "MAX_TEXTS"]
 
@@ -101,6 +103,8 @@ class QueryTable:
 
     def encoder(self, base: StaticEncoder) -> StaticEncoder:
         """``base`` with these rows in place of its own."""
+        from ..encoders.static import StaticEncoder, StaticTable
+
         t = base.table
         if self.token_ids.size and (int(self.token_ids.max()) >= t.vocab_size or self.codes.shape[1] != t.dim):
             from ..errors import IndexCorruptError
@@ -129,6 +133,7 @@ def fit_query_table(base: StaticEncoder, dense: dict[str, DenseField], texts: di
                     *, lam: float = LAMBDA) -> QueryTable:
     """Refit ``base``'s rows on the dense fields' documents (``texts[field]`` in row
     order), from their stored vectors; duplicates count once."""
+    from ..encoders.static import StaticTable
     from ..encoders.static_fit import fit_vectors, mean_matrix
 
     # First the distinct non-empty texts and where their rows are, then (after the

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyarrow._compute import call_function
 
 from ..errors import IndexCorruptError, SchemaError
 from ..schema import Catalog, Parameter, Tool
@@ -164,7 +164,9 @@ class StoredCatalog(Catalog):
         for f in TOOL_SCHEMA:
             if self.table.column(f.name).null_count:
                 raise IndexCorruptError(f"{where}: column {f.name!r} has nulls")
-        if n and pc.count_distinct(self.table.column("id")).as_py() != n:
+        # The compute kernel itself: the pyarrow.compute module costs ~40 ms of CPU to
+        # import (it generates its functions' docs), and loading an index needs only this.
+        if n and call_function("count_distinct", [self.table.column("id")]).as_py() != n:
             raise IndexCorruptError(f"{where}: duplicate tool ids")
         self._n = n
         payload, ids = self.table.column("payload"), self.table.column("id")
@@ -208,8 +210,10 @@ class StoredCatalog(Catalog):
         if isinstance(params, pa.ChunkedArray):  # pragma: no cover - older pyarrow
             params = pa.concat_arrays(params.chunks)
         ptr = column_values(params.offsets, np.int32).astype(np.int64)
-        ptr = ptr - ptr[0] if ptr.size else np.zeros(1, np.int64)
-        required = column_values(params.flatten(), np.uint8)
+        lo = int(ptr[0]) if ptr.size else 0
+        ptr = ptr - lo if ptr.size else np.zeros(1, np.int64)
+        # The child values the offsets address (``flatten()`` would import pyarrow.compute).
+        required = column_values(params.values, np.uint8)[lo:lo + int(ptr[-1])]
         bits = column_values(self.table.column("fields"), np.uint8)
         if ptr.size != self._n + 1 or required.size != ptr[-1]:
             raise IndexCorruptError(f"{self._where}: parameter layout is inconsistent")

@@ -20,11 +20,8 @@ from ..kernels.launch import using_threads
 from ..schema import FIELDS, Query, query_text
 from .candidates import Candidates, find_candidates, pack
 from . import fused, fused_hybrid
-from .exhaustive import all_field_scores
 from .explain import explain_hits, explain_ranked
 from .hits import Hit, rank
-from .needs import request_steps, run_steps, shares_bm25
-from .needs_reference import run_steps_reference
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
 from .evidence import null_floor
@@ -33,6 +30,15 @@ from .score import score
 
 __all__ = ["Candidates", "Hit", "all_field_scores", "QueryLike", "QueryPlan", "as_query", "check_explain", "check_k", "is_raw", "retrievers",
            "run", "score_tools", "search_text"]
+
+
+def __getattr__(name: str):
+    # Exhaustive field scores (evaluation, training) load with their first use.
+    if name == "all_field_scores":
+        from .exhaustive import all_field_scores
+
+        return all_field_scores
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]:
@@ -101,6 +107,10 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
             return fused.run_fused(st, config, queries, k=k, params=params)
         plan, ranked = fused.rank_fused(st, config, queries, k=k, params=params)
         return explain_ranked(st, plan, retrievers(st, config), params, *ranked, why_only=explain == "why")
+    # Multi-step requests (.needs: the step splitter's regular expressions are compiled
+    # at import) load with the first search off the fused BM25 path.
+    from .needs import request_steps, run_steps, shares_bm25
+
     steps = request_steps(st, config, queries)
     if any(s is not None for s in steps):
         # Raw requests that split into steps search their dense halves per step (.needs);
@@ -111,7 +121,10 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
         out: list[list[Hit]] = [[] for _ in queries]
         fr = retrievers(st, config)
         # BM25 packed once per request when every reading shares it, else the first implementation.
-        by_steps = run_steps if shares_bm25(fr) else run_steps_reference
+        if shares_bm25(fr):
+            by_steps = run_steps
+        else:
+            from .needs_reference import run_steps_reference as by_steps
         with using_threads(config.threads):
             got = by_steps(st, config, [queries[i] for i in multi], list(split.values()), fr, k=k,
                            explain=explain, params=params)

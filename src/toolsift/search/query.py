@@ -10,11 +10,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import QueryError
-from ..query_schema import NO_MATCH_HINT, NO_MATCH_NOTE, StructuredQuery, ToolNeedSpec, structured_query_schema
 from ..schema import Query
 
 __all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "QueryLike", "StructuredQuery", "ToolNeedSpec", "as_query",
            "check_explain", "check_k", "is_raw", "structured_query_schema"]
+
+def __getattr__(name: str) -> Any:
+    # The wire form's re-exports load with their first use: its pydantic models cost
+    # more to define than a search of a loaded index.
+    if name in ("NO_MATCH_HINT", "NO_MATCH_NOTE"):
+        from .. import no_match
+
+        return getattr(no_match, name)
+    if name in ("StructuredQuery", "ToolNeedSpec", "structured_query_schema"):
+        from .. import query_schema
+
+        return getattr(query_schema, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).
 QueryLike = str | Query | Mapping[str, Any]

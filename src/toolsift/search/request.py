@@ -8,15 +8,17 @@ hands the request here; everything below runs inside the search package, top-dow
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..config import IndexConfig
-from ..index.graph import ToolGraph
 from ..index.state import IndexState
 from ..progress import progress_bar
 from ..schema import Query
 from . import run
-from .complete import complete_hits, fetch_depth
 from .hits import Hit
+
+if TYPE_CHECKING:
+    from ..index.graph import ToolGraph
 
 __all__ = ["complete_ranking", "graph_of", "search_many", "search_one"]
 
@@ -28,6 +30,8 @@ CHUNK = 256
 def graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:
     """The state's tool graph, built on first use for an index saved without one."""
     if st.graph is None:
+        from ..index.graph import ToolGraph
+
         st.graph = ToolGraph.build(st.catalog, config.analyzer)
     return st.graph
 
@@ -35,6 +39,7 @@ def graph_of(st: IndexState, config: IndexConfig) -> ToolGraph:
 def complete_ranking(st: IndexState, config: IndexConfig, q: Query, hits: list[Hit], k: int) -> list[Hit]:
     """``hits`` (a ranking, best first) completed into a tool set of at most ``k``
     (:func:`.complete.complete_hits` on the state's graph)."""
+    from .complete import complete_hits  # the tool-set rules: loaded by the first tool set
     return complete_hits(hits, query=q, k=k, graph=graph_of(st, config), catalog=st.catalog,
                          analyzer=config.analyzer)
 
@@ -46,6 +51,7 @@ def search_one(st: IndexState, config: IndexConfig, q: Query, *, k: int, explain
 
     check_format(format)  # a typo fails even without a budget, rather than being ignored
     if complete:
+        from .complete import fetch_depth
         ranked = run(st, config, [q], k=fetch_depth(k, len(st.catalog)), explain=explain)[0]
         hits = complete_ranking(st, config, q, ranked, k)
         return hits if token_budget is None else fit_budget(hits, token_budget=token_budget, k=k, format=format)
@@ -66,6 +72,8 @@ def search_many(st: IndexState, config: IndexConfig, queries: Sequence[Query], *
                 for q in progress_bar(queries, show, "search")]
     out: list[list[Hit]] = []
     chunks = range(0, len(queries), CHUNK)
+    if complete:
+        from .complete import fetch_depth
     n = fetch_depth(k, len(st.catalog)) if complete else k
     for start in progress_bar(chunks, show, "search", total=len(chunks)):
         part = list(queries[start:start + CHUNK])

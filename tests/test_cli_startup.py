@@ -1,0 +1,67 @@
+"""What a fresh ``toolsift search`` process on a saved BM25 index imports: the command
+loads the index and prints the explained table without Numba, SciPy (which Numba
+imports), pandas (which pyarrow's ``to_numpy`` imports) or pydantic (config checks of
+values toolsift wrote itself are skipped, toolsift.checking.trusted). Checked on the
+process's ``sys.modules`` after the command ran; no timing is asserted (the numbers are
+in docs/results/startup-2026-11-28b.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numba", "llvmlite", "scipy", "pandas", "pydantic", "pydantic_core")
+
+# Runs the CLI in-process (as `python -m toolsift` does), then reports what it imported.
+_WRAPPER = """
+import contextlib, io, json, sys
+from toolsift.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    status = main(sys.argv[1:])
+heavy = {heavy!r}
+print(json.dumps({{"status": status, "out": out.getvalue(),
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in heavy)}}))
+"""
+
+
+def _search(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER.format(heavy=HEAVY), "search", *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def bm25_index(tmp_path_factory, demo_catalog):
+    from toolsift import ToolIndex
+
+    path = tmp_path_factory.mktemp("cli-startup") / "idx"
+    ToolIndex.build(demo_catalog, preset="bm25", graph=True).save(path)
+    return str(path)
+
+
+def test_cli_search_imports_no_numba_scipy_pandas_or_pydantic(bm25_index):
+    got = _search(bm25_index, "email the quarterly report to my manager")
+    assert got["status"] == 0 and "send_email" in got["out"] and "matches description" in got["out"], got["out"]
+    assert got["heavy"] == [], got["heavy"]
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["-k", "20"]])
+def test_cli_search_variants_stay_light(bm25_index, extra):
+    got = _search(bm25_index, "will it rain in Lisbon tomorrow?", *extra)
+    assert got["status"] == 0 and got["heavy"] == [], got
+    if extra == ["--json"]:
+        hits = json.loads(got["out"])["hits"]
+        assert hits and all("fields" in h and "why" in h for h in hits)
+
+
+def test_cli_search_of_an_unmatched_query_stays_light(bm25_index):
+    """The table's no-match hint lives beside the structured query's pydantic models; it
+    is printed without them."""
+    got = _search(bm25_index, "zzyzx qqqq")
+    assert got["status"] == 0 and "no tool matches any word" in got["out"], got["out"]
+    assert got["heavy"] == [], got["heavy"]

@@ -1,12 +1,15 @@
 // Bindings of the int8 dense kernels (toolsift/int8_dot.h): exact scans, gathers,
 // top-n selection and IVF probes. Buffer checks and GIL handling only.
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bindings.h"
 #include "toolsift/csr.h"
+#include "toolsift/int8_coarse.h"
 #include "toolsift/int8_dot.h"
 
 namespace toolsift::py_bridge {
@@ -90,15 +93,82 @@ py::array_t<float> int8_gather(const I8Array& q_codes_in, const F32Array& q_scal
   return out;
 }
 
+// An int8 matrix's exact prefilter (toolsift/int8_coarse.h) and the arrays it was built
+// from: int8_top takes it only with those very arrays (read-only, so still the same).
+struct Coarse {
+  I8Array codes;
+  F32Array scales;
+  toolsift::Int8Coarse c;
+};
+
+// Whether no writable array reaches a's memory (a, its base, its base's base...), as
+// kernels.buffers.frozen asks: a read-only view of a writable array could still change.
+bool never_written(const py::array& a) {
+  if (a.writeable()) return false;
+  py::object base = a.attr("base");
+  while (py::isinstance<py::array>(base)) {
+    if (base.cast<py::array>().writeable()) return false;
+    base = base.attr("base");
+  }
+  return true;
+}
+
+std::unique_ptr<Coarse> int8_coarse(const I8Array& codes, const F32Array& scales) {
+  if (!never_written(codes) || !never_written(scales)) {
+    throw std::invalid_argument("int8_coarse needs read-only codes and scales (the prefilter must not go stale)");
+  }
+  if (codes.ndim() != 2) throw std::invalid_argument("codes must be 2-d");
+  require_1d(scales, "scales");
+  if (scales.shape(0) != codes.shape(0)) throw std::invalid_argument("scales must have one entry per row of codes");
+  const auto d = static_cast<std::size_t>(codes.shape(1));
+  if (d == 0 || d > toolsift::kCoarseMaxDim) {
+    throw std::invalid_argument("int8_coarse needs 1 <= dim <= " + std::to_string(toolsift::kCoarseMaxDim) +
+                                ", got " + std::to_string(d));
+  }
+  const float* sc = scales.data();
+  for (py::ssize_t j = 0; j < scales.shape(0); ++j) {
+    // The bounds hold because a score grows with the dot product: scales >= 0.
+    if (!(sc[j] >= 0.0f && sc[j] <= std::numeric_limits<float>::max())) {
+      throw std::invalid_argument("scales[" + std::to_string(j) + "] must be finite and >= 0");
+    }
+  }
+  auto out = std::make_unique<Coarse>(Coarse{codes, scales, {}});
+  const toolsift::Int8Rows rows{codes.data(), sc, static_cast<std::size_t>(codes.shape(0)), d};
+  {
+    py::gil_scoped_release release;
+    out->c = toolsift::int8_coarse_build(rows);
+  }
+  return out;
+}
+
 // Per query row, the best n keys (keys[j] for matrix row j, distinct) with a positive
-// int8 score: (ids int64[m, n], counts int64[m]); row i's ids are ids[i, :counts[i]].
+// int8 score, best first: (ids int64[m, n], counts int64[m]); row i's ids are
+// ids[i, :counts[i]]. With `coarse` (int8_coarse of these codes and scales), rows the
+// prefilter rules out are not read: the same result.
 py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
-                   const F32Array& scales_in, const I64Array& keys_in, py::ssize_t n, int threads) {
+                   const F32Array& scales_in, const I64Array& keys_in, py::ssize_t n, int threads,
+                   const py::object& coarse_in) {
   const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
   const I64Array keys = frozen(keys_in);
   require_1d(keys, "keys");
   if (keys.shape(0) != a.n) throw std::invalid_argument("keys must have one entry per row of codes");
   if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  if (!coarse_in.is_none() && !py::isinstance<Coarse>(coarse_in)) {
+    throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
+  }
+  const Coarse* coarse = coarse_in.is_none() ? nullptr : &coarse_in.cast<const Coarse&>();
+  if (coarse) {
+    if (coarse->codes.data() != a.codes.data() || coarse->codes.shape(0) != a.n || coarse->codes.shape(1) != a.d ||
+        coarse->scales.data() != a.scales.data()) {
+      throw std::invalid_argument("coarse was built from other codes or scales than these");
+    }
+    const float* qs = a.q_scales.data();
+    for (py::ssize_t i = 0; i < a.m; ++i) {
+      if (!(qs[i] >= 0.0f && qs[i] <= std::numeric_limits<float>::max())) {
+        throw std::invalid_argument("q_scales[" + std::to_string(i) + "] must be finite and >= 0");
+      }
+    }
+  }
   n = std::min(n, a.n);  // never more keys than rows: a huge n allocates nothing extra
   check_output_bytes(static_cast<double>(a.m) * static_cast<double>(n), 8.0, "int8_top");
   py::array_t<int64_t> out({a.m, n});
@@ -107,8 +177,13 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
   int64_t* cnt = counts.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_top(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), keys.data(),
-                       static_cast<std::size_t>(n), dst, cnt, threads);
+    if (coarse) {
+      toolsift::int8_top_coarse(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), coarse->c, keys.data(),
+                                static_cast<std::size_t>(n), dst, cnt, threads);
+    } else {
+      toolsift::int8_top(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), keys.data(),
+                         static_cast<std::size_t>(n), dst, cnt, threads);
+    }
   }
   return py::make_tuple(out, counts);
 }
@@ -206,9 +281,23 @@ void register_int8(py::module_& m) {
   m.def("int8_gather", &int8_gather, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::arg("cand_ptr"), py::arg("cand_ids"), py::kw_only(), py::arg("threads") = 1,
         "Exact int8 scores of each query's candidate rows: float32[len(cand_ids)] (toolsift/int8_dot.h).");
+  py::class_<Coarse>(m, "Int8Coarse", "An int8 matrix's exact top-n prefilter (toolsift/int8_coarse.h).")
+      .def_property_readonly("n_rows", [](const Coarse& c) { return c.c.n; })
+      .def_property_readonly("dim", [](const Coarse& c) { return c.c.d; })
+      .def_property_readonly("levels", [](const Coarse& c) {
+        return std::vector<int>(c.c.levels, c.c.levels + 16);
+      })
+      .def_property_readonly("nbytes", [](const Coarse& c) {
+        return c.c.nibbles.size() + c.c.resid_norm.size() * sizeof(float);
+      });
+  m.def("int8_coarse", &int8_coarse, py::arg("codes"), py::arg("scales"),
+        "Build the exact top-n prefilter of read-only int8 codes and scales, for int8_top(coarse=...).");
+  m.def("int8_coarse_supported", &toolsift::int8_coarse_supported,
+        "Whether this CPU runs the prefiltered scan (elsewhere int8_top ignores coarse: same result).");
   m.def("int8_top", &int8_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
-        py::arg("keys"), py::arg("n"), py::kw_only(), py::arg("threads") = 1,
-        "Per query row the best n keys with a positive int8 score, unordered: (ids int64[m, n], counts int64[m]).");
+        py::arg("keys"), py::arg("n"), py::kw_only(), py::arg("threads") = 1, py::arg("coarse") = py::none(),
+        "Per query row the best n keys with a positive int8 score, best first (ties to the lower key): "
+        "(ids int64[m, n], counts int64[m]). coarse: int8_coarse(codes, scales), read fewer rows.");
   m.def("int8_probe", &int8_probe, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"), py::kw_only(),
         py::arg("threads") = 1,

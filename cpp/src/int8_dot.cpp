@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "int8_heap.h"
 #include "toolsift/parallel.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -24,6 +25,8 @@
 
 namespace toolsift {
 namespace {
+
+using detail::TopN;
 
 // Rows per scan block: 256 rows of d = 384 are 96 KB, so with a batch of queries a block
 // stays in L2 while every query passes over it.
@@ -233,63 +236,6 @@ void gather(Isa path, const int8_t* q, const float* q_scales, std::size_t m, con
   });
 }
 
-// A bounded min-heap on "worse" (lower score, or equal score and higher key): its root
-// is the worst kept entry, replaced whenever a better one arrives.
-class TopN {
- public:
-  TopN(float* s, int64_t* k, std::size_t n) : s_(s), k_(k), n_(n) {}
-
-  void offer(float score, int64_t key) {
-    if (!(score > 0.0f)) return;
-    if (size_ < n_) {
-      std::size_t c = size_++;
-      s_[c] = score;
-      k_[c] = key;
-      while (c > 0) {
-        const std::size_t p = (c - 1) / 2;
-        if (!worse(c, p)) break;
-        swap(c, p);
-        c = p;
-      }
-    } else if (n_ > 0 && (s_[0] < score || (s_[0] == score && k_[0] > key))) {
-      s_[0] = score;
-      k_[0] = key;
-      sift_down();
-    }
-  }
-
-  std::size_t size() const { return size_; }
-
-  // Scores below this cannot enter: 0 until the heap is full (offer keeps only positive
-  // scores), then the worst kept score (an equal one may, on a lower key).
-  float floor() const {
-    if (n_ == 0) return std::numeric_limits<float>::infinity();
-    return size_ < n_ ? 0.0f : s_[0];
-  }
-
- private:
-  bool worse(std::size_t a, std::size_t b) const { return s_[a] < s_[b] || (s_[a] == s_[b] && k_[a] > k_[b]); }
-  void swap(std::size_t a, std::size_t b) {
-    std::swap(s_[a], s_[b]);
-    std::swap(k_[a], k_[b]);
-  }
-  void sift_down() {
-    std::size_t i = 0;
-    for (;;) {
-      std::size_t c = 2 * i + 1;
-      if (c >= size_) return;
-      if (c + 1 < size_ && worse(c + 1, c)) ++c;
-      if (!worse(c, i)) return;
-      swap(c, i);
-      i = c;
-    }
-  }
-
-  float* s_;
-  int64_t* k_;
-  std::size_t n_, size_ = 0;
-};
-
 template <bool Streamed>
 void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& r,
               const int64_t* keys, std::size_t n, int64_t* out, int64_t* counts, int threads) {
@@ -316,7 +262,10 @@ void top_rows(Isa path, const int8_t* q, const float* q_scales, std::size_t m, c
         }
       }
     }
-    for (std::size_t i = i0; i < i1; ++i) counts[i] = static_cast<int64_t>(heaps[i - i0].size());
+    for (std::size_t i = i0; i < i1; ++i) {
+      heaps[i - i0].sort_best_first();
+      counts[i] = static_cast<int64_t>(heaps[i - i0].size());
+    }
   });
 }
 

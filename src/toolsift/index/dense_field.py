@@ -30,6 +30,14 @@ __all__ = ["DenseField", "encode_int8", "encode_int8_into", "encode_texts"]
 
 _NO_GROUPS = np.zeros(0, np.int64)  # top_positive_trusted's "every row is its own tool"
 
+#: Rows from which a field's exact top-n scan goes through the 4-bit prefilter
+#: (``_core.int8_coarse``): below it the int8 rows fit in L2 and are read as fast as the
+#: 4-bit codes (docs/results/dense-scan-2026-11-28.md).
+COARSE_MIN_ROWS = 4096
+#: Whether top_tools uses the prefilter (the results are the same either way; off only
+#: to measure the scan without it).
+PREFILTER = True
+
 
 # Texts per encoder call when a progress bar is shown: enough batches to keep every
 # encoder thread busy, few enough that the bar moves every few seconds.
@@ -186,10 +194,27 @@ class DenseField:
             got = self.__dict__["_live"] = (live, m)  # same value if two first searches race
         return got
 
+    def coarse(self):
+        """The exact prefilter of :meth:`live_rows`' matrix (``_core.Int8Coarse``: 4-bit
+        codes and a bound per row; toolsift/int8_coarse.h), made once; ``None`` where it
+        does not pay (under :data:`COARSE_MIN_ROWS` rows) or this CPU lacks its
+        instructions (AVX-512 VBMI and VNNI)."""
+        got = self.__dict__.get("_coarse", False)
+        if got is False:
+            from .. import _core
+
+            live, m = self.live_rows()
+            got = None
+            if live.size >= COARSE_MIN_ROWS and _core.int8_coarse_supported() and 0 < m.dim <= 8192:
+                got = _core.int8_coarse(m.codes, m.scales)
+            self.__dict__["_coarse"] = got  # same value if two first searches race
+        return got
+
     def top_tools(self, q_codes: np.ndarray, q_scales: np.ndarray, n: int) -> list[np.ndarray]:
         """Per query row (int8 codes and scales, as :func:`quantize_rows` makes them), its
-        best ``n`` tools with a positive score (unordered, ties to the lower tool id; a
-        tool scores as its best document), from an exact scan of the non-empty documents."""
+        best ``n`` tools with a positive score (best first for a field with a row per
+        tool, else unordered; ties to the lower tool id; a tool scores as its best
+        document), from an exact scan of the non-empty documents."""
         from ..kernels.int8 import scan_trusted, top_trusted
 
         live, m = self.live_rows()
@@ -198,7 +223,8 @@ class DenseField:
         # Unchecked kernels: the matrix, rows and groups are this field's own, checked
         # when it was made, and the query codes come from quantize_rows.
         if self.groups is None:  # a row is a tool: scan and select in one pass
-            return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n)
+            return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n,
+                               coarse=self.coarse() if PREFILTER else None)
         from ..kernels.select import top_positive_trusted  # Numba: grouped fields only
 
         scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)

@@ -182,15 +182,19 @@ def scan_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, s
 
 
 def top_trusted(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray, scales: np.ndarray,
-                keys: np.ndarray, n: int) -> list[np.ndarray]:
+                keys: np.ndarray, n: int, *, coarse: object = None) -> list[np.ndarray]:
     """Per query row, its best ``n`` keys (``keys[j]`` for matrix row ``j``, distinct and
-    read-only) with a positive score, unordered; ties go to the lower key. The scan and
+    read-only) with a positive score, best first; ties go to the lower key. The scan and
     the selection in one pass of the C++ core: no ``[m, rows]`` score matrix, and the
     heap's work hides under the scan's memory reads. Equal to :func:`scan` followed by
-    :func:`toolsift.kernels.select.top_positive` (tested)."""
+    :func:`toolsift.kernels.select.top_positive` (tested).
+
+    ``coarse``: ``_core.int8_coarse(codes, scales)`` (read-only arrays), an exact
+    prefilter: only rows whose score bound can still make the top ``n`` are read in int8
+    (toolsift/int8_coarse.h). The result is the same."""
     work = q_codes.shape[0] * codes.size // 1000
     threads = 1 if work < SERIAL_WORK else current_threads()
-    ids, counts = _core.int8_top(q_codes, q_scales, codes, scales, keys, n, threads=threads)
+    ids, counts = _core.int8_top(q_codes, q_scales, codes, scales, keys, n, threads=threads, coarse=coarse)
     return [ids[i, :c] for i, c in enumerate(counts.tolist())]
 
 

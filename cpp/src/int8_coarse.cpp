@@ -1,0 +1,349 @@
+// The exact prefilter of int8 top-n scans (toolsift/int8_coarse.h).
+//
+// Why: a one-step hybrid search takes its dense candidates from an exact scan of every
+// description vector (6,417 rows x 384 int8 = 2.5 MB per query at the pooled catalogue),
+// more than this CPU's 2 MB L2, so the scan runs at L3 bandwidth (~13 ns a row against
+// ~6 ns from L2). The 4-bit codes are half the bytes and their sums bound every row's
+// score; only the ~6% of rows whose bound can still make the top n are read in int8.
+//
+// One query, in three steps: (1) every row's coarse sum q.c' (vpermb turns a 4-bit index
+// into its level, vpdpbusd multiplies 64 levels by 64 query codes), its upper bound and a
+// top-n heap of the coarse estimates; (2) exact int8 scores of that heap's rows, which
+// sets a floor close to the final n-th best; (3) exact scores of every other row whose
+// bound reaches the floor. Which rows are read depends on the bounds; the kept set does
+// not (detail::TopN): the result is int8_top's.
+#include "toolsift/int8_coarse.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "int8_heap.h"
+#include "toolsift/parallel.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TOOLSIFT_X86 1
+#include <immintrin.h>
+#endif
+
+namespace toolsift {
+namespace {
+
+using detail::TopN;
+
+// Lloyd's 1-d k-means on the histogram of code values (-128..127): levels where codes are
+// dense, so |c - c'| is small. Any levels give a valid bound; these give a tight one.
+std::array<int8_t, 16> fit_levels(const std::array<uint64_t, 256>& hist) {
+  uint64_t total = 0;
+  for (uint64_t h : hist) total += h;
+  std::array<double, 16> lv{};
+  if (total == 0) {
+    for (int i = 0; i < 16; ++i) lv[i] = -120.0 + 16.0 * i;
+  } else {  // start at the 16 quantiles' midpoints
+    uint64_t seen = 0;
+    int next = 0;
+    for (int v = 0; v < 256 && next < 16; ++v) {
+      seen += hist[v];
+      while (next < 16 && static_cast<double>(seen) >= (next + 0.5) * static_cast<double>(total) / 16.0) {
+        lv[next++] = v - 128.0;
+      }
+    }
+    for (; next < 16; ++next) lv[next] = 127.0;
+  }
+  for (int it = 0; it < 30; ++it) {
+    std::array<double, 16> sum{}, cnt{};
+    for (int v = 0; v < 256; ++v) {
+      if (!hist[v]) continue;
+      const double x = v - 128.0;
+      int best = 0;
+      for (int i = 1; i < 16; ++i) best = std::abs(x - lv[i]) < std::abs(x - lv[best]) ? i : best;
+      sum[best] += x * static_cast<double>(hist[v]);
+      cnt[best] += static_cast<double>(hist[v]);
+    }
+    for (int i = 0; i < 16; ++i) lv[i] = cnt[i] > 0 ? sum[i] / cnt[i] : lv[i];
+    std::sort(lv.begin(), lv.end());
+  }
+  std::array<int8_t, 16> out{};
+  for (int i = 0; i < 16; ++i) out[i] = static_cast<int8_t>(std::clamp(std::lround(lv[i]), -128L, 127L));
+  return out;
+}
+
+// The float nearest above sqrt(x): a bound that rounding cannot put below the true norm.
+float sqrt_up(double x) {
+  const double s = std::sqrt(x);
+  float f = static_cast<float>(s);
+  if (static_cast<double>(f) < s) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+#ifdef TOOLSIFT_X86
+
+#define TS_COARSE_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vbmi")))
+
+// GCC 12's _mm512_permutexvar_epi8 trips -Wmaybe-uninitialized (an intentionally
+// undefined register in avx512vbmiintrin.h), as int8_dot.cpp's reduction does.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// Blocks of 16 rows (3 KB at d = 384) between a block's prefetch and its reading.
+constexpr std::size_t kAhead = 4;
+
+// Adds x's and y's 128-bit lanes pairwise: (x0 + x1, x2 + x3, y0 + y1, y2 + y3).
+TS_COARSE_TARGET inline __m512i add_lane_pairs(__m512i x, __m512i y) {
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Lane r of the result: the sum of a[r]'s 16 lanes (a transpose and add, ~3 ops a row
+// where a reduction per row costs ~8).
+TS_COARSE_TARGET inline __m512i reduce16(const __m512i* a) {
+  __m512i s[8], t[4];
+  for (int i = 0; i < 8; ++i) {
+    s[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]),
+                            _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(s[2 * i], s[2 * i + 1]),
+                            _mm512_unpackhi_epi64(s[2 * i], s[2 * i + 1]));
+  }
+  return add_lane_pairs(add_lane_pairs(t[0], t[1]), add_lane_pairs(t[2], t[3]));
+}
+
+// Per-query scratch, reused across a thread's queries.
+struct Scratch {
+  std::vector<int8_t> q;          // the query, zero-padded to dp
+  std::vector<float> bound;       // [rows padded to 16]: each row's score bound
+  std::vector<float> est_scores;  // the coarse-estimate heap
+  std::vector<int64_t> est_rows;
+  std::vector<float> heap_scores;  // the exact heap
+  std::vector<int32_t> cand;      // rows step 3 reads
+  std::vector<int64_t> ids, next;  // the rows of the chunk being scored, and of the next
+  std::vector<float> exact;
+};
+
+// Asks for rows ids[0:k) to be brought into cache: the rows a rescoring reads are
+// scattered, and fetching them while the previous ones are scored hides the latency.
+void prefetch_rows(const Int8Rows& r, const int64_t* ids, std::size_t k) {
+  for (std::size_t t = 0; t < k; ++t) {
+    const char* row = reinterpret_cast<const char*>(r.codes + static_cast<std::size_t>(ids[t]) * r.d);
+    for (std::size_t o = 0; o < r.d; o += 64) __builtin_prefetch(row + o);
+  }
+}
+
+// Exact scores of rows ids[0:k) offered to `heap` (under their keys).
+void rescore(const int8_t* qi, float qs, const Int8Rows& r, const int64_t* keys, const int64_t* ids, std::size_t k,
+             std::vector<float>& exact, TopN& heap) {
+  if (k == 0) return;
+  exact.resize(k);
+  const int64_t ptr[2] = {0, static_cast<int64_t>(k)};
+  int8_gather(qi, &qs, 1, r, ptr, ids, exact.data(), 1);
+  for (std::size_t t = 0; t < k; ++t) heap.offer(exact[t], keys[ids[t]]);
+}
+
+TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, const Int8Coarse& c,
+                              const int64_t* keys, std::size_t n, int64_t* out, int64_t* count, Scratch& s) {
+  const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2, blocks = (r.n + 15) / 16;
+  s.q.assign(dp, 0);
+  std::copy(qi, qi + d, s.q.begin());
+  int64_t qsum = 0, qq = 0;
+  for (std::size_t k = 0; k < d; ++k) {
+    qsum += qi[k];
+    qq += int64_t{qi[k]} * qi[k];
+  }
+  const __m512i corr = _mm512_set1_epi32(static_cast<int32_t>(128 * qsum));
+  // Bound = |q| |c - c'|, rounded up twice over: each norm (sqrt_up) and their float
+  // product (relative error <= 2^-24, covered by the factor), then up to an integer.
+  const __m512 qn = _mm512_set1_ps(sqrt_up(static_cast<double>(qq)) * (1.0f + 0x1p-20f));
+  const __m512 qsv = _mm512_set1_ps(qs);
+  // vpdpbusd multiplies unsigned by signed bytes: the table holds level + 128 (and
+  // 128 * sum(q) comes off, exact). vpermb reads 6 index bits: the table repeats 4 times.
+  alignas(64) uint8_t table[64];
+  for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(c.levels[i % 16] + 128);
+  const __m512i lut = _mm512_load_si512(table);
+
+  s.bound.resize(blocks * 16);
+  s.est_scores.resize(n);
+  s.est_rows.resize(n);
+  TopN est(s.est_scores.data(), s.est_rows.data(), n);
+  float est_floor = est.floor();
+  alignas(64) float est_buf[16];
+  for (std::size_t blk = 0; blk < blocks; ++blk) {
+    const std::size_t j0 = blk * 16;
+    const uint8_t* base = c.nibbles.data() + j0 * row_bytes;
+    // Ask for the block kAhead blocks on: between searches other work evicts the codes
+    // from L2, and from L3 this pass read at ~15 GB/s without it (a 2-core VM, loaded).
+    if (blk + kAhead < blocks) {
+      const char* ahead = reinterpret_cast<const char*>(base + kAhead * 16 * row_bytes);
+      for (std::size_t o = 0; o < 16 * row_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
+    // Four rows at a time: four accumulator chains, few registers (16 live accumulators
+    // made the compiler spill and copy them); the query comes from L1 as a memory operand.
+    alignas(64) __m512i acc[16];
+    for (int t = 0; t < 16; t += 4) {
+      const uint8_t* r0 = base + t * row_bytes;
+      __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+      for (std::size_t b = 0; b < dp / 128; ++b) {
+        const __m512i qlo = _mm512_loadu_si512(s.q.data() + 128 * b);
+        const __m512i qhi = _mm512_loadu_si512(s.q.data() + 128 * b + 64);
+        const __m512i v0 = _mm512_loadu_si512(r0 + 64 * b), v1 = _mm512_loadu_si512(r0 + row_bytes + 64 * b);
+        const __m512i v2 = _mm512_loadu_si512(r0 + 2 * row_bytes + 64 * b);
+        const __m512i v3 = _mm512_loadu_si512(r0 + 3 * row_bytes + 64 * b);
+        a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(v0, lut), qlo);
+        a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(v1, lut), qlo);
+        a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(v2, lut), qlo);
+        a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(v3, lut), qlo);
+        a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(_mm512_srli_epi16(v0, 4), lut), qhi);
+        a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(_mm512_srli_epi16(v1, 4), lut), qhi);
+        a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(_mm512_srli_epi16(v2, 4), lut), qhi);
+        a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(_mm512_srli_epi16(v3, 4), lut), qhi);
+      }
+      acc[t] = a0;
+      acc[t + 1] = a1;
+      acc[t + 2] = a2;
+      acc[t + 3] = a3;
+    }
+    const __m512i coarse = _mm512_sub_epi32(reduce16(acc), corr);
+    const __mmask16 valid = r.n - j0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (r.n - j0)) - 1);
+    const __m512 sc = _mm512_maskz_loadu_ps(valid, r.scales + j0);
+    const __m512 bf = _mm512_mul_ps(_mm512_loadu_ps(c.resid_norm.data() + j0), qn);
+    const __m512i bi = _mm512_cvt_roundps_epi32(bf, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+    // float(acc) * q_scale * scale, as an exact score is made: monotone in acc.
+    const __m512 ub = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(coarse, bi)), qsv), sc);
+    _mm512_storeu_ps(s.bound.data() + j0, ub);
+    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(coarse), qsv), sc);
+    auto hits = static_cast<unsigned>(valid & _mm512_cmp_ps_mask(e, _mm512_set1_ps(est_floor), _CMP_GE_OQ));
+    if (hits) {
+      _mm512_store_ps(est_buf, e);
+      for (; hits; hits &= hits - 1) {
+        const int t = __builtin_ctz(hits);
+        est.offer(est_buf[t], static_cast<int64_t>(j0 + t));
+      }
+      est_floor = est.floor();
+    }
+  }
+
+  // (2) The best rows by estimate, scored exactly: the floor starts near its final value.
+  s.heap_scores.resize(n);
+  TopN heap(s.heap_scores.data(), out, n);
+  s.ids.assign(s.est_rows.begin(), s.est_rows.begin() + static_cast<std::ptrdiff_t>(est.size()));
+  prefetch_rows(r, s.ids.data(), s.ids.size());
+  rescore(qi, qs, r, keys, s.ids.data(), s.ids.size(), s.exact, heap);
+  for (int64_t j : s.ids) s.bound[static_cast<std::size_t>(j)] = -std::numeric_limits<float>::infinity();
+
+  // (3) Every other row whose bound reaches the floor (a row below it scores below the
+  // n-th best kept so far, and the floor only rises).
+  s.cand.resize(blocks * 16);
+  std::size_t nc = 0;
+  const __m512 floor = _mm512_set1_ps(heap.floor());
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (std::size_t blk = 0; blk < blocks; ++blk, idx = _mm512_add_epi32(idx, step)) {
+    const std::size_t j0 = blk * 16;
+    const __mmask16 valid = r.n - j0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (r.n - j0)) - 1);
+    const __mmask16 keep = valid & _mm512_cmp_ps_mask(_mm512_loadu_ps(s.bound.data() + j0), floor, _CMP_GE_OQ);
+    _mm512_mask_compressstoreu_epi32(s.cand.data() + nc, keep, idx);
+    nc += static_cast<std::size_t>(__builtin_popcount(keep));
+  }
+  // In chunks: each chunk's rows are fetched while the one before is scored, and the
+  // floor, rising, drops rows before they are read.
+  constexpr std::size_t kChunk = 16;
+  s.ids.clear();
+  s.next.clear();
+  const auto take = [&](std::size_t a, std::vector<int64_t>& ids) {
+    const float f = heap.floor();
+    ids.clear();
+    for (std::size_t t = a; t < std::min(nc, a + kChunk); ++t) {
+      if (s.bound[static_cast<std::size_t>(s.cand[t])] >= f) ids.push_back(s.cand[t]);
+    }
+    prefetch_rows(r, ids.data(), ids.size());
+  };
+  if (nc) take(0, s.ids);
+  for (std::size_t a = 0; a < nc; a += kChunk) {
+    if (a + kChunk < nc) take(a + kChunk, s.next);
+    rescore(qi, qs, r, keys, s.ids.data(), s.ids.size(), s.exact, heap);
+    std::swap(s.ids, s.next);
+  }
+  heap.sort_best_first();
+  *count = static_cast<int64_t>(heap.size());
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#undef TS_COARSE_TARGET
+
+#endif  // TOOLSIFT_X86
+
+}  // namespace
+
+Int8Coarse int8_coarse_build(const Int8Rows& rows) {
+  Int8Coarse c;
+  c.n = rows.n;
+  c.d = rows.d;
+  c.dp = (rows.d + 127) / 128 * 128;
+  std::array<uint64_t, 256> hist{};
+  for (std::size_t t = 0; t < rows.n * rows.d; ++t) ++hist[static_cast<uint8_t>(rows.codes[t] + 128)];
+  const std::array<int8_t, 16> lv = fit_levels(hist);
+  std::copy(lv.begin(), lv.end(), c.levels);
+  std::array<uint8_t, 256> nearest{};  // code + 128 -> level index (ties to the lower)
+  for (int v = 0; v < 256; ++v) {
+    int best = 0;
+    for (int i = 1; i < 16; ++i) best = std::abs(v - 128 - lv[i]) < std::abs(v - 128 - lv[best]) ? i : best;
+    nearest[v] = static_cast<uint8_t>(best);
+  }
+  const std::size_t padded = (rows.n + 15) / 16 * 16, row_bytes = c.dp / 2;
+  c.nibbles.assign(padded * row_bytes, 0);
+  c.resid_norm.assign(padded, 0.0f);
+  for (std::size_t j = 0; j < rows.n; ++j) {
+    const int8_t* row = rows.codes + j * rows.d;
+    uint8_t* dst = c.nibbles.data() + j * row_bytes;
+    int64_t rr = 0;
+    for (std::size_t k = 0; k < rows.d; ++k) {
+      const uint8_t i = nearest[static_cast<uint8_t>(row[k] + 128)];
+      const int64_t e = int64_t{row[k]} - lv[i];
+      rr += e * e;
+      const std::size_t b = k / 128, o = k % 128;
+      dst[64 * b + o % 64] |= static_cast<uint8_t>(o < 64 ? i : i << 4);
+    }
+    c.resid_norm[j] = sqrt_up(static_cast<double>(rr));
+  }
+  return c;
+}
+
+bool int8_coarse_supported() {
+#ifdef TOOLSIFT_X86
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+void int8_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& rows,
+                     const Int8Coarse& coarse, const int64_t* keys, std::size_t n, int64_t* out, int64_t* counts,
+                     int threads) {
+#ifdef TOOLSIFT_X86
+  if (int8_coarse_supported() && rows.d > 0 && rows.d <= kCoarseMaxDim && coarse.n == rows.n &&
+      coarse.d == rows.d && n > 0) {
+    parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+      Scratch s;
+      for (std::size_t i = i0; i < i1; ++i) {
+        top_one(q + i * rows.d, q_scales[i], rows, coarse, keys, n, out + i * n, counts + i, s);
+      }
+    });
+    return;
+  }
+#endif
+  int8_top(q, q_scales, m, rows, keys, n, out, counts, threads);
+}
+
+}  // namespace toolsift

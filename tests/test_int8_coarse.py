@@ -1,0 +1,190 @@
+"""The exact prefilter of int8 top-n scans (``_core.int8_coarse``, toolsift/int8_coarse.h)
+against an independent NumPy twin: exact int8 dot products in int64, the core's float32
+score, positive scores only, best first with ties to the lower key. Random rows, rows the
+codebook fits badly, all-equal rows, zero rows and queries, n >= rows, one row, no rows,
+real MiniLM description vectors; the binding's checks; the GIL released."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from toolsift import _core
+from toolsift.index.dense import freeze
+
+pytestmark = pytest.mark.skipif(not hasattr(_core, "int8_coarse"), reason="core built without the prefilter")
+
+
+def twin_top(q_codes, q_scales, codes, scales, keys, n):
+    """Per query row, the best ``n`` keys with a positive score, best first."""
+    acc = q_codes.astype(np.int64) @ codes.astype(np.int64).T
+    scores = (acc.astype(np.int32).astype(np.float32) * q_scales[:, None].astype(np.float32)) * scales[None, :]
+    out = []
+    for row in scores:
+        pos = np.flatnonzero(row > 0)
+        order = np.lexsort((keys[pos], -row[pos]))  # score desc, then key asc
+        out.append(keys[pos][order][:n])
+    return out
+
+
+def core_top(q_codes, q_scales, codes, scales, keys, n, coarse):
+    ids, counts = _core.int8_top(q_codes, q_scales, codes, scales, keys, n, coarse=coarse)
+    return [ids[i, :c] for i, c in enumerate(counts.tolist())]
+
+
+def _matrix(rng, n, d, kind):
+    if kind == "wide":  # flat codes: a bad fit for the codebook, loose bounds
+        codes = rng.integers(-128, 128, (n, d))
+    elif kind == "equal":  # every row the same: ties decided by key alone
+        codes = np.repeat(rng.normal(0, 40, (1, d)).clip(-127, 127), n, axis=0)
+    elif kind == "sparse":
+        codes = rng.normal(0, 40, (n, d)).clip(-127, 127) * (rng.random((n, d)) < 0.2)
+    else:
+        codes = rng.normal(0, 40, (n, d)).clip(-127, 127)
+    codes = codes.astype(np.int8)
+    scales = rng.uniform(0.001, 0.01, n).astype(np.float32)
+    if kind == "equal":
+        scales[:] = 0.005
+    if n > 2:
+        codes[1] = 0  # a zero row
+        scales[2] = 0.0  # an empty document
+    keys = rng.permutation(3 * n)[:n].astype(np.int64)
+    return freeze(codes), freeze(scales), freeze(keys)
+
+
+def _check(q_codes, q_scales, codes, scales, keys, n):
+    coarse = _core.int8_coarse(codes, scales)
+    want = twin_top(q_codes, q_scales, codes, scales, keys, n)
+    got = core_top(q_codes, q_scales, codes, scales, keys, n, coarse)
+    plain = core_top(q_codes, q_scales, codes, scales, keys, n, None)
+    for w, g, p in zip(want, got, plain, strict=True):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(p, w)
+
+
+@pytest.mark.parametrize("kind", ["normal", "wide", "equal", "sparse"])
+@pytest.mark.parametrize("n_rows,d", [(1, 7), (2, 384), (17, 100), (300, 130), (1500, 384)])
+def test_matches_twin(kind, n_rows, d):
+    rng = np.random.default_rng(n_rows * 31 + d)
+    codes, scales, keys = _matrix(rng, n_rows, d, kind)
+    q_codes = rng.normal(0, 40, (4, d)).clip(-127, 127).astype(np.int8)
+    q_codes[1] = 0  # a zero query: nothing positive
+    q_scales = rng.uniform(0.001, 0.01, 4).astype(np.float32)
+    for n in (1, 30, n_rows, n_rows + 5):
+        _check(q_codes, q_scales, codes, scales, keys, n)
+
+
+def test_no_rows():
+    codes, scales = freeze(np.zeros((0, 384), np.int8)), freeze(np.zeros(0, np.float32))
+    coarse = _core.int8_coarse(codes, scales)
+    assert coarse.n_rows == 0
+    ids, counts = _core.int8_top(np.ones((2, 384), np.int8), np.ones(2, np.float32), codes, scales,
+                                 freeze(np.zeros(0, np.int64)), 30, coarse=coarse)
+    assert ids.shape == (2, 0) and counts.tolist() == [0, 0]
+
+
+@pytest.fixture(scope="module")
+def real_matrix():
+    """The demo catalogue's MiniLM description vectors (real text, the hybrid preset's
+    index), queries the static encoder's vectors of real requests."""
+    import importlib
+
+    from toolsift import Query, ToolIndex
+    from toolsift.adapters import demo_catalog_path, load_catalog
+    from toolsift.presets import preset_config
+    from toolsift.search.plan import plan_queries
+
+    retrievers = importlib.import_module("toolsift.search.retrievers")
+    ix = ToolIndex.build(load_catalog(demo_catalog_path()), config=preset_config("hybrid", threads=1))
+    st, cfg = ix._state, ix.config
+    live, m = st.dense["description"].live_rows()
+    texts = ["send an email to my team", "book a flight to Paris", "lock the front door", "weather tomorrow",
+             "convert 20 dollars to euros", "play some jazz", "what is on my calendar", "translate hello"]
+    q = [retrievers._codes(plan_queries(st, cfg, [Query.from_text(t)]).fields["description"]) for t in texts]
+    return m.codes, m.scales, live, np.concatenate([c for c, _ in q]), np.concatenate([s for _, s in q])
+
+
+def test_matches_twin_on_real_vectors(real_matrix):
+    codes, scales, live, q_codes, q_scales = real_matrix
+    for n in (1, 10, 30, codes.shape[0]):
+        _check(q_codes, q_scales, codes, scales, live, n)
+    # Stacked 40 times (distinct keys): ties between copies go to the lower key.
+    big = freeze(np.tile(codes, (40, 1)))
+    big_scales = freeze(np.tile(scales, 40))
+    keys = freeze(np.arange(big.shape[0], dtype=np.int64)[::-1].copy())
+    _check(q_codes, q_scales, big, big_scales, keys, 30)
+
+
+def test_dense_field_uses_it_and_agrees(real_matrix, monkeypatch):
+    """DenseField.top_tools with the prefilter (threshold lowered to the demo's size)
+    returns what it returns without it."""
+    from toolsift.index import dense_field
+    from toolsift.index.dense import Int8Matrix
+
+    codes, scales, _, q_codes, q_scales = real_matrix
+    field = dense_field.DenseField(Int8Matrix(codes, scales), None, codes.shape[0])
+    monkeypatch.setattr(dense_field, "COARSE_MIN_ROWS", 1)
+    assert field.coarse() is (None if not _core.int8_coarse_supported() else field.coarse())
+    with_pre = field.top_tools(q_codes, q_scales, 30)
+    monkeypatch.setattr(dense_field, "PREFILTER", False)
+    without = field.top_tools(q_codes, q_scales, 30)
+    for a, b in zip(with_pre, without, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_binding_checks():
+    rng = np.random.default_rng(3)
+    codes, scales, keys = _matrix(rng, 50, 64, "normal")
+    q, qs = np.ones((1, 64), np.int8), np.ones(1, np.float32)
+    coarse = _core.int8_coarse(codes, scales)
+    with pytest.raises(ValueError, match="read-only"):
+        _core.int8_coarse(codes.copy(), scales)
+    view = codes.copy().view()
+    view.flags.writeable = False  # read-only view of a writable base: could still change
+    with pytest.raises(ValueError, match="read-only"):
+        _core.int8_coarse(view, scales)
+    with pytest.raises(ValueError, match="finite"):
+        _core.int8_coarse(codes, freeze(np.full(50, np.nan, np.float32)))
+    with pytest.raises(ValueError, match="dim"):
+        _core.int8_coarse(freeze(np.zeros((3, 0), np.int8)), freeze(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match="one entry per row"):
+        _core.int8_coarse(codes, freeze(np.ones(49, np.float32)))
+    other, other_scales, _ = _matrix(rng, 50, 64, "normal")
+    with pytest.raises(ValueError, match="other codes"):
+        _core.int8_top(q, qs, other, other_scales, keys, 5, coarse=coarse)
+    with pytest.raises(ValueError, match="q_scales"):
+        _core.int8_top(q, -qs, codes, scales, keys, 5, coarse=coarse)
+    with pytest.raises(TypeError):
+        _core.int8_top(q, qs, codes, scales, keys, 5, coarse="not a prefilter")
+    assert coarse.n_rows == 50 and coarse.dim == 64 and len(coarse.levels) == 16
+    assert coarse.nbytes == 64 * 64 + 64 * 4  # 50 rows padded to 64: 4-bit codes of 128 dims, one bound
+
+
+def test_releases_the_gil():
+    """Another Python thread runs while a long prefiltered scan is in the core."""
+    rng = np.random.default_rng(4)
+    codes, scales, keys = _matrix(rng, 20_000, 384, "wide")  # loose bounds: many rows read
+    coarse = _core.int8_coarse(codes, scales)
+    q = rng.normal(0, 40, (200, 384)).clip(-127, 127).astype(np.int8)
+    qs = np.full(200, 0.01, np.float32)
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        start = time.perf_counter()
+        _core.int8_top(q, qs, codes, scales, keys, 30, coarse=coarse)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        t.join()
+    assert sum(start < x < end for x in ticks) >= 2

@@ -164,3 +164,23 @@ def test_single_token_prior_is_each_tokens_own_embedding():
     ids = [tok.token_to_id(w) for w in words]
     prior = single_token_prior(enc, max(ids) + 1, batch=4096)
     np.testing.assert_allclose(prior[ids], enc.encode(words), atol=1e-5)
+
+
+def test_fast_path_counts_the_vocabulary_as_tokenizers_does():
+    from toolsift.encoders.wordpiece import FastWordPiece
+
+    fast = FastWordPiece.from_file(VENDORED_TOKENIZER)
+    assert fast.vocab_size == load_tokenizer(VENDORED_TOKENIZER).get_vocab_size(with_added_tokens=True)
+
+
+def test_with_table_encodes_as_a_new_encoder_of_that_table():
+    """An index's refitted rows (QueryTable.encoder) reuse the base encoder's tokenizers:
+    the same vectors as an encoder made from the table, and its own fingerprint."""
+    base = StaticEncoder(_random_table(0))
+    other = _random_table(1)
+    shared = base.with_table(other, lambda: "base+rows")
+    np.testing.assert_array_equal(shared.encode(TEXTS), StaticEncoder(other).encode(TEXTS))
+    np.testing.assert_array_equal(base.encode(TEXTS), StaticEncoder(_random_table(0)).encode(TEXTS))
+    assert shared.fingerprint == "base+rows" and base.fingerprint != shared.fingerprint
+    with pytest.raises(EncoderError, match="rows"):
+        base.with_table(StaticTable.from_vectors(np.ones((3, 16), np.float32), np.ones(3, np.float32)), str)

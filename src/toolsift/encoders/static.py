@@ -23,9 +23,10 @@ all-MiniLM-L6-v2 one), lower-cased and accent-stripped by its normaliser.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -166,9 +167,16 @@ class StaticEncoder:
             self.path = Path(DEFAULT_TABLE if table is None else table)
             self.table = StaticTable.load(self.path)
         self.tokenizer_path = Path(VENDORED_TOKENIZER if tokenizer is None else tokenizer)
-        self._tokenizer = load_tokenizer(self.tokenizer_path)
+        self._tok: Any = None
         self._fast = FastWordPiece.from_file(self.tokenizer_path)
-        vocab = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        if self._fast is None:  # tokenizers does every text: loaded now
+            vocab = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        else:
+            # A query's ASCII text never needs tokenizers (~80 ms to load): it is loaded
+            # for the first text the fast path does not take.
+            if importlib.util.find_spec("tokenizers") is None:
+                raise EncoderError("the static encoder needs the package 'tokenizers': pip install tokenizers")
+            vocab = self._fast.vocab_size
         if vocab != self.table.vocab_size:
             raise EncoderError(f"static encoder: tokenizer {self.tokenizer_path} has {vocab} tokens, "
                                f"the table {self.table.vocab_size} rows")
@@ -178,6 +186,29 @@ class StaticEncoder:
         self._row_mult = freeze((self.table.weights * self.table.scales).astype(np.float32))
         self._codes = freeze(self.table.codes)
         self._fingerprint: str | None = None
+        self._fingerprint_of: Callable[[], str] | None = None
+
+    @property
+    def _tokenizer(self) -> Any:
+        """``tokenizers``' Tokenizer of :attr:`tokenizer_path`, loaded on first use."""
+        if self._tok is None:
+            self._tok = load_tokenizer(self.tokenizer_path)
+        return self._tok
+
+    def with_table(self, table: StaticTable, fingerprint: Callable[[], str]) -> StaticEncoder:
+        """This encoder with ``table`` (same vocabulary) in place of its own, sharing the
+        tokenizers already loaded (an index's refitted rows: no file read again).
+        ``fingerprint`` makes the new encoder's fingerprint when first asked for."""
+        if table.vocab_size != self.table.vocab_size:
+            raise EncoderError(f"static encoder: the table has {table.vocab_size} rows, the tokenizer "
+                               f"{self.table.vocab_size} tokens")
+        enc = object.__new__(StaticEncoder)
+        enc.__dict__.update(self.__dict__)
+        enc.table, enc.path = table, None
+        enc._row_mult = freeze((table.weights * table.scales).astype(np.float32))
+        enc._codes = freeze(table.codes)
+        enc._fingerprint, enc._fingerprint_of = None, fingerprint
+        return enc
 
     @property
     def dim(self) -> int:
@@ -187,6 +218,8 @@ class StaticEncoder:
     @property
     def fingerprint(self) -> str:
         """SHA-256 over the table and tokenizer files (what decides every vector)."""
+        if self._fingerprint is None and self._fingerprint_of is not None:
+            self._fingerprint = self._fingerprint_of()
         if self._fingerprint is None:
             h = hashlib.sha256(b"toolsift.static/1")
             if self.path is not None:

@@ -47,8 +47,10 @@ class FastWordPiece:
     """
 
     def __init__(self, vocab: dict[str, int], *, unk_id: int, prefix: str, max_chars: int,
-                 added: tuple[str, ...]) -> None:
+                 added: tuple[str, ...], vocab_size: int | None = None) -> None:
         self._vocab = vocab
+        #: Tokens with their added tokens, as ``Tokenizer.get_vocab_size(with_added_tokens=True)``.
+        self.vocab_size = len(vocab) if vocab_size is None else vocab_size
         self._unk = unk_id
         self._prefix = prefix
         self._max_chars = max_chars
@@ -75,15 +77,18 @@ class FastWordPiece:
         if unk is None:
             return None
         added = []
+        extra = 0  # added tokens outside the model's vocabulary count on top of it
         for t in doc.get("added_tokens") or []:
             content = t.get("content")
             if not content:
                 continue
+            extra += content not in vocab
             added.append(content)
             if t.get("normalized", True):
                 added.append(content.lower())
         return cls(vocab, unk_id=int(unk), prefix=str(model.get("continuing_subword_prefix", "##")),
-                   max_chars=int(model.get("max_input_chars_per_word", 100)), added=tuple(added))
+                   max_chars=int(model.get("max_input_chars_per_word", 100)), added=tuple(added),
+                   vocab_size=len(vocab) + extra)
 
     def ids(self, text: str) -> list[int] | None:
         """The ids ``tokenizers`` gives ``text`` without special tokens, or ``None`` when

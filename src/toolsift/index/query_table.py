@@ -115,9 +115,8 @@ class QueryTable:
         codes[self.token_ids] = self.codes
         scales[self.token_ids] = self.scales
         table = StaticTable(codes, scales, t.weights, {**t.meta, "refined_tokens": int(self.token_ids.size)})
-        enc = StaticEncoder(table, tokenizer=base.tokenizer_path)
-        enc._fingerprint = f"{base.fingerprint}+{_digest(self)}"
-        return enc
+        # The base's tokenizers, and a fingerprint hashed only when a cache asks for it.
+        return base.with_table(table, lambda: f"{base.fingerprint}+{_digest(self)}")
 
 
 def _digest(qt: QueryTable) -> str:

@@ -1,13 +1,10 @@
-"""``toolsift score`` / ``toolsift rank`` as real subprocesses: every file format, the
-same scores as the Python API, and one-line errors (no traceback) for bad input."""
+"""``toolsift score`` / ``toolsift rank``: every file format, the same scores as the Python
+API, and one-line errors (no traceback) for bad input. The cases run through the CLI's
+entry in this process (tests/_cli.py); one success and one error also as real processes."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -19,13 +16,8 @@ from toolsift import ToolIndex
 from toolsift.batch import SCORE_COLUMNS, score_table
 from toolsift.batch.queries import query_json
 
+from ._cli import run as _run
 from .conftest import dataset
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which("toolsift")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "toolsift.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ))
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +72,8 @@ def test_score_every_format(setup, src, dst):
     tmp, index, table, _ = setup
     inp, out = tmp / f"pairs{src}", tmp / f"out_{src[1:]}{dst}"
     _write(table, inp)
-    proc = _run("score", str(tmp / "index"), str(inp), str(out), "--quiet")
+    real = (src, dst) == (".parquet", ".parquet")  # one success as a real process
+    proc = _run("score", str(tmp / "index"), str(inp), str(out), "--quiet", real=real)
     assert proc.returncode == 0, proc.stderr
     assert "scored (local) 3,000 pairs -> 3,000 rows" in proc.stdout
     got = _read(out)
@@ -106,7 +99,8 @@ def test_rank_writes_top_k_rows(setup):
 def test_missing_column_is_one_line_without_traceback(setup):
     tmp, _, table, _ = setup
     _write(table.rename_columns(["query_id", "text", "tool_id"]), tmp / "renamed.parquet")
-    proc = _run("score", str(tmp / "index"), str(tmp / "renamed.parquet"), str(tmp / "x.parquet"))
+    # One error as a real process: exit status 2 and nothing but the line on stderr.
+    proc = _run("score", str(tmp / "index"), str(tmp / "renamed.parquet"), str(tmp / "x.parquet"), real=True)
     assert proc.returncode == 2
     assert proc.stderr.startswith("toolsift: error: missing query column 'query'")
     assert "--query-column" in proc.stderr and "Traceback" not in proc.stderr

@@ -231,3 +231,21 @@ def test_score_process_imports_neither_numba_nor_pandas(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == "[]"
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.num_rows == 100 and not np.isnan(out["score"].to_numpy()).any()
+
+
+def test_expected_rows_builds_tables_early_with_the_same_scores():
+    """A known row count projects each query's rows over the input: queries that will
+    recur get their tables in the first batch, and every value stays bit-identical."""
+    tools, texts = _queries("apibank", 6)
+    index = ToolIndex.build(tools, preset="bm25")
+    ids = [t.id for t in index.catalog]
+    # 101 tools: a table after 25 rows; ~11 of each query's 110 rows are in the first batch.
+    qi, ti = _pairs(texts, len(ids), per_query=100, seed=2)
+    table = pa.table({"query": [texts[i] for i in qi], "tool_id": [ids[i] for i in ti]})
+    batches = table.to_batches(max_chunksize=table.num_rows // 10)
+    plain, early = PairScorer(index), PairScorer(index, expected_rows=table.num_rows)
+    first = [s.score_batch(batches[0]) for s in (plain, early)]
+    assert not (plain.tables.slot_of_row >= 0).any() and (early.tables.slot_of_row >= 0).sum() == len(texts)
+    outs = [pa.Table.from_batches([f] + [s.score_batch(b) for b in batches[1:]]) for f, s in zip(first, (plain, early))]
+    for name in SCORE_COLUMNS:
+        assert np.array_equal(outs[0][name].to_numpy(), outs[1][name].to_numpy()), name

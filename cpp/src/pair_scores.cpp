@@ -74,16 +74,31 @@ void fill_pair_rows(const RowKeys& k, const float* tables, std::size_t n_tools, 
                     float* out) {
   const std::size_t n = k.n;
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Row i's source: its table entry, its grouped entry, or none.
+  const auto source = [&](std::size_t i) -> const float* {
+    const int64_t r = k.table_of[k.qkey[i]];
+    const int64_t t = k.tool_of[k.tkey[i]];
+    if (r >= 0 && t >= 0) {
+      return tables + (static_cast<std::size_t>(r) * n_tools + static_cast<std::size_t>(t)) * kPairValues;
+    }
+    if (k.inverse != nullptr && k.inverse[i] >= 0) return grouped + static_cast<std::size_t>(k.inverse[i]) * kPairValues;
+    return nullptr;
+  };
   parallel_chunks(n, threads, kMinRowsPerThread, [&](int, std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
-      const int64_t r = k.table_of[k.qkey[i]];
-      const int64_t t = k.tool_of[k.tkey[i]];
-      const float* src = nullptr;
-      if (r >= 0 && t >= 0) {
-        src = tables + (static_cast<std::size_t>(r) * n_tools + static_cast<std::size_t>(t)) * kPairValues;
-      } else if (k.inverse != nullptr && k.inverse[i] >= 0) {
-        src = grouped + static_cast<std::size_t>(k.inverse[i]) * kPairValues;
+#if defined(__GNUC__) || defined(__clang__)
+      // The entries are scattered over the tables (tens of MB): ask for row i + D's
+      // while copying row i's, so the cache misses overlap instead of queueing.
+      constexpr std::size_t kAhead = 16;
+      if (i + kAhead < hi) {
+        const float* next = source(i + kAhead);
+        if (next != nullptr) {
+          __builtin_prefetch(next);
+          __builtin_prefetch(next + kPairValues - 1);
+        }
       }
+#endif
+      const float* src = source(i);
       for (std::size_t c = 0; c < kPairValues; ++c) out[c * n + i] = src != nullptr ? src[c] : nan;
     }
   });

@@ -23,7 +23,9 @@ def add_commands(sub) -> dict:
     sc.add_argument("index", help="index directory written by 'toolsift index'")
     sc.add_argument("pairs", help="pairs file: columns query (text or structured JSON) and tool_id")
     sc.add_argument("out", help="output file; same formats, chosen by extension")
-    _common(sc)
+    # A scoring job is a throughput job: every core this process may use (affinity and
+    # cgroup quota, toolsift.cpus) unless the call says otherwise.
+    _common(sc, threads=0, threads_help="threads (default 0 = every core this process may use)")
     sc.add_argument("--tool-column", default="tool_id", help="column of tool ids (default tool_id)")
     sc.add_argument("--keep", default=None,
                     help="comma-separated input columns to copy to the output (default: all but the query)")
@@ -46,17 +48,17 @@ def add_commands(sub) -> dict:
     return {"score": _cmd_score, "rank": _cmd_rank}
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, *, threads: int | None = None, threads_help: str | None = None) -> None:
     p.add_argument("--query-column", default="query", help="column of queries (default query)")
     p.add_argument("--query-format", choices=("auto", "text", "json"), default="auto",
                    help="auto: a value starting with '{' is structured query JSON (default)")
     p.add_argument("--on-error", choices=("raise", "column"), default="raise",
                    help="raise: stop at the first bad row, naming it; column: write an error column")
-    # One rule everywhere: threads are the index's setting (IndexConfig.threads, saved with
-    # it; `toolsift index --threads`) unless the call says otherwise.
-    p.add_argument("--threads", type=int, default=None,
-                   help="threads (default: the index's config.threads, 1 unless built with --threads; "
-                        "0 = all cores)")
+    # Threads are the index's setting (IndexConfig.threads, saved with it; `toolsift index
+    # --threads`) unless the call says otherwise; `score` defaults to every core.
+    p.add_argument("--threads", type=int, default=threads,
+                   help=threads_help or "threads (default: the index's config.threads, 1 unless built with "
+                                        "--threads; 0 = all cores)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--compression", choices=("none", "lz4", "zstd", "snappy"), default=None,
                    help="output codec for Parquet (default lz4) or Arrow IPC (default none)")

@@ -132,9 +132,13 @@ def score_file(index, pairs: str | os.PathLike, out: str | os.PathLike, *, progr
     scorer = PairScorer(load_index(index), **options)
     dictionary = (scorer.query_column, scorer.tool_column)
     schema = scorer.output_schema(source_schema(pairs, dictionary=dictionary))  # bad columns fail before any work
+    # The row count (a Parquet footer read) lets frequent queries get their tables early.
+    total = source_rows(pairs)
+    if scorer.expected_rows is None:
+        scorer.expected_rows = total
     batches = open_source(pairs, batch_size=batch_size, dictionary=dictionary)
     return write_batches(batches, out, schema, work=scorer.score_batch, progress=progress,
-                         total=source_rows(pairs) if progress else None, compression=compression)
+                         total=total if progress else None, compression=compression)
 
 
 def rank_file(index, queries: str | os.PathLike, out: str | os.PathLike, *, k: int, progress: bool = False,

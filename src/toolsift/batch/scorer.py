@@ -65,12 +65,17 @@ class PairScorer:
         table_mb: Memory for full-catalogue tables of frequent queries (0: none).
         table_share: Rows seen, as a share of the catalogue size, before a query gets a table.
         max_pairs: Pairs per kernel call (bounds the per-call similarity arrays).
+        expected_rows: Rows the whole input holds, when known (a file's row count): a
+            query's rows so far are then projected over the input, so a query that will
+            recur in many rows gets its table in the first batches instead of being scored
+            pair by pair until its count reaches the threshold. Any value gives the same
+            scores (tables and pairs are bit-identical); only the work differs.
     """
 
     def __init__(self, index, *, query_column: str = "query", tool_column: str = "tool_id",
                  keep: Sequence[str] | None = None, on_error: str = "raise", query_format: str = "auto",
                  threads: int | None = None, max_queries: int = 20_000, table_mb: float = 256,
-                 table_share: float = 0.25, max_pairs: int = 262_144) -> None:
+                 table_share: float = 0.25, max_pairs: int = 262_144, expected_rows: int | None = None) -> None:
         if on_error not in ON_ERROR:
             raise BatchInputError(f"on_error must be one of {', '.join(ON_ERROR)}, got {on_error!r}")
         if max_pairs < 1 or max_queries < 1 or table_mb < 0 or table_share <= 0:
@@ -86,6 +91,7 @@ class PairScorer:
         self._schema: pa.Schema | None = None
         self._memo: dict[str, tuple] = {}
         self.rows_done = 0
+        self.expected_rows = expected_rows
 
     # ---------------------------------------------------------------- schema
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
@@ -169,12 +175,18 @@ class PairScorer:
         counts = np.bincount(qd[used_e], weights=per_entry[used_e], minlength=len(store)).astype(np.int64)
         store.rows_seen += counts
         used = np.flatnonzero(counts)
-        new_slots, new_rows = tables.promote(used, store.rows_seen, used)
+        seen = store.rows_seen
+        done = self.rows_done + qi.size
+        if self.expected_rows is not None and self.expected_rows > done:
+            # Each query's rows projected over the whole input (uniform spread assumed;
+            # a query whose rows come later is promoted then, as without a forecast).
+            seen = seen * (self.expected_rows / done)
+        new_slots, new_rows = tables.promote(used, seen, used)
         if new_slots.size:
             score_whole(st, self.config, store, new_slots, tables.tables, new_rows, max_pairs=self.max_pairs)
         table_of = tables.rows_for(qd)
         if (table_of[used_e] >= 0).all():  # every row has a table (the steady state of a long job)
-            return fill_rows(qi, ti, table_of, td, tables.tables)
+            return fill_rows(qi, ti, table_of, td, tables.tables, threads=self.config.threads)
         # The rest: distinct pairs of the rows without a table, CSR by query.
         q, t = qd[qi], td[ti]
         rest = table_of[qi] < 0
@@ -187,7 +199,7 @@ class PairScorer:
         ptr, tools, inverse = group_pairs(lq, np.maximum(t, 0), sparse.size, len(st.catalog))
         grouped = score_grouped(st, self.config, store, sparse, ptr, tools, max_pairs=self.max_pairs) \
             if tools.size else np.zeros((0, len(VALUES)), np.float32)
-        return fill_rows(qi, ti, table_of, td, tables.tables, inverse, grouped)
+        return fill_rows(qi, ti, table_of, td, tables.tables, inverse, grouped, threads=self.config.threads)
 
     # --------------------------------------------------------------- columns
     def _dictionary(self, col: pa.Array) -> pa.DictionaryArray:

@@ -1,24 +1,20 @@
 """The toolsift command line, run as a real subprocess through the installed entry point
-where available (python -m toolsift.cli otherwise)."""
+where available (python -m toolsift otherwise); the follow-up cases of a test run
+through the CLI's entry in this process (tests/_cli.py), one interpreter start fewer each."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 
-
+from ._cli import run
 from .conftest import dataset
 
 
-def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    exe = shutil.which("toolsift")
-    cmd = [exe, *args] if exe else [sys.executable, "-m", "toolsift.cli", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+def _run(*args: str, check: bool = True, real: bool = True) -> subprocess.CompletedProcess:
+    proc = run(*args, real=real)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -53,13 +49,14 @@ def test_index_then_search(tmp_path):
     assert "indexed 101 tools" in out
     table = _run("search", str(tmp_path / "idx"), "get the weather forecast for tomorrow").stdout
     assert "desc" in table and "why" in table
-    res = json.loads(_run("search", str(tmp_path / "idx"), "schedule a doctor appointment", "--json", "-k", "3").stdout)
+    res = json.loads(_run("search", str(tmp_path / "idx"), "schedule a doctor appointment", "--json", "-k", "3",
+                          real=False).stdout)
     assert len(res["hits"]) == 3 and res["hits"][0]["rank"] == 1
     q = {"tool_needs": [{"user_intent": "add an alarm at 7am", "tool_description": "Add an alarm clock at a time",
                          "expected_response": "status"}], "extracted_arguments": {"time": "alarm time"}}
     qfile = tmp_path / "q.json"
     qfile.write_text(json.dumps(q))
-    res = json.loads(_run("search", str(tmp_path / "idx"), str(qfile), "--structured", "--json").stdout)
+    res = json.loads(_run("search", str(tmp_path / "idx"), str(qfile), "--structured", "--json", real=False).stdout)
     assert "alarm" in res["hits"][0]["name"].lower()
 
 
@@ -68,10 +65,11 @@ def test_errors_are_one_line_with_exit_2(tmp_path):
     bad.write_text('{"tools": [ {"name": "x", ')
     proc = _run("index", str(bad), str(tmp_path / "idx"), check=False)
     assert proc.returncode == 2 and "bad.json" in proc.stderr and "Traceback" not in proc.stderr
-    proc = _run("search", str(tmp_path / "missing"), "hello", check=False)
+    proc = _run("search", str(tmp_path / "missing"), "hello", check=False, real=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    _run("index", str(dataset("mftr-apibank") / "dataset/from_toolret/apibank/tools.json"), str(tmp_path / "i2"))
-    proc = _run("search", str(tmp_path / "i2"), "   ", check=False)
+    _run("index", str(dataset("mftr-apibank") / "dataset/from_toolret/apibank/tools.json"), str(tmp_path / "i2"),
+         real=False)
+    proc = _run("search", str(tmp_path / "i2"), "   ", check=False, real=False)
     assert proc.returncode == 2 and "empty" in proc.stderr
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_gateway_server import _env, serve_http
+from tests._cli import run as run_cli
+from tests.test_gateway_server import serve_http
 from toolsift.adapters import demo_catalog_path
 from toolsift.errors import ConfigError
 from toolsift.gateway.upstream import ServeConfig
@@ -205,8 +205,8 @@ def _is_worker(pid: int) -> bool:
     (["--workers", "2"], "--workers needs --transport http"),
 ])
 def test_bad_workers_option_is_one_line(extra, message):
-    done = subprocess.run([sys.executable, "-m", "toolsift", "serve", "--catalog", str(demo_catalog_path()), *extra],
-                          capture_output=True, text=True, env=_env(), timeout=120, stdin=subprocess.DEVNULL)
+    # In this process: test_gateway_stop runs a bad --workers as a real process.
+    done = run_cli("serve", "--catalog", str(demo_catalog_path()), *extra)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr

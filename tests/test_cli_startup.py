@@ -1,4 +1,4 @@
-"""What a fresh ``toolsift search`` process on a saved BM25 index imports: the command
+"""What a fresh ``toolsift search`` process on a saved index imports: on a BM25 index the command
 loads the index and prints the explained table without Numba, SciPy (which Numba
 imports), pandas (which pyarrow's ``to_numpy`` imports) or pydantic (config checks of
 values toolsift wrote itself are skipped, toolsift.checking.trusted). Checked on the
@@ -65,3 +65,4 @@ def test_cli_search_of_an_unmatched_query_stays_light(bm25_index):
     got = _search(bm25_index, "zzyzx qqqq")
     assert got["status"] == 0 and "no tool matches any word" in got["out"], got["out"]
     assert got["heavy"] == [], got["heavy"]
+

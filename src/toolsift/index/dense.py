@@ -258,9 +258,10 @@ class Int8Matrix:
         scale_arr = _single_chunk(table.column("scale"))
         if codes_arr.null_count or scale_arr.null_count:
             raise ValueError("columns 'codes' and 'scale' must not hold nulls")
-        # flatten() slices the child by the parent's offset (no copy); its own offset is
-        # then honoured by _view.
-        child = codes_arr.flatten()
+        # The child sliced by the parent's offset (no copy), as flatten() would give it
+        # without importing pyarrow.compute (~40 ms of a search process's CPU); the
+        # child's own offset is then honoured by _view.
+        child = codes_arr.values.slice(codes_arr.offset * d, n * d)
         if child.null_count:
             raise ValueError("column 'codes' must not hold null codes")
         codes = _view(child, np.int8, n * d).reshape(n, d)

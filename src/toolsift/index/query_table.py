@@ -88,8 +88,10 @@ class QueryTable:
             if not pa.types.is_fixed_size_list(codes_col.type) or codes_col.type.value_type != pa.int8():
                 raise ValueError(f"codes has type {codes_col.type}")
             dim = codes_col.type.list_size
-            # column_values reads the buffers: to_numpy would import pandas (index/store.py).
-            codes = column_values(codes_col.flatten(), np.int8).reshape(-1, dim)
+            # column_values reads the buffers: to_numpy would import pandas (index/store.py),
+            # and the child sliced by hand is flatten() without pyarrow.compute.
+            child = codes_col.values.slice(codes_col.offset * dim, len(codes_col) * dim)
+            codes = column_values(child, np.int8).reshape(-1, dim)
             ids = column_values(table.column("token_id"), np.int32)
             scales = column_values(table.column("scale"), np.float32)
             out = cls(ids, codes, scales)

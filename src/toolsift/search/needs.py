@@ -38,7 +38,6 @@ import numpy as np
 from ..analyze import TermBatch
 from ..config import IndexConfig
 from ..csr import ranges, row_of
-from ..decompose.steps import split_steps
 from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.state import IndexState
@@ -64,6 +63,14 @@ _MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|the
                         r"finally|lastly|subsequently|additionally|also|well)\b", re.IGNORECASE)
 
 
+def _split(text: str) -> list[str]:
+    # The splitter (regular expressions compiled at import) loads with the first request
+    # that may split: a one-step request, the usual search, never needs it.
+    from ..decompose.steps import split_steps
+
+    return split_steps(text, max_steps=MAX_STEPS)
+
+
 def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> list[list[str] | None]:
     """Per query its steps when it is a raw request that splits into two or more and the
     index has dense fields (with ``config.split_steps``), else ``None``."""
@@ -71,7 +78,7 @@ def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> 
         return [None] * len(queries)
     out: list[list[str] | None] = []
     for q in queries:
-        steps = split_steps(q.text, max_steps=MAX_STEPS) if is_raw(q) and _MAY_SPLIT.search(q.text) else []
+        steps = _split(q.text) if is_raw(q) and _MAY_SPLIT.search(q.text) else []
         out.append(steps if len(steps) >= 2 else None)
     return out
 

@@ -1,4 +1,4 @@
-"""The cold-start table: what a new user gets (``default``, ``default-hybrid``) beside flat
+"""The cold-start table: what a new user gets (``default``: the hybrid preset; ``default-bm25``) beside flat
 bm25s and flat dense baselines and peer tool retrievers, on raw tools and raw queries with
 no labels, no LLM and no feedback (see :mod:`toolsift.evaluate.cold`).
 

@@ -56,7 +56,7 @@ def main() -> int:
                 assert isinstance(an, Analyzer)
                 run, _ = _search_run(cs.catalog, cs.texts, cs.query_ids, replace(cfg, analyzer=an))
                 m = evaluate(cs.qrels, run, metrics=("ndcg@10", "recall@10")).mean
-                key = ("default-hybrid" if hybrid else "default", label)
+                key = ("default" if hybrid else "default-bm25", label)
                 rows.setdefault(key, []).append(f"{m['ndcg@10']:.4f} / {m['recall@10']:.4f}")
                 print(name, key, rows[key][-1], f"weights {weights}", flush=True)
     lines = [f"Output of `python scripts/analyzer_ablation.py` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "

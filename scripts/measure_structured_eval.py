@@ -1,18 +1,18 @@
 """``toolsift eval``'s structured-query methods on the four mftr sets, with and without
 feedback, as one table (the done-when check of issue 23 item 2).
 
-For each set: ``default`` (raw query text, ``lodo-<set>`` weights) and
-``default-structured`` (the authors' LLM rewrites as structured queries, with the user's
+For each set: ``default-bm25`` (raw query text, ``lodo-<set>`` weights) and
+``default-bm25-structured`` (the authors' LLM rewrites as structured queries, with the user's
 original request as ``find_tools``' ``request`` carries it, ``structured-lodo-<set>``
 weights; and the rewrite alone, ``toolsift eval --rewrite-only``), all on the raw tools, through
 ``toolsift.evaluate.methods.run_method`` exactly as ``toolsift eval --method ...`` runs
 them (``search_batch`` top 100, ties by the eval's hash of the tool id). With
-``--hybrid`` also ``default-hybrid`` and ``default-hybrid-structured`` (needs the
-``dense`` extra; encodings come from the eval's embedding cache).
+``--hybrid`` also ``default`` (the hybrid preset) and ``default-structured`` (encodings
+come from the eval's embedding cache).
 
 * no feedback = ``toolsift eval DATASET --method ... --no-feedback``;
 * feedback = the structured methods with, per fold, example intents from the fold's
-  training queries (5 folds pooled); ``default`` has no feedback variant (a cold method).
+  training queries (5 folds pooled); ``default-bm25`` has no feedback variant (a cold method).
 
 Usage: python scripts/measure_structured_eval.py [--hybrid] [--out docs/results/structured-eval.md]
 """
@@ -46,12 +46,13 @@ def main() -> None:
                f"{platform.python_version()}), load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at "
                f"start, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     # (method, feedback, request): request=False is the rewrite alone (--rewrite-only).
-    rows = [("default", False, True), ("default-structured", False, True), ("default-structured", True, True),
-            ("default-structured", False, False), ("default-structured", True, False)]
+    rows = [("default-bm25", False, True), ("default-bm25-structured", False, True),
+            ("default-bm25-structured", True, True), ("default-bm25-structured", False, False),
+            ("default-bm25-structured", True, False)]
     if args.hybrid:
-        rows += [("default-hybrid", False, True), ("default-hybrid-structured", False, True),
-                 ("default-hybrid-structured", True, True), ("default-hybrid-structured", False, False),
-                 ("default-hybrid-structured", True, False)]
+        rows += [("default", False, True), ("default-structured", False, True),
+                 ("default-structured", True, True), ("default-structured", False, False),
+                 ("default-structured", True, False)]
     res: dict[tuple[str, bool, bool], dict[str, tuple[float, float]]] = {r: {} for r in rows}
     t0 = time.perf_counter()
     with eval_encoder_cache():
@@ -75,7 +76,7 @@ def main() -> None:
         what = kind(m, rq) + (", feedback" if fb else ", no feedback")
         lines.append(f"| `{m}` | {what} | " + " | ".join(f"{res[m, fb, rq][s][0]:.4f} / {res[m, fb, rq][s][1]:.4f}"
                                                        for s in SETS) + " |")
-    for base, st in (("default", "default-structured"), ("default-hybrid", "default-hybrid-structured")):
+    for base, st in (("default-bm25", "default-bm25-structured"), ("default", "default-structured")):
         if (base, False, True) in res:
             for rq in (True, False):
                 for fb in (False, True):
@@ -85,8 +86,8 @@ def main() -> None:
                     lines.append(f"| `{st}` ÷ `{base}` (N@10) | {what} | " + " | ".join(
                         f"{res[st, fb, rq][s][0] / res[base, False, True][s][0]:.3f}" for s in SETS) + " |")
     if args.hybrid:
-        lines.append("| `default-hybrid-structured` ÷ `default` (N@10) | LLM rewrite + request; both without feedback | "
-                     + " | ".join(f"{res['default-hybrid-structured', False, True][s][0] / res['default', False, True][s][0]:.3f}"
+        lines.append("| `default-structured` ÷ `default-bm25` (N@10) | LLM rewrite + request; both without feedback | "
+                     + " | ".join(f"{res['default-structured', False, True][s][0] / res['default-bm25', False, True][s][0]:.3f}"
                                   for s in SETS) + " |")
     lines.append(f"\nTotal time {time.perf_counter() - t0:.0f}s.\n")
     text = "\n".join(lines)

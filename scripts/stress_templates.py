@@ -3,7 +3,7 @@ of three runs written by ``toolsift eval stress --runs RUNS``.
 
 Usage: python scripts/stress_templates.py RUNS [--data ../shared/data] [--seed 0]
 Columns: requests, requests split into exactly their number of parts, requests split into
-two or more steps, N@10 of default (BM25 fields), default-hybrid, default-hybrid-onevector.
+two or more steps, N@10 of default-bm25 (BM25 fields), default (hybrid), default-onevector.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main() -> int:
 
     ds = load_pseudo("stress", args.data, seed=args.seed)
     qrels = read_qrels(args.runs / "stress.qrels")
-    methods = ("default", "default-hybrid", "default-hybrid-onevector")
+    methods = ("default-bm25", "default", "default-onevector")
     res = {m: evaluate(qrels, read_trec_run(args.runs / f"stress.{m}.run"), metrics=("ndcg@10",)) for m in methods}
     by = collections.defaultdict(list)
     for q in ds.queries:

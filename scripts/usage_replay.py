@@ -381,9 +381,9 @@ def report(results: dict, run: dict, path: str) -> None:
         lines.append(f"- {name}: {st['finds']} finds, {st['calls']} calls ({st['noise_calls']} noise, "
                      f"{st['failed_calls']} failed), gold returned in {st['gold_returned'] / st['finds']:.0%} "
                      f"of finds, {st['seconds']} s")
-    lines += ["", "`0 uses` is the served index (the `default` cold method's index: raw tools, LODO weights) "
-              "before any learning, score ties broken by the eval's hash of the tool id; `default` (eval) is "
-              "`toolsift eval --method default --no-feedback` on the same set, computed in the same run (the "
+    lines += ["", "`0 uses` is the served index (the `default-bm25` cold method's index: raw tools, LODO weights) "
+              "before any learning, score ties broken by the eval's hash of the tool id; `default-bm25` (eval) is "
+              "`toolsift eval --method default-bm25 --no-feedback` on the same set, computed in the same run (the "
               "two agree when the replay scores as the eval does). "
               "`llm-free` + feedback is `toolsift eval --method llm-free` (rule-based docs, training-fold "
               "queries as examples, weights trained per fold), run in the same process."]
@@ -471,7 +471,7 @@ def main(argv=None) -> int:
         stats, sessions = replay(ds, base, db, agents=args.agents, noise=args.noise, seed=args.seed, transport=args.transport)
         print(f"{name}: replay {stats}", file=sys.stderr, flush=True)
         got = curve(ds, base, db, sessions, config=config)
-        refs = {} if args.no_offline else {"cold_default": reference(ds, "default", feedback=False),
+        refs = {} if args.no_offline else {"cold_default": reference(ds, "default-bm25", feedback=False),
                                            "offline_feedback": reference(ds, "llm-free", feedback=True)}
         results[name] = {"weights": weights, "replay": stats, "agents": args.agents, "noise": args.noise,
                          "transport": args.transport, "min_voters": config.min_voters,

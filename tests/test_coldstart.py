@@ -209,7 +209,7 @@ def test_shipped_weights_are_the_default_and_lodo_files_exclude_their_set() -> N
             held = path.stem.removeprefix(prefix)
             assert doc["held_out"] == held and held not in doc["trained_on"] and len(doc["trained_on"]) == 4
             shipped_params(path.stem)
-    # Hybrid weights record the BM25 share they were trained with; default-hybrid uses it.
+    # Hybrid weights record the BM25 share they were trained with; the default (hybrid) eval method uses it.
     from toolsift.evaluate.cold import default_config
     from toolsift.kernels.params import shipped_weights
 

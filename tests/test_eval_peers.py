@@ -17,7 +17,7 @@ from .conftest import dataset
 # the peer wrappers' small-catalogue test and the tie rule's are fast.
 slow = pytest.mark.slow
 
-_BM25_METHODS = ("default", "bm25s-fulldoc", "peer-ratel", "peer-toolpicker", "peer-dehydrator")
+_BM25_METHODS = ("default-bm25", "bm25s-fulldoc", "peer-ratel", "peer-toolpicker", "peer-dehydrator")
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +49,23 @@ def test_method_runs_on_apibank(apibank, method):
 
 @slow
 def test_default_is_toolindex_search(apibank):
-    """``default`` is exactly ToolIndex.build(catalog) + search (ties re-ranked by the
-    cold runs' shared tie rule)."""
+    """``default`` is exactly ToolIndex.build(catalog) + search with the default (hybrid)
+    preset (ties re-ranked by the cold runs' shared tie rule), and ``default-bm25`` the same
+    with preset="bm25"."""
     from toolsift import ToolIndex
     from toolsift.evaluate.cold import default_config, tie_keys
+    from toolsift.presets import DEFAULT_PRESET, preset_config
 
-    out = run_method(apibank, "default")
-    index = ToolIndex.build(apibank.raw_tools, config=default_config(apibank.root.name)[0])
     keys = dict(zip([t.id for t in apibank.raw_tools], tie_keys([t.id for t in apibank.raw_tools])))
-    for q in apibank.queries[:10]:
-        expected = [h.id for h in sorted(index.search(q.text, k=100), key=lambda h: (-h.score, keys[h.id]))]
-        got = sorted(out.run[q.id], key=out.run[q.id].get, reverse=True)
-        assert got == expected
+    for method, hybrid in (("default", True), ("default-bm25", False)):
+        out = run_method(apibank, method)
+        cfg = default_config(apibank.root.name, hybrid=hybrid)[0]
+        assert cfg.retrievers == preset_config(DEFAULT_PRESET if hybrid else "bm25").retrievers
+        index = ToolIndex.build(apibank.raw_tools, config=cfg)
+        for q in apibank.queries[:10]:
+            expected = [h.id for h in sorted(index.search(q.text, k=100), key=lambda h: (-h.score, keys[h.id]))]
+            got = sorted(out.run[q.id], key=out.run[q.id].get, reverse=True)
+            assert got == expected
 
 
 @slow
@@ -131,3 +136,19 @@ def test_peer_wrappers_find_the_obvious_tool_in_the_demo_catalogue(demo_catalog,
         assert 0 < len(got) <= 5 and len(set(got)) == len(got) and set(got) <= ids
     assert ranked[0][0] == "control_lights"
     assert "refund_payment" in ranked[1][:3]
+
+
+def test_default_is_the_default_preset_and_old_names_still_work():
+    """``default`` is the preset a new index gets (hybrid); ``default-bm25`` the bm25 one;
+    the names from before (``default-hybrid*``) resolve to today's methods."""
+    from toolsift.evaluate.cold import _RUNNERS, BASELINE_METHODS, METHOD_ALIASES, canonical_method
+    from toolsift.presets import DEFAULT_PRESET
+
+    assert DEFAULT_PRESET == "hybrid" and _RUNNERS["default"].__name__ == "_default_hybrid"
+    assert _RUNNERS["default-bm25"].__name__ == "_default_bm25"
+    assert canonical_method("default-hybrid") == "default"
+    assert canonical_method("default-hybrid-onevector") == "default-onevector"
+    assert canonical_method("default-bm25") == "default-bm25"
+    assert not set(METHOD_ALIASES) & set(COLD_METHODS)
+    assert set(METHOD_ALIASES.values()) <= set(COLD_METHODS)
+    assert {"default", "default-bm25"} <= set(BASELINE_METHODS)

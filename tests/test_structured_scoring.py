@@ -248,8 +248,8 @@ def test_eval_structured_method_needs_structured_queries(demo):
 
     qs = [("q0", "book a meeting"), ("q1", "send an email")]
     with pytest.raises(MethodUnavailable, match="structured"):
-        run_cold("default-structured", demo, qs)
-    out = run_cold("default-structured", demo, qs, structured=[README_QUERY, None])
+        run_cold("default-bm25-structured", demo, qs)
+    out = run_cold("default-bm25-structured", demo, qs, structured=[README_QUERY, None])
     assert next(iter(out.run["q0"])) == "create_calendar_event"
     assert out.notes[0]["structured_weights"] == "structured-default"
 
@@ -265,9 +265,9 @@ def test_eval_structured_on_apibank_beats_the_raw_default_with_lodo_weights():
     ds = MftrDataset.load(dataset("mftr-apibank"))
     qrels = ds.qrels()
     got = {m: evaluate(qrels, run_method(ds, m, feedback=False).run, metrics=("ndcg@10",)).mean["ndcg@10"]
-           for m in ("default", "default-structured")}
-    assert got["default-structured"] >= 1.05 * got["default"]
-    out = run_method(ds, "default-structured", feedback=True)
+           for m in ("default-bm25", "default-bm25-structured")}
+    assert got["default-bm25-structured"] >= 1.05 * got["default-bm25"]
+    out = run_method(ds, "default-bm25-structured", feedback=True)
     assert {n["fold"] for n in out.notes} == set(range(len(ds.folds)))
     assert all(n["structured_weights"] == "structured-lodo-mftr-apibank" for n in out.notes)
     assert set(out.run) == {q.id for q in ds.queries}

@@ -34,7 +34,7 @@ def add_commands(sub) -> dict:
     ev.add_argument("--method", default=None,
                     help="comma-separated methods (mftr-*: fulldoc,reproduce,mftr,mftr-nopenalty,mftr-mean,mftr-rules,"
                          "llm-free; default fulldoc,reproduce,mftr,llm-free. ultratool: plain,decomposed. Both: the "
-                         "cold-start default,default-complete,default-hybrid,bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
+                         "cold-start default (the default preset, hybrid),default-complete,default-bm25 (preset bm25: BM25 fields),bm25s-fulldoc,dense-fulldoc,peer-ratel,peer-toolpicker,"
                          "peer-dehydrator,peer-langchain; all but the last three join the default list)")
     ev.add_argument("--retriever", choices=("bm25", "minilm", "hybrid"), default="bm25",
                     help="field retrievers: bm25, minilm (dense, all-MiniLM-L6-v2 ONNX int8) or hybrid "
@@ -78,7 +78,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from .embcache import eval_encoder_cache
     from .report import format_table, plot_recall
     from .ultratool import ULTRATOOL_METHODS, ULTRATOOL_METRICS, run_ultratool
-    from .cold import BASELINE_METHODS, COLD_METHODS
+    from .cold import BASELINE_METHODS, COLD_METHODS, canonical_method
 
     from .pooled import POOLED_SETS, PSEUDO_DATASETS, load_pseudo, run_pooled
 
@@ -91,7 +91,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     ultra = not pseudo and (root / "data" / "English-dataset").is_dir()
     if pseudo:
         ds = load_pseudo(args.dataset, args.data, seed=args.seed)
-        methods = _split(args.method) or ["default", "default-hybrid", "bm25s-fulldoc"]
+        methods = _split(args.method) or ["default", "default-bm25", "bm25s-fulldoc"]
         metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
                    "recall@10", "recall@20", "mrr", "completeness@10")
     elif ultra:
@@ -104,6 +104,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         metrics = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "recall@1", "recall@5",
                    "recall@10", "recall@20", "mrr", "completeness@10")
     known = COLD_METHODS if pseudo else (ULTRATOOL_METHODS if ultra else METHODS) + COLD_METHODS
+    methods = list(dict.fromkeys(canonical_method(m) for m in methods))  # old names: today's methods
     bad = [m for m in methods if m not in known]
     if bad:
         raise ToolsiftError(f"unknown method(s) {', '.join(bad)} for {ds.name} (methods: {', '.join(known)})")

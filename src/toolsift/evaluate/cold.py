@@ -7,29 +7,30 @@ raw request (or, for the ``*-structured`` methods, the authors' LLM rewrite of i
 input an agent's LLM would send). They are the same on every fold, so they are run once over all queries.
 
 =================  =====================================================================
-``default``        ``ToolIndex.build(catalog)`` with ``IndexConfig()`` and
-                   ``search_batch(texts, k=100)``: exactly the README's first two lines
+``default``        ``ToolIndex.build(catalog)`` and ``search_batch(texts, k=100)`` with the
+                   default preset, ``hybrid``: hybrid (BM25 + dense) description, response
+                   and examples fields, MiniLM document vectors, static query encoder,
+                   multi-step requests split (exactly the README's first two lines)
 ``default-complete`` as ``default``, with the top 10 completed into a tool set
                    (``ToolIndex.complete``: producers of missing inputs, CRUD steps the
                    query asks for, near-duplicates out; ``docs/graph.md``); the
                    default ranking continues below it
-``default-hybrid`` the ``hybrid`` preset: hybrid (BM25 + dense) description, response and
-                   examples fields, MiniLM document vectors, static query encoder (needs
-                   the ``dense`` extra)
-``default-hybrid-transformer``  the same with queries embedded by MiniLM itself
-``default-hybrid-densehalf``  the same with BM25's share of the hybrid fields at 0: its
+``default-transformer``  ``default`` with queries embedded by MiniLM itself
+``default-densehalf``  ``default`` with BM25's share of the hybrid fields at 0: its
                    dense half alone (parameters stay BM25)
-``default-hybrid-onevector``  ``default-hybrid`` with ``split_steps`` off: one query
-                   vector for the whole request
+``default-onevector``  ``default`` with ``split_steps`` off: one query vector for the
+                   whole request
 ``default-structured``
                    as ``default``, but each query is the MFTR authors' LLM rewrite
                    (tool needs + extracted arguments) with the original text as its
                    request (``toolsift eval --rewrite-only`` drops it): what a calling
                    LLM sends to ``find_tools``; scored with the structured
-                   weights (``structured-lodo-<set>``); raw tools, no feedback
-``default-hybrid-structured``
-                   the same on the ``default-hybrid`` index (``hybrid-structured-*``
-                   weights when shipped)
+                   weights (``hybrid-structured-lodo-<set>``); raw tools, no feedback
+``default-bm25``   ``default`` with ``preset="bm25"``: BM25 fields, no model (the preset
+                   one argument away; "BM25 fields" in the docs)
+``default-bm25-complete``, ``default-bm25-structured``
+                   ``default-complete`` and ``default-structured`` on the ``bm25`` preset
+                   (``structured-lodo-<set>`` weights)
 ``bm25s-fulldoc``  the bm25s package over one flat text per tool (see :func:`flat_text`);
                    bm25s defaults (Lucene BM25, k1 1.5, b .75, token pattern ``\\w\\w+``)
                    with its English stop words and the PyStemmer English stemmer, as the
@@ -39,6 +40,9 @@ input an agent's LLM would send). They are the same on every fold, so they are r
 ``peer-*``         other tool retrievers on PyPI, each given the tools as OpenAI-style
                    function schemas (:func:`openai_tool`); see :mod:`.peers`
 =================  =====================================================================
+
+The names before the hybrid preset became the default (``default-hybrid``,
+``default-hybrid-*``) are accepted as aliases (:data:`METHOD_ALIASES`).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from ..errors import ConfigError
 from ..schema import Catalog, Tool
 from .output import MethodOutput, MethodUnavailable
 
-__all__ = ["COLD_METHODS", "BASELINE_METHODS", "STRUCTURED_METHODS", "default_config", "structured_config", "run_cold", "openai_tool", "flat_text", "ranked_run", "scores_run", "tie_keys",
+__all__ = ["COLD_METHODS", "BASELINE_METHODS", "STRUCTURED_METHODS", "METHOD_ALIASES", "TRAINED_METHODS", "canonical_method", "default_config", "structured_config", "run_cold", "openai_tool", "flat_text", "ranked_run", "scores_run", "tie_keys",
            "BM25S_SETTINGS"]
 
 _DEPTH = 100
@@ -232,9 +236,9 @@ def default_config(dataset: str | None, *, hybrid: bool = False) -> tuple[IndexC
     return base, "default"
 
 
-def _default(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
-             dataset: str | None = None) -> tuple[dict, dict]:
-    # IndexConfig() (with LODO weights on a shared set): what a new user gets.
+def _default_bm25(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
+                  dataset: str | None = None) -> tuple[dict, dict]:
+    # preset="bm25" (with LODO weights on a shared set): BM25 fields, no model.
     cfg, weights = default_config(dataset)
     run, note = _search_run(catalog, texts, qids, cfg)
     return run, {"weights": weights, **note}
@@ -247,7 +251,7 @@ def _default_structured(catalog: Catalog, texts: Sequence[Any], qids: Sequence[s
     base, weights = structured_config(dataset, hybrid=hybrid)
     raw_weights = default_config(dataset, hybrid=hybrid)[1]
     if hybrid:
-        # As default-hybrid: a custom document encoder has no fitted static table.
+        # As default: a custom document encoder has no fitted static table.
         base = replace(base, encoder=encoder, query_encoder=base.query_encoder if encoder is None else "transformer")
     run, note = _search_run(catalog, texts, qids, base)
     return run, {"weights": raw_weights, "structured_weights": weights, **note}
@@ -257,11 +261,23 @@ def _default_hybrid_structured(*args, **kw) -> tuple[dict, dict]:
     return _default_structured(*args, hybrid=True, **kw)
 
 
+def _default_bm25_structured(*args, **kw) -> tuple[dict, dict]:
+    return _default_structured(*args, hybrid=False, **kw)
+
+
 def _default_complete(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *, encoder: str | None = None,
-                      dataset: str | None = None) -> tuple[dict, dict]:
-    cfg, weights = default_config(dataset)
+                      dataset: str | None = None, hybrid: bool = True) -> tuple[dict, dict]:
+    if hybrid:
+        _dense_guard(encoder)
+    cfg, weights = default_config(dataset, hybrid=hybrid)
+    if hybrid:
+        cfg = replace(cfg, encoder=encoder, query_encoder=cfg.query_encoder if encoder is None else "transformer")
     run, note = _search_run(catalog, texts, qids, cfg, complete=True)
     return run, {"weights": weights, **note}
+
+
+def _default_bm25_complete(*args, **kw) -> tuple[dict, dict]:
+    return _default_complete(*args, hybrid=False, **kw)
 
 
 def _dense_guard(encoder: str | None):
@@ -293,7 +309,7 @@ def _default_hybrid_transformer(catalog: Catalog, texts: Sequence[str], qids: Se
 
 def _default_hybrid_densehalf(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *,
                               encoder: str | None = None, dataset: str | None = None) -> tuple[dict, dict]:
-    """``default-hybrid`` with BM25's share of the hybrid fields set to 0: the dense half
+    """``default`` with BM25's share of the hybrid fields set to 0: the dense half
     alone (the parameters field stays BM25, as in the preset)."""
     _dense_guard(encoder)
     base, weights = default_config(dataset, hybrid=True)
@@ -304,7 +320,7 @@ def _default_hybrid_densehalf(catalog: Catalog, texts: Sequence[str], qids: Sequ
 
 def _default_hybrid_onevector(catalog: Catalog, texts: Sequence[str], qids: Sequence[str], *,
                               encoder: str | None = None, dataset: str | None = None) -> tuple[dict, dict]:
-    """``default-hybrid`` with ``split_steps`` off: one query vector per request (the
+    """``default`` with ``split_steps`` off: one query vector per request (the
     hybrid preset before multi-step requests were split)."""
     _dense_guard(encoder)
     base, weights = default_config(dataset, hybrid=True)
@@ -373,14 +389,15 @@ def _peer(name: str) -> Callable[..., tuple[dict, dict]]:
 
 
 _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
-    "default": _default,
+    "default": _default_hybrid,
     "default-complete": _default_complete,
-    "default-hybrid": _default_hybrid,
-    "default-hybrid-transformer": _default_hybrid_transformer,
-    "default-hybrid-densehalf": _default_hybrid_densehalf,
-    "default-hybrid-onevector": _default_hybrid_onevector,
-    "default-structured": _default_structured,
-    "default-hybrid-structured": _default_hybrid_structured,
+    "default-transformer": _default_hybrid_transformer,
+    "default-densehalf": _default_hybrid_densehalf,
+    "default-onevector": _default_hybrid_onevector,
+    "default-structured": _default_hybrid_structured,
+    "default-bm25": _default_bm25,
+    "default-bm25-complete": _default_bm25_complete,
+    "default-bm25-structured": _default_bm25_structured,
     "bm25s-fulldoc": _bm25s,
     "bm25s-fulldoc-nostem": _bm25s_nostem,
     "dense-fulldoc": _dense,
@@ -393,10 +410,28 @@ _RUNNERS: dict[str, Callable[..., tuple[dict, dict]]] = {
 
 #: Every cold-start method, in table order.
 COLD_METHODS: tuple[str, ...] = tuple(_RUNNERS)
+#: Names from before the hybrid preset was the default, and the method each now is.
+METHOD_ALIASES: dict[str, str] = {
+    "default-hybrid": "default",
+    "default-hybrid-transformer": "default-transformer",
+    "default-hybrid-densehalf": "default-densehalf",
+    "default-hybrid-onevector": "default-onevector",
+    "default-hybrid-structured": "default-structured",
+}
 #: Methods whose queries are the structured (LLM-rewritten) ones: ``run_cold(structured=...)``.
-STRUCTURED_METHODS: tuple[str, ...] = ("default-structured", "default-hybrid-structured")
+STRUCTURED_METHODS: tuple[str, ...] = ("default-structured", "default-bm25-structured")
 #: What ``toolsift eval DATASET`` adds to a table when no ``--method`` is given.
-BASELINE_METHODS: tuple[str, ...] = ("default", "default-complete", "default-hybrid", "bm25s-fulldoc", "dense-fulldoc", "peer-ratel")
+BASELINE_METHODS: tuple[str, ...] = ("default", "default-complete", "default-bm25", "bm25s-fulldoc", "dense-fulldoc",
+                                     "peer-ratel")
+#: The methods that score with trained weights (leave-one-dataset-out ones on a shared set).
+TRAINED_METHODS: tuple[str, ...] = ("default", "default-complete", "default-transformer", "default-densehalf",
+                                    "default-onevector", "default-bm25", "default-bm25-complete",
+                                    *STRUCTURED_METHODS)
+
+
+def canonical_method(method: str) -> str:
+    """``method`` with an old name (:data:`METHOD_ALIASES`) replaced by today's."""
+    return METHOD_ALIASES.get(method, method)
 
 
 def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], *,
@@ -405,12 +440,13 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
     """Run one cold-start method over every query.
 
     Args:
-        method: One of :data:`COLD_METHODS`.
+        method: One of :data:`COLD_METHODS` (or an old name of :data:`METHOD_ALIASES`).
         catalog: The tools as a user would load them (adapters only, no LLM).
         queries: ``(query id, raw text)`` pairs; nothing else about a query is used.
         encoder: Encoder directory for the dense methods (default: the bundled MiniLM).
-        dataset: The shared benchmark's folder name (e.g. ``"mftr-apibank"``): ``default``
-            then scores with the weights trained without it (``lodo-<dataset>``).
+        dataset: The shared benchmark's folder name (e.g. ``"mftr-apibank"``): the
+            trained methods (:data:`TRAINED_METHODS`) then score with the weights trained
+            without it (``[hybrid-]lodo-<dataset>``).
         structured: For :data:`STRUCTURED_METHODS`: one structured query per query
             (a :class:`~toolsift.schema.Query` or its dict form; ``None`` falls back to the
             raw text).
@@ -424,6 +460,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         MethodUnavailable: An optional dependency is missing (the message names the extra),
             or a structured method got no structured queries.
     """
+    method = canonical_method(method)
     if method not in _RUNNERS:
         raise ValueError(f"unknown cold-start method {method!r} (methods: {', '.join(COLD_METHODS)})")
     if len(catalog) == 0:
@@ -439,9 +476,7 @@ def run_cold(method: str, catalog: Catalog, queries: Sequence[tuple[str, str]], 
         texts = [t if s is None else s for t, s in zip(texts, structured)]
         llm = "the queries (rewritten by the data set's authors)"
     t0 = time.perf_counter()
-    kw = {"dataset": dataset} if method in ("default", "default-complete", "default-hybrid",
-                                            "default-hybrid-transformer", "default-hybrid-densehalf",
-                                            "default-hybrid-onevector", *STRUCTURED_METHODS) else {}
+    kw = {"dataset": dataset} if method in TRAINED_METHODS else {}
     run, note = _RUNNERS[method](catalog, texts, qids, encoder=encoder, **kw)
     note = {"method": method, "labels": False, "llm": llm, "feedback": False, **note}
     return MethodOutput(run, time.perf_counter() - t0, len(qids) * len(catalog), [note])

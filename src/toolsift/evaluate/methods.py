@@ -286,8 +286,9 @@ def run_method(ds: MftrDataset, method: str, **options) -> MethodOutput:
         MethodUnavailable: The dataset lacks what the method needs.
     """
     # Imported here: cold imports this module.
-    from .cold import COLD_METHODS, STRUCTURED_METHODS, run_cold
+    from .cold import COLD_METHODS, STRUCTURED_METHODS, canonical_method, run_cold
 
+    method = canonical_method(method)
     if method in COLD_METHODS:
         # Cold-start methods use no fold, label or feedback: one pass over all queries.
         # Structured ones send the authors' rewrite as an agent's LLM would: needs,

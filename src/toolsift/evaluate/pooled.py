@@ -9,7 +9,7 @@ it:
   that each join 3-4 queries of one set for different tools; gold = the union of labels.
 
 Weights: every query and every request comes from one source set, and the trained methods
-(``default``, ``default-hybrid`` ...) score it with that set's leave-one-dataset-out
+(``default``, ``default-bm25`` ...) score it with that set's leave-one-dataset-out
 weights (``[hybrid-]lodo-<set>``, trained on the other shared sets only), so no weight
 ever saw the query it ranks. The shipped ``default`` weights saw all five sets' queries
 and are never used here. Methods without weights (``bm25s-fulldoc``, ``dense-fulldoc``)
@@ -85,19 +85,15 @@ def load_pseudo(name: str, root: str | os.PathLike[str] | None = None, *, seed: 
     return PooledDataset("stress", tools, tuple(stress_requests(pooled, n=n or STRESS_SIZE, seed=seed)))
 
 
-#: Methods scored with per-set LODO weights (the rest ignore weights).
-_TRAINED = ("default", "default-hybrid", "default-hybrid-transformer", "default-hybrid-densehalf",
-            "default-hybrid-onevector")
-
-
 def run_pooled(ds: PooledDataset, method: str, *, encoder: str | None = None) -> MethodOutput:
     """Run a cold-start method over ``ds``: trained methods per source set with that set's
     LODO weights (one index build each), the others once over all queries."""
-    from .cold import COLD_METHODS, run_cold
+    from .cold import COLD_METHODS, TRAINED_METHODS, canonical_method, run_cold
 
+    method = canonical_method(method)
     if method not in COLD_METHODS:
         raise ValueError(f"unknown method {method!r} for {ds.name} (methods: {', '.join(COLD_METHODS)})")
-    if method not in _TRAINED:
+    if method not in TRAINED_METHODS:
         return run_cold(method, ds.tools, [(q.id, q.text) for q in ds.queries], encoder=encoder)
     t0 = time.perf_counter()
     run: dict = {}

@@ -34,8 +34,9 @@ def run_ultratool(ds: UltraToolDataset, method: str, *, config: IndexConfig | No
     """Rank the UltraTool corpus for every task with ``method``: "plain", "decomposed", or
     a cold-start method of :data:`toolsift.evaluate.cold.COLD_METHODS` (``encoder`` is for
     those; ``config`` and ``depth`` for the first two)."""
-    from .cold import COLD_METHODS, run_cold
+    from .cold import COLD_METHODS, canonical_method, run_cold
 
+    method = canonical_method(method)
     if method in COLD_METHODS:
         # The user's view: the corpus of distinct tools, the task's question as the query.
         return run_cold(method, ds.tools, [(q.id, q.question) for q in ds.queries], encoder=encoder,

@@ -8,16 +8,19 @@ Variants (hybrid preset, per-source-set LODO weights, raw requests, k=100, N@10 
   steps        one reading per step (no whole-request reading)
   whole+steps  the whole request as reading 0, then one reading per step; ties in the
                order of reading 0 (search.needs.combine_needs)
-  max          a tool's score: the plain max over readings
+  max          a tool's score: the plain max over readings, ordered by it
   shift        each reading's scores shifted so its best candidate scores the best of any
-               reading, then the max (kept with whole+steps: search.needs.per_need_shift)
+               reading, then the max, ordered by it (the rule until 2026-11-28b)
   ratio        as shift, but each reading's scores scaled (not shifted) to the best one's
-  round-robin  a tool's best rank in any reading's list (ties: the shifted score): the
-               per-need quota of an interleave
+  spread       as shift, but each reading's gaps below its best divided by its standard
+               deviation over the request's candidates (times the whole request's)
+  round-robin  ordered by a tool's best rank in any reading's list (within a round: the
+               shifted score): the per-need quota of an interleave; scores the shifted
+               ones capped to decrease (kept: search.needs.combine_needs)
   bm25 per step  whole+steps shift, but BM25 too searches and scores each reading alone
                (every reading a raw query of its own; candidates = their union)
-  dense half   default-hybrid-densehalf (BM25's share of the hybrid fields 0)
-BM25 fields (``default``) and bm25s-fulldoc are printed for reference. Prints a table.
+  dense half   default-densehalf (BM25's share of the hybrid fields 0)
+BM25 fields (``default-bm25``) and bm25s-fulldoc are printed for reference. Prints a table.
 """
 
 from __future__ import annotations
@@ -31,7 +34,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 
-_SHIFT: list = []
+def _ordered_by(transform):
+    """The combination before the per-need quota: each reading's scores transformed, a
+    tool's score the max over readings, ordered by it (ties: reading 0's order)."""
+    def combine(block):
+        b = block.astype(np.float64)
+        t = transform(b)
+        final = t.max(axis=0)
+        order = np.lexsort((-b[0], -final))
+        out = np.empty(final.size, np.float32)
+        from toolsift.search.needs import _strictly_decreasing
+
+        out[order] = _strictly_decreasing(final[order].astype(np.float32))
+        return out, t.argmax(axis=0)
+    return combine
 
 
 def _plain_max(block):
@@ -43,11 +59,13 @@ def _ratio(block):
     return block * (top.max() / np.maximum(top, 1e-9))
 
 
-def _round_robin(block):
-    per_need_shift = _SHIFT[0]
-    rank = np.argsort(np.argsort(-block, axis=1, kind="stable"), axis=1)
-    # Within a rank, the shifted score orders the steps' tools (it is below 1e3 * 1e-3).
-    return -rank.astype(np.float64) + 1e-3 * per_need_shift(block)
+def _spread(block):
+    # Each reading's gaps below its best in units of its own spread (standard deviation over
+    # the request's candidates), mapped onto the whole request's spread (reading 0).
+    top = block.max(axis=1, keepdims=True)
+    sd = block.std(axis=1, keepdims=True)
+    sd = np.where(sd > 0, sd, 1.0)
+    return (block - top) * (sd[0] / sd) + top.max()
 
 
 def _lexical_per_step(st, config, queries, steps, fr, *, k, explain, params):
@@ -93,7 +111,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--data", default=None)
-    ap.add_argument("--only", default="", help="comma-separated variant names (default: all)")
+    ap.add_argument("--only", default="", help="';'-separated variant names (default: all)")
     args = ap.parse_args()
 
     from toolsift.evaluate import evaluate
@@ -103,26 +121,29 @@ def main() -> int:
 
     ds = load_pseudo("stress", args.data, seed=args.seed, n=args.n)
     qrels = ds.qrels()
-    keep = needs.per_need_shift
-    _SHIFT.append(keep)
-    variants = {  # name: (method, combination of the shifted block, whole request as reading 0)
-        "default (BM25 fields)": ("default", keep, True),
+    keep = needs.combine_needs
+    shift = _ordered_by(needs.per_need_shift)
+    variants = {  # name: (method, combination over the readings, whole request as reading 0)
+        "default (BM25 fields)": ("default-bm25", keep, True),
         "bm25s-fulldoc": ("bm25s-fulldoc", keep, True),
-        "hybrid onevector": ("default-hybrid-onevector", keep, True),
-        "hybrid steps, max": ("default-hybrid", _plain_max, False),
-        "hybrid steps, shift": ("default-hybrid", keep, False),
-        "hybrid whole+steps, max": ("default-hybrid", _plain_max, True),
-        "hybrid whole+steps, shift (kept)": ("default-hybrid", keep, True),
-        "hybrid whole+steps, ratio": ("default-hybrid", _ratio, True),
-        "hybrid whole+steps, round-robin": ("default-hybrid", _round_robin, True),
-        "hybrid whole+steps, bm25 per step": ("default-hybrid", "lexical-per-step", True),
-        "dense half, onevector": ("default-hybrid-densehalf-onevector", keep, True),
-        "dense half, whole+steps, shift": ("default-hybrid-densehalf", keep, True),
+        "hybrid onevector": ("default-onevector", keep, True),
+        "hybrid steps, max": ("default", _ordered_by(_plain_max), False),
+        "hybrid steps, shift": ("default", shift, False),
+        "hybrid whole+steps, max": ("default", _ordered_by(_plain_max), True),
+        "hybrid whole+steps, shift": ("default", shift, True),
+        "hybrid whole+steps, ratio": ("default", _ordered_by(_ratio), True),
+        "hybrid whole+steps, spread": ("default", _ordered_by(_spread), True),
+        "hybrid whole+steps, round-robin (kept)": ("default", keep, True),
+        "hybrid whole+steps, bm25 per step": ("default", "lexical-per-step", True),
+        "dense half, onevector": ("default-densehalf-onevector", keep, True),
+        "dense half, whole+steps, shift": ("default-densehalf", shift, True),
+        "dense half, whole+steps, spread": ("default-densehalf", _ordered_by(_spread), True),
+        "dense half, whole+steps, round-robin (kept)": ("default-densehalf", keep, True),
     }
     if args.only:
-        variants = {k: v for k, v in variants.items() if k in args.only.split(",")}
+        variants = {k: v for k, v in variants.items() if k in args.only.split(";")}
     print(f"stress seed {args.seed}: {len(qrels)} requests, {len(ds.tools)} tools")
-    print(f"{'variant':34} {'N@10':>7} {'R@10':>7}")
+    print(f"{'variant':44} {'N@10':>7} {'R@10':>7}")
     with eval_encoder_cache():
         for name, (method, combine, whole) in variants.items():
             import toolsift.search as search
@@ -131,9 +152,9 @@ def main() -> int:
             if combine == "lexical-per-step":
                 search.run_steps, combine = _lexical_per_step, keep
             needs.WHOLE_AS_NEED = whole
-            needs.per_need_shift = combine
+            needs.combine_needs = combine
             try:
-                if method == "default-hybrid-densehalf-onevector":
+                if method == "default-densehalf-onevector":
                     from dataclasses import replace
 
                     from toolsift.evaluate import cold
@@ -145,17 +166,17 @@ def main() -> int:
 
                     cold.default_config = one_vector
                     try:
-                        res = run_pooled(ds, "default-hybrid-densehalf")
+                        res = run_pooled(ds, "default-densehalf")
                     finally:
                         cold.default_config = orig
                 else:
                     res = run_pooled(ds, method)
             finally:
-                needs.per_need_shift = keep
+                needs.combine_needs = keep
                 needs.WHOLE_AS_NEED = True
                 search.run_steps = kept_run
             r = evaluate(qrels, res.run, metrics=("ndcg@10", "recall@10"))
-            print(f"{name:34} {r.mean['ndcg@10']:7.4f} {r.mean['recall@10']:7.4f}", flush=True)
+            print(f"{name:44} {r.mean['ndcg@10']:7.4f} {r.mean['recall@10']:7.4f}", flush=True)
     return 0
 
 

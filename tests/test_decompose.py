@@ -37,6 +37,19 @@ def needs(text: str) -> list[str]:
     ("Please 1) create a folder 2) upload the photo 3) share the link", 3),
     ("Steps: 1. create a folder. 2. upload the photo.", 2),
     ("Send message 1. Then send message 2.", 2),
+    # A comma series of clauses: imperative verbs or questions after the commas.
+    ("Translate this text, summarize it, and email it to my boss.", 3),
+    ("Get the list of tournaments for 2020, calculate the age of a person born in 1990, and what is the "
+     "capital of Peru?", 3),
+    ("Compare prices in Paris, Rome, and Berlin.", 1),
+    ("Show me the sales, profit, and revenue for 2023.", 1),
+    ("Book a table, please.", 1),
+    # A coordinated clause opened by a temporal clause ("once that is done", "after the meeting,").
+    ("First convert 5 miles to km, and once that is done, send the result to Bob, and when finished book a taxi.", 3),
+    ("Check the forecast for Oslo, and after the meeting, order a pizza to the office.", 2),
+    ("When the store opens, tell me the price of milk.", 1),
+    # A story's sequence is no request.
+    ("First, Bob and Alice switch partners. Then, Alice and Claire switch partners.", 1),
 ])
 def test_need_count(text, expected):
     assert len(decompose(text).needs) == expected, needs(text)

@@ -11,7 +11,7 @@ import re
 from ..schema import MAX_TEXT_CHARS
 from .lexicon import _REQUEST, _VERBS, _strip_polite
 
-__all__ = ["split_steps"]
+__all__ = ["may_split", "split_steps"]
 
 
 # A bullet or number opening a line: "- x", "* x", "• x", "1. x", "2) x", "(3) x", "a) x".
@@ -43,6 +43,28 @@ _AND_REQUEST = re.compile(
 # "and <verb>": a candidate split between two verb phrases; the verb is checked in code.
 _AND_WORD = re.compile(r"(?:,\s{0,5}|\s{1,5})and\s{1,5}(?:also\s{1,5})?(?:please\s{1,5})?([A-Za-z]{2,20})\b")
 _WORD = re.compile(r"[A-Za-z']{1,40}")
+# Temporal subordinators: a clause they open is placed in time against another step.
+_SUBORD = r"(?:once|when|after|before|as\s{1,5}soon\s{1,5}as)"
+# A clause that says the previous step is over ("once done", "when that is finished", "after
+# you've completed it"): a subordinator, an optional subject and auxiliary, a completion predicate.
+_DONE = (_SUBORD + r"\s{1,5}(?:(?:that|this|it|these|those|they|you|we|i|everything|all\s{1,5}that)"
+         r"(?:'s|'re|'ve|\s{1,5}(?:is|are|has|have|was|were|had|gets?|got))?(?:\s{1,5}been)?\s{1,5})?"
+         r"(?:done|finished|complete|completed|over|ready|through)(?:\s{1,5}(?:with\s{1,5})?(?:it|that|this))?\b")
+# A coordinated clause that opens with a temporal clause starts a step: ", and once that is
+# done X", "; when finished X", ", and after the meeting, X" (a fronted clause closed by a comma).
+_THEN_CLAUSE = re.compile(
+    r"(?:[,;:]\s{0,5}(?:and\s{1,5})?|\s{1,5}and\s{1,5})(?=" + _DONE + r"|" + _SUBORD + r"\b[^,.;:!?\n]{1,80},)",
+    re.IGNORECASE,
+)
+# A comma series of clauses ("get X, calculate Y, what is Z, and ..."): a comma followed by an
+# imperative verb or a question/request opener. The verb is checked in code.
+_COMMA_WORD = re.compile(r",\s{1,5}(and\s{1,5})?(?:please\s{1,5})?([A-Za-z']{2,20})\b", re.IGNORECASE)
+_CLAUSE_OPENER = re.compile(r"(?:what|how|where|who|(?:can|could|would|will)\s{1,5}you|i\s{1,5}(?:also\s{1,5})?"
+                            r"(?:want|need|wish|would\s{1,5}like)|i'd\s{1,5}like|tell\s{1,5}me|let\s{1,5}me)\b",
+                            re.IGNORECASE)
+# A head that opens with a subordinator ends at its comma: "If it rains, book ..." is one clause.
+_SUBORD_HEAD = re.compile(r"^[\s,;:]{0,5}(?:(?:and|then)\s{1,5})?(?:if|when|whenever|once|after|before|unless|"
+                          r"while|although|though|because|since|as|until|whether)\b", re.IGNORECASE)
 
 # Words one of which every match of a pattern contains (case-insensitively). On ASCII text
 # ``lower()`` and IGNORECASE agree, so a text with none of them cannot match and skips the
@@ -52,6 +74,8 @@ _IF = re.compile(r"\bif\b", re.IGNORECASE)
 _NEEDS[_SEQ] = ("then", "after", "next", "finally", "lastly", "subsequently", "additionally", "also", "well")
 _NEEDS[_AND_REQUEST] = ("and", "but", "plus")
 _NEEDS[_AND_WORD] = ("and",)
+_NEEDS[_THEN_CLAUSE] = ("once", "when", "after", "before", "soon")
+_NEEDS[_COMMA_WORD] = (",",)
 _NEEDS[_REQUEST] = ("?", "you", "please", "want", "need", "wish", "i'd", "would", "looking", "help", "let", "tell",
                     "searching", "trying", "hoping", "interested")
 # _REQUEST's one alternative without a fixed word: a question word opening the text.
@@ -205,22 +229,67 @@ def _split_and_verbs(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+def _split_comma_clauses(text: str) -> list[str]:
+    """Split a comma series of clauses: "get X, calculate Y, what is Z" but not "Rome, Paris"."""
+    if not _may_match(_COMMA_WORD, text):
+        return [text] if text.strip() else []
+    parts: list[str] = []
+    start = 0
+    spans = _quoted(text)
+    for m in _COMMA_WORD.finditer(text):
+        if spans and _inside(m.start(), spans):
+            continue
+        tail = text[m.start(2):]
+        # ", and <verb>" is _split_and_verbs' rule; ", and what ..." opens a clause here.
+        if not _CLAUSE_OPENER.match(tail[:40]) and (m.group(1) or m.group(2).lower() not in _VERBS):
+            continue
+        head = text[start:m.start()]
+        # The head is a clause of its own (3+ words, a verb phrase or request), not a
+        # fronted subordinate clause; the tail is a phrase.
+        window = head.lstrip(" ,;:")[-500:]
+        if len(head[:200].split()) < 3 or len(tail[:200].split()) < 2 or _SUBORD_HEAD.match(head[:40]):
+            continue
+        if not (set(_words(window)) & _VERBS or _asks(window)):
+            continue
+        parts.append(head)
+        start = m.start()
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
 def _clause_splits(sentence: str) -> list[str]:
     out = [sentence]
-    for splitter in (lambda s: _split_at(s, _SEQ), lambda s: _split_at(s, _AND_REQUEST), _split_and_verbs):
+    for splitter in (lambda s: _split_at(s, _SEQ), lambda s: _split_at(s, _THEN_CLAUSE),
+                     lambda s: _split_at(s, _AND_REQUEST), _split_and_verbs, _split_comma_clauses):
         out = [piece for s in out for piece in splitter(s)]
     return out
 
 
-_LEAD = re.compile(r"^[\s,;:.]{0,20}(?:(?:and|then|also|additionally|next|finally|lastly|afterwards|afterward|"
-                   r"subsequently|plus|after\s{1,5}that|as\s{1,5}well(?:\s{1,5}as)?)\b[\s,]{0,5}){0,3}",
-                   re.IGNORECASE)
+# Connectives opening a step, and a clause saying the previous one is over ("once done"):
+# neither is the step's request.
+_LEAD = re.compile(r"^[\s,;:.]{0,20}(?:(?:(?:and|then|also|additionally|next|finally|lastly|afterwards|afterward|"
+                   r"subsequently|plus|after\s{1,5}that|as\s{1,5}well(?:\s{1,5}as)?|" + _DONE + r")\b)"
+                   r"[\s,]{0,5}){0,3}", re.IGNORECASE)
+# A fronted temporal clause ("after the meeting, deliver ..."): the request follows its comma.
+_FRONTED = re.compile(r"^" + _SUBORD + r"\b[^,.;:!?\n]{1,80},\s{0,5}", re.IGNORECASE)
+# An ordinal opening the first step ("First, ...", "First I need ..."): not the request's verb.
+_ORDINAL = re.compile(r"^(?:first(?:ly)?|to\s{1,5}(?:begin|start)(?:\s{1,5}with)?)\b[\s,]{0,5}", re.IGNORECASE)
+
+
+# A clause that opens by saying the previous step is over ("once that is done ...", "when
+# finished, ..."): an instruction to whoever does the steps, so a step even when it does not
+# start with a verb of the list. (Not "then ...": stories use it too.)
+_STEP_OPENER = re.compile(r"^[\s,;:.]{0,20}(?:and\s{1,5})?" + _DONE + r"\b[\s,]{0,5}\S{1,40}\s{1,5}\S",
+                          re.IGNORECASE)
 
 
 def _is_request(clause: str) -> bool:
-    if _asks(clause):
+    if _asks(clause) or _STEP_OPENER.match(clause):
         return True
-    first = _words(_strip_polite(_LEAD.sub("", clause, count=1))[:60])
+    core = _ORDINAL.sub("", _FRONTED.sub("", _LEAD.sub("", clause, count=1), count=1), count=1)
+    if core != clause and _asks(core):  # "once done, what is ..."
+        return True
+    first = _words(_strip_polite(core)[:60])
     return bool(first) and first[0] in _VERBS
 
 
@@ -258,6 +327,25 @@ def _steps(text: str, max_steps: int) -> list[tuple[str, str]]:
         merged = merged[:max_steps - 1] + [[" ".join(m[0] for m in tail), " ".join(m[1] for m in tail)]]
     return [(_LEAD.sub("", full, count=1).strip() or full, _LEAD.sub("", core, count=1).strip() or core)
             for full, core in merged]
+
+
+# What any rule above needs to find a second step: a line break, a sentence end, an
+# enumeration number, a word a clause rule starts at, a temporal clause after a comma or
+# colon, or a comma before a verb or question (_COMMA_WORD, checked below).
+_MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
+                        r"finally|lastly|subsequently|additionally|also|well)\b|[,:;]\s{0,5}" + _SUBORD + r"\b",
+                        re.IGNORECASE)
+
+
+def may_split(text: str) -> bool:
+    """False only when :func:`split_steps` returns one step for ``text`` whatever its
+    length (a cheap check for search paths: most short queries need no splitter)."""
+    if _MAY_SPLIT.search(text):
+        return True
+    for m in _COMMA_WORD.finditer(text):
+        if m.group(2).lower() in _VERBS or _CLAUSE_OPENER.match(text, m.start(2)):
+            return True
+    return False
 
 
 def split_steps(text: str, *, max_steps: int = 8) -> list[str]:

@@ -4,8 +4,8 @@ one for the whole request, and every step (need) gets its share of the ranking.
 One query vector for a request that asks for three things drifts toward one of them
 (docs/dense.md, "Multi-step requests"). When a raw request splits into two or more steps
 (:func:`toolsift.decompose.split_steps`: lines and list items, inline enumerations,
-sentences, sequencing and "and <verb>" clauses; context sentences that ask for nothing
-stay with their step), the search runs like this:
+sentences, sequencing, temporal and "and <verb>" clauses, comma series of clauses;
+context sentences that ask for nothing stay with their step), the search runs like this:
 
 1. BM25 (every BM25 field and the lexical half of every hybrid field) sees the whole
    request, exactly as for any raw query: a long query's terms add up, they do not drift.
@@ -17,12 +17,14 @@ stay with their step), the search runs like this:
    reading's cosine, through the same MFTR kernel as any query. The BM25 scores are
    the same for every reading, so they are packed once per request; only the hybrid
    fields' cosines are gathered per reading (one call over all readings).
-4. Per-need normalisation (:func:`combine_needs`): each reading's scores are shifted so
-   that its best candidate scores the best score of any reading, and a tool's score is
-   its best shifted score. Every reading's best tool is at the top, the next tools
-   compete by how far they fall below their own reading's best, and no step crowds the
-   others out because its cosines run higher. Ties go in the whole request's order, so
-   the first hit is always the unsplit search's first hit. No constant is involved.
+4. Every need gets its share of the list (:func:`combine_needs`): a candidate's place is
+   its best rank in any reading's own ranking, so the list takes every reading's best,
+   then every reading's second best, and so on (a per-need quota); within a round the
+   per-need shifted score orders them (each reading's scores shifted so that its best
+   candidate scores the best score of any reading), then the whole request's score, so
+   the first hit is always the unsplit search's first hit. A hit's score is its best
+   shifted score, capped so that scores strictly decrease down the list. No constant is
+   involved.
 
 A request that does not split takes none of this path: it scores bit for bit as before
 (tested). ``IndexConfig.split_steps`` turns it off (indexes saved before it have it off).
@@ -56,19 +58,22 @@ MAX_STEPS = 8
 #: The whole request is one more need beside its steps.
 WHOLE_AS_NEED = True
 
-# What split_steps needs to find two steps: a line break, a sentence end, an enumeration
-# number, or one of the words its clause rules start at. A request with none of them
-# (most short ones) is one step without running the splitter (~100 us a query).
+# A coarse pre-check that needs no import: a request it rejects is one step for
+# split_steps. Every trigger of decompose.steps.may_split (the rules' own, exact check) is
+# in it: a line break, a sentence end, an enumeration number, a clause word, a temporal
+# subordinator after , ; : -- and any comma before a word (may_split then looks for a verb
+# or a question after it). Most short requests have none of them (~100 us saved a query).
 _MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
-                        r"finally|lastly|subsequently|additionally|also|well)\b", re.IGNORECASE)
+                        r"finally|lastly|subsequently|additionally|also|well)\b|,\s{0,5}[A-Za-z]|"
+                        r"[;:]\s{0,5}(?:once|when|after|before|as)\b", re.IGNORECASE)
 
 
 def _split(text: str) -> list[str]:
     # The splitter (regular expressions compiled at import) loads with the first request
     # that may split: a one-step request, the usual search, never needs it.
-    from ..decompose.steps import split_steps
+    from ..decompose.steps import may_split, split_steps
 
-    return split_steps(text, max_steps=MAX_STEPS)
+    return split_steps(text, max_steps=MAX_STEPS) if may_split(text) else [text]
 
 
 def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> list[list[str] | None]:
@@ -198,25 +203,46 @@ def combine_needs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The one definition of the combination over a request's readings.
 
     ``block``: ``float32[readings, candidates]`` MFTR scores, reading 0 the whole request.
-    Each reading's scores are shifted so that its best candidate scores the best score of
-    any reading (per-need normalisation), and a candidate's score is its best shifted
-    score; ties, above all the readings' best candidates tied at the top, go in the order
-    of reading 0's scores, then of the candidates (catalogue order). Returns the scores,
-    ``float32`` and strictly decreasing in that order (so any sort by score keeps it),
-    and per candidate the reading its score came from.
+
+    * Order: every reading gets its share of the list. A candidate's place is its best
+      rank in any reading's own ranking, so the list takes every reading's best, then every
+      reading's second best, and so on (a per-need quota, the interleave of the readings'
+      lists). Within a round, by the per-need shifted score (:func:`per_need_shift`), then
+      by reading 0's score, then by candidate (catalogue order): every reading's best is
+      in the first round and the first hit is always reading 0's, the unsplit search's.
+    * Score: a candidate's best shifted score (the MFTR scale: each reading's scores moved
+      so that its best scores the best of any reading), capped so that the scores strictly
+      decrease down the list (float32; a capped score sits one float32 step below the one
+      above it). So a hit's score never exceeds what its best reading gives it, and any
+      sort by score keeps the order.
+
+    Returns the scores (``float32``) and per candidate the reading its shifted score came
+    from. One reading: its own scores (ties one float32 step apart).
     """
     b = block.astype(np.float64)
     shifted = per_need_shift(b)
-    final = shifted.max(axis=0)
-    order = np.lexsort((-b[0], -final))
-    s = final[order].astype(np.float32)
-    bad = np.flatnonzero(s[1:] >= s[:-1]) + 1
-    while bad.size:  # one pass per tied run length (at most the number of readings)
-        s[bad] = np.nextafter(s[bad - 1], np.float32(-np.inf))
-        bad = np.flatnonzero(s[1:] >= s[:-1]) + 1
-    out = np.empty_like(s)
-    out[order] = s
+    best = shifted.max(axis=0)
+    n, m = b.shape
+    by_reading = np.argsort(-b, axis=1, kind="stable")
+    rank = np.empty((n, m), np.int64)
+    np.put_along_axis(rank, by_reading, np.broadcast_to(np.arange(m, dtype=np.int64), (n, m)), axis=1)
+    order = np.lexsort((np.arange(m), -b[0], -best, rank.min(axis=0)))
+    out = np.empty(m, np.float32)
+    out[order] = _strictly_decreasing(best[order].astype(np.float32))
     return out, shifted.argmax(axis=0)
+
+
+def _strictly_decreasing(s: np.ndarray) -> np.ndarray:
+    """``s`` (float32) with each value capped one float32 step below the previous output
+    (``out[i] = min(s[i], nextafter(out[i-1], -inf))``), in one vectorised pass over the
+    floats as ordered integers."""
+    bits = s.view(np.int32).astype(np.int64)
+    key = np.where(bits >= 0, bits, -(bits & 0x7FFFFFFF))  # monotone in the float's value
+    floor = -0x7F800000  # -inf: nothing is stepped below it (no NaN bit patterns)
+    i = np.arange(key.size, dtype=np.int64)
+    key = np.maximum(np.minimum.accumulate(key + i) - i, floor)
+    bits = np.where(key >= 0, key, (-key) | 0x80000000)
+    return bits.astype(np.uint32).view(np.float32)
 
 
 def per_need_shift(block: np.ndarray) -> np.ndarray:

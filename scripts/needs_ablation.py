@@ -146,11 +146,9 @@ def main() -> int:
     print(f"{'variant':44} {'N@10':>7} {'R@10':>7}")
     with eval_encoder_cache():
         for name, (method, combine, whole) in variants.items():
-            import toolsift.search as search
-
-            kept_run = search.run_steps
+            kept_run = needs.run_steps  # toolsift.search imports it per call
             if combine == "lexical-per-step":
-                search.run_steps, combine = _lexical_per_step, keep
+                needs.run_steps, combine = _lexical_per_step, keep
             needs.WHOLE_AS_NEED = whole
             needs.combine_needs = combine
             try:
@@ -174,7 +172,7 @@ def main() -> int:
             finally:
                 needs.combine_needs = keep
                 needs.WHOLE_AS_NEED = True
-                search.run_steps = kept_run
+                needs.run_steps = kept_run
             r = evaluate(qrels, res.run, metrics=("ndcg@10", "recall@10"))
             print(f"{name:44} {r.mean['ndcg@10']:7.4f} {r.mean['recall@10']:7.4f}", flush=True)
     return 0

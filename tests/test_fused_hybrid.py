@@ -82,9 +82,12 @@ def test_fused_hybrid_settings():
             assert _same(ix, raw[:40] + structured[:40], k=k) > 0
 
 
-def test_fused_hybrid_not_used_for_explain_or_dense(apibank_tools):
+def test_fused_hybrid_not_used_for_explain_or_dense(demo_index, demo_bm25_index):
+    # Which path serves a request depends on the index's fields and the request, not on
+    # the catalogue's size: the session's demo indexes (hybrid default, bm25) serve.
     base = preset_config("hybrid")
-    st = ToolIndex.build(apibank_tools, config=base)._state
+    assert demo_index.config.retrievers == base.retrievers
+    st = demo_index._state
     fr = retrievers(st, base)
     assert fused_hybrid.usable(st, fr, False)
     assert not fused_hybrid.usable(st, fr, True)
@@ -93,7 +96,7 @@ def test_fused_hybrid_not_used_for_explain_or_dense(apibank_tools):
     retr["description"] = "dense"
     dense = replace(base, retrievers=tuple(retr.items()))
     assert not fused_hybrid.usable(st, retrievers(st, dense), False)
-    assert not fused_hybrid.usable(ToolIndex.build(apibank_tools, preset="bm25")._state, fr, False)
+    assert not fused_hybrid.usable(demo_bm25_index._state, fr, False)
 
 
 def test_engine_evidence_outputs_equal_the_candidates_they_describe():

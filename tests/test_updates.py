@@ -96,10 +96,16 @@ def test_eight_threads_search_while_tools_are_added(demo):
     stop = threading.Event()
 
     def searcher():
+        # A batch, then a 50 ms pause, until the updates are done: each update still
+        # overlaps dozens of batches from the eight threads, and the writer gets the CPU
+        # (searching flat out, the threads spent ~15 CPU-s on a 2-core machine while
+        # starving the ~1 CPU-s of updates they are there to overlap).
         try:
-            while not stop.is_set():
+            while True:
                 for r in index.search_batch(QUERIES, k=5):
                     assert all(h.tool.id in {t.id for t in demo} for h in r)
+                if stop.wait(0.05):
+                    break
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 

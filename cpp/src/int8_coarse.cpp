@@ -4,7 +4,7 @@
 // description vector (6,417 rows x 384 int8 = 2.5 MB per query at the pooled catalogue),
 // more than this CPU's 2 MB L2, so the scan runs at L3 bandwidth (~13 ns a row against
 // ~6 ns from L2). The 4-bit codes are half the bytes and their sums bound every row's
-// score; only the ~6% of rows whose bound can still make the top n are read in int8.
+// score; only the ~5% of rows whose bound can still make the top n are read in int8.
 //
 // One query, in three steps: (1) every row's coarse sum q.c' (vpermb turns a 4-bit index
 // into its level, vpdpbusd multiplies 64 levels by 64 query codes), its upper bound and a

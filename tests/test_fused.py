@@ -41,10 +41,22 @@ def test_fused_equals_general_path_mftr(name):
     assert _same(index, raw + structured, k=10) > 0
 
 
+@pytest.mark.slow
 def test_fused_equals_general_path_ultratool():
     tools, raw, structured = _ultratool()
     index = ToolIndex.build(tools, preset="bm25")
     assert _same(index, raw + structured, k=10) > 0
+
+
+def test_fused_equals_general_path_ultratool_longest_plans():
+    """The fast tier's share of the whole-UltraTool check above (slow: 2,000 queries): on
+    the whole catalogue, the 50 questions with the most plan steps (up to 30 needs; the
+    MFTR rewrites above have at most 9), structured and raw."""
+    tools, _, structured = _ultratool()
+    longest = sorted(structured, key=lambda q: -len(q.needs))[:50]
+    assert len(longest[0].needs) > 9
+    index = ToolIndex.build(tools, preset="bm25")
+    assert _same(index, [q.text for q in longest] + longest, k=10) > 0
 
 
 @pytest.mark.parametrize("scale", ["bounded", "linear", "raw"])

@@ -93,15 +93,14 @@ def hit_evidence(found: np.ndarray, lexical: np.ndarray, cos: np.ndarray,
     field's cosine of the hit where that field's dense half added it, else NaN;
     ``halves``: each field's dense retriever (``None`` for a BM25 field). A floor is only
     looked at (and made, on first use) when a hit found by a dense half alone needs it."""
-    weak = np.flatnonzero(found & ~lexical)
-    if not weak.size:
+    weak = found & ~lexical
+    if not weak.any():
         return found
-    out = found & lexical
     sims = cos[weak]
-    for j, half in enumerate(halves):
-        col = sims[:, j]
-        if half is None or np.isnan(col).all():
-            continue
-        # NaN (not this field's candidate) compares False.
-        out[weak] |= col > np.float32(half.null_floor)
+    added = ~np.isnan(sims).all(axis=0)  # the fields whose dense half added a weak hit
+    floors = np.array([half.null_floor if half is not None and a else np.inf for half, a in zip(halves, added)],
+                      np.float32)
+    out = found & lexical
+    # NaN (not that field's candidate) compares False.
+    out[weak] = (sims > floors).any(axis=1)
     return out

@@ -95,9 +95,13 @@ def _dense_spec(plan: QueryPlan, field: str, r: FieldRetriever) -> tuple | None:
     ``None`` for a BM25 field. The weights are :meth:`HybridRetriever.mix`'s float32s."""
     if type(r) is not HybridRetriever:
         return None
-    w_bm, w_cos = float(np.float32(r.weight)), float(np.float32(1.0 - r.weight))
+    half = r.__dict__.get("_engine_half")
+    if half is None:
+        # What does not change between searches, made once per retriever.
+        w_bm, w_cos = float(np.float32(r.weight)), float(np.float32(1.0 - r.weight))
+        m = r.dense.dn.matrix
+        half = r.__dict__["_engine_half"] = (m.codes, m.scales, r.dense.tool_ptr, w_bm, w_cos)
     if r.dense_empty or not plan.fields[field].texts:
-        return (None, None, None, None, None, w_bm, w_cos)
-    m = r.dense.dn.matrix
+        return (None, None, None, None, None, half[3], half[4])
     q_codes, q_scales = _codes(plan.fields[field])
-    return (m.codes, m.scales, r.dense.tool_ptr, q_codes, q_scales, w_bm, w_cos)
+    return (half[0], half[1], half[2], q_codes, q_scales, half[3], half[4])

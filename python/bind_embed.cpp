@@ -1,5 +1,6 @@
-// Bindings of toolsift/embed.h: a static encoder's text vectors and int8 quantization of
-// float rows. Buffer checks and GIL handling only. A query's one text is too little work
+// Bindings of the query side of dense fields: a static encoder's text vectors and int8
+// quantization of float rows (toolsift/embed.h), and the best tools of a scored row
+// (toolsift/group_top.h). Buffer checks and GIL handling only. A query's one text is too little work
 // to pay for releasing the GIL (and for snapshotting the inputs that releasing needs).
 #include <algorithm>
 #include <stdexcept>
@@ -7,6 +8,7 @@
 
 #include "bindings.h"
 #include "toolsift/embed.h"
+#include "toolsift/group_top.h"
 
 namespace toolsift::py_bridge {
 
@@ -85,9 +87,39 @@ void quantize_rows(const F32In& x_in, py::array_t<int8_t> codes_out, py::array_t
   toolsift::quantize_rows(x.data(), static_cast<std::size_t>(n), static_cast<std::size_t>(d), codes, scales, threads);
 }
 
+// int64[count]: the best n keys with a positive score (see group_top.h), ascending. groups
+// empty: each row is its own key.
+py::array_t<int64_t> top_positive(const py::array_t<float, py::array::c_style | py::array::forcecast>& scores,
+                                  const I64Array& rows, const I64Array& groups, py::ssize_t n_keys, py::ssize_t n) {
+  require_1d(scores, "scores");
+  require_1d(rows, "rows");
+  require_1d(groups, "groups");
+  if (rows.shape(0) != scores.shape(0)) throw std::invalid_argument("scores and rows must have one length");
+  if (n < 1) throw std::invalid_argument("n must be >= 1");
+  if (n_keys < 0) throw std::invalid_argument("n_keys must be >= 0");
+  const int64_t* r = rows.data();
+  const int64_t* g = groups.shape(0) ? groups.data() : nullptr;
+  const int64_t limit = g != nullptr ? groups.shape(0) : n_keys;
+  for (py::ssize_t i = 0; i < rows.shape(0); ++i) {
+    if (r[i] < 0 || r[i] >= limit) throw std::invalid_argument("rows out of range");
+  }
+  for (py::ssize_t i = 0; i < groups.shape(0); ++i) {
+    if (g[i] < 0 || g[i] >= n_keys) throw std::invalid_argument("groups out of range");
+  }
+  const auto k = static_cast<std::size_t>(std::min<py::ssize_t>(n, n_keys));
+  std::vector<float> best(static_cast<std::size_t>(n_keys), 0.0f);
+  std::vector<int64_t> touched, out(k);
+  const std::size_t count = toolsift::top_positive_keys(scores.data(), r, static_cast<std::size_t>(rows.shape(0)), g,
+                                                        k, best.data(), touched, out.data());
+  out.resize(count);
+  return to_array(std::move(out));
+}
+
 }  // namespace
 
 void register_embed(py::module_& m) {
+  m.def("top_positive", &top_positive, py::arg("scores"), py::arg("rows"), py::arg("groups"), py::arg("n_keys"),
+        py::arg("n"), "int64[]: the best n keys with a positive score (a key scores as its best entry), ascending.");
   m.def("static_mean_rows", &static_mean_rows, py::arg("codes"), py::arg("mult"), py::arg("ptr"), py::arg("ids"),
         py::arg("threads") = 1,
         "float32[n_texts, dim]: per text the unit-length sum of codes[r] * mult[r] over its rows "

@@ -23,8 +23,7 @@ from .dense import Int8Matrix, freeze
 if TYPE_CHECKING:
     from .ivf import IvfIndex
 
-# The int8 kernels (the C++ core's) are imported where a field is built or scanned; only a
-# grouped field's tool selection (kernels.select) is Numba, imported when one is scanned.
+# The int8 kernels (the C++ core's) are imported where a field is built or scanned.
 
 __all__ = ["DenseField", "encode_int8", "encode_int8_into", "encode_texts"]
 
@@ -225,7 +224,7 @@ class DenseField:
         if self.groups is None:  # a row is a tool: scan and select in one pass
             return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n,
                                coarse=self.coarse() if PREFILTER else None)
-        from ..kernels.select import top_positive_trusted  # Numba: grouped fields only
+        from ..kernels.select import top_positive_trusted
 
         scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)
         return [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]

@@ -238,7 +238,7 @@ class StaticEncoder:
         # The WordPiece fast path text by text, for a query's few texts and a build's
         # many alike: on the texts it takes it gives tokenizers' ids at a sixth of
         # tokenizers' CPU (batch call on all cores included: 0.7 against 4.3 CPU s for
-        # 21k tool texts, docs/results/scale-1M-2026-11-28.md). Texts it does not take
+        # 21k tool texts, docs/results/scale-1M-2026-11-28b.md). Texts it does not take
         # (accents, added tokens, dropped control characters) go to tokenizers together.
         got: list[list[int] | None] = [self._fast.ids(t) for t in texts]
         rest = [i for i, ids in enumerate(got) if ids is None]

@@ -33,7 +33,7 @@ void int8_gather(const int8_t* q, const float* q_scales, std::size_t m, const In
                  const int64_t* cand_ptr, const int64_t* cand_ids, float* out, int threads);
 
 // Per query row i, the best min(n, #positive) keys by score against every row j of
-// `rows` (row j's key is keys[j]; keys distinct), written unordered to out[i * n ...]
+// `rows` (row j's key is keys[j]; keys distinct), written best first to out[i * n ...]
 // with the count in counts[i]. Only positive scores count; ties go to the lower key. The
 // scores are consumed as the scan makes them (no [m, n_rows] matrix). Parallel over
 // queries; trusted inputs.

@@ -66,3 +66,15 @@ def test_cli_search_of_an_unmatched_query_stays_light(bm25_index):
     assert got["status"] == 0 and "no tool matches any word" in got["out"], got["out"]
     assert got["heavy"] == [], got["heavy"]
 
+
+
+def test_cli_search_of_a_hybrid_index_stays_light(tmp_path, demo_index):
+    """The default (hybrid) index: the static query encoder and the int8 scan are the C++
+    core's, and the explanation is the NumPy formula's, so a one-step request imports no
+    Numba either. (A request that splits into steps still scores its readings with the
+    Numba kernel: toolsift.search.needs.)"""
+    assert demo_index.config.uses_dense
+    demo_index.save(tmp_path / "idx")
+    got = _search(str(tmp_path / "idx"), "snap a photo of the porch")
+    assert got["status"] == 0 and "get_camera_snapshot" in got["out"], got["out"]
+    assert got["heavy"] == [], got["heavy"]

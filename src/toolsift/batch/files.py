@@ -26,6 +26,9 @@ from .scorer import PairScorer
 
 __all__ = ["FileResult", "rank_file", "score_file", "write_batches"]
 
+#: Input batches read ahead of the scoring (outputs queued: two).
+_READ_AHEAD = 8
+
 
 @dataclass(frozen=True)
 class FileResult:
@@ -90,7 +93,10 @@ def write_batches(batches: Iterator[pa.RecordBatch], out: str | os.PathLike, sch
 
     t0 = time.perf_counter()
     try:
-        run_stages(batches, step, sink)
+        # Inputs are small (a scored file's strings arrive dictionary-encoded: a few MB a
+        # batch) and the first batches are the slow ones (the distinct queries' analysis
+        # and tables): reading runs ahead meanwhile instead of stopping after two.
+        run_stages(batches, step, sink, read_ahead=_READ_AHEAD)
         try:
             writer.close()
             os.replace(tmp, out)

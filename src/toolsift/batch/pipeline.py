@@ -59,9 +59,10 @@ def prefetch(items: Iterable[T], *, depth: int = 2) -> Iterator[T]:
 
 
 def run_stages(items: Iterable[T], work: Callable[[T], object], sink: Callable[[object], None], *,
-               depth: int = 2) -> None:
+               depth: int = 2, read_ahead: int | None = None) -> None:
     """``sink(work(item))`` for every item, in order: items are produced on one
-    background thread, ``work`` runs on the calling thread, ``sink`` on another."""
+    background thread (up to ``read_ahead`` ahead, default ``depth``), ``work`` runs on
+    the calling thread, ``sink`` on another (up to ``depth`` results queued)."""
     q: queue.Queue = queue.Queue(maxsize=depth)
     failure: list[BaseException] = []
 
@@ -80,7 +81,7 @@ def run_stages(items: Iterable[T], work: Callable[[T], object], sink: Callable[[
     th = threading.Thread(target=consume, name="toolsift-sink", daemon=True)
     th.start()
     try:
-        for item in prefetch(items, depth=depth):
+        for item in prefetch(items, depth=read_ahead or depth):
             if failure:
                 break
             q.put(work(item))

@@ -78,7 +78,7 @@ def main(n: int) -> None:
                 t0 = c()
                 found = hit_evidence(found, lexical, cos, [dense_half(fr[f]) for f in fh._NEED_FIELDS])
                 [_plain_hit(st.catalog[i], s, r + 1, m, None)
-                 for r, (i, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found.tolist()))]
+                 for r, (i, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found))]
                 stages["evidence + hits"].append(c() - t0)
     for name, v in stages.items():
         print(f"| {name} | {len(v)} | {np.median(v) * 1e6:.1f} |")

@@ -83,7 +83,7 @@ def dense_evidence(retriever: DenseRetriever, ft: FieldTexts, ptr: np.ndarray, i
 
 
 def hit_evidence(found: np.ndarray, lexical: np.ndarray, cos: np.ndarray,
-                 halves: list[DenseRetriever | None]) -> np.ndarray:
+                 halves: list[DenseRetriever | None]) -> list[bool]:
     """``Hit.matched`` of hits scored in one engine call (:mod:`.fused_hybrid`), by the
     rule :func:`dense_evidence` applies to every candidate of the general path: a hit is
     matched when it was found (not added to fill ``k``) and a BM25 field had it as a
@@ -92,15 +92,17 @@ def hit_evidence(found: np.ndarray, lexical: np.ndarray, cos: np.ndarray,
     ``found``, ``lexical``: ``bool[hits]``; ``cos``: ``float32[hits, len(halves)]``, each
     field's cosine of the hit where that field's dense half added it, else NaN;
     ``halves``: each field's dense retriever (``None`` for a BM25 field). A floor is only
-    looked at (and made, on first use) when a hit found by a dense half alone needs it."""
-    weak = found & ~lexical
-    if not weak.any():
-        return found
-    sims = cos[weak]
-    added = ~np.isnan(sims).all(axis=0)  # the fields whose dense half added a weak hit
-    floors = np.array([half.null_floor if half is not None and a else np.inf for half, a in zip(halves, added)],
-                      np.float32)
-    out = found & lexical
-    # NaN (not that field's candidate) compares False.
-    out[weak] = (sims > floors).any(axis=1)
+    looked at (and made, on first use) when a hit found by a dense half alone needs it.
+    Plain Python over the few hits of a search: NumPy's per-call cost is larger here."""
+    out = found.tolist()
+    lex = lexical.tolist()
+    rows = None
+    for i, (f, x) in enumerate(zip(out, lex)):
+        if not f or x:
+            continue
+        if rows is None:
+            rows = cos.tolist()
+        # NaN: not that field's candidate. A floor is a float32 value: float64 compares alike.
+        out[i] = any(c == c and half is not None and c > half.null_floor
+                     for c, half in zip(rows[i], halves))
     return out

@@ -71,7 +71,7 @@ def run_hybrid(st: IndexState, config: IndexConfig, queries: list[Query], fr: di
         [_dense_spec(plan, f, fr[f]) for f in _NEED_FIELDS], _dense_candidates(plan, fr, n, k))
     catalog = st.catalog
     found = hit_evidence(found, lexical, cos, [dense_half(fr[f]) for f in _NEED_FIELDS])
-    ptr, tool, score, found = ptr.tolist(), tool.tolist(), score.tolist(), found.tolist()
+    ptr, tool, score = ptr.tolist(), tool.tolist(), score.tolist()
     return [[_plain_hit(catalog[tool[i]], score[i], i - ptr[q] + 1, found[i], None) for i in range(ptr[q], ptr[q + 1])]
             for q in range(len(queries))]
 

@@ -136,15 +136,20 @@ def test_search_json_into_a_closed_pipe_is_quiet(tmp_path, demo_index):
     assert proc.stderr == "" and proc.returncode == 141
 
 
-def test_batch_threads_default_is_the_index_setting():
+def test_batch_threads_defaults():
+    """`rank` follows the index's config.threads; `score` (millions of pairs, one call)
+    uses every core this process may use (0), and says so in its help."""
     import argparse
 
     from toolsift.cli_batch import add_commands
 
     p = argparse.ArgumentParser()
-    add_commands(p.add_subparsers(dest="command"))
-    assert p.parse_args(["score", "i", "p", "o"]).threads is None  # None: the index's config.threads
-    assert p.parse_args(["rank", "i", "q", "o"]).threads is None
+    sub = p.add_subparsers(dest="command")
+    add_commands(sub)
+    assert p.parse_args(["score", "i", "p", "o"]).threads == 0
+    assert p.parse_args(["rank", "i", "q", "o"]).threads is None  # None: the index's config.threads
+    assert p.parse_args(["score", "i", "p", "o", "--threads", "1"]).threads == 1
+    assert "every core" in sub.choices["score"].format_help()
 
 
 def test_score_output_tool_id_is_a_plain_string(tmp_path, demo_index):

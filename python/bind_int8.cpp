@@ -141,6 +141,27 @@ std::unique_ptr<Coarse> int8_coarse(const I8Array& codes, const F32Array& scales
   return out;
 }
 
+// The prefilter passed as `coarse` (None: nullptr), checked: built from a's very codes
+// and scales, and a's query scales finite and >= 0 (the bounds need them).
+const Coarse* coarse_for(const py::object& coarse_in, const Int8Args& a) {
+  if (coarse_in.is_none()) return nullptr;
+  if (!py::isinstance<Coarse>(coarse_in)) {
+    throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
+  }
+  const Coarse* coarse = &coarse_in.cast<const Coarse&>();
+  if (coarse->codes.data() != a.codes.data() || coarse->codes.shape(0) != a.n || coarse->codes.shape(1) != a.d ||
+      coarse->scales.data() != a.scales.data()) {
+    throw std::invalid_argument("coarse was built from other codes or scales than these");
+  }
+  const float* qs = a.q_scales.data();
+  for (py::ssize_t i = 0; i < a.m; ++i) {
+    if (!(qs[i] >= 0.0f && qs[i] <= std::numeric_limits<float>::max())) {
+      throw std::invalid_argument("q_scales[" + std::to_string(i) + "] must be finite and >= 0");
+    }
+  }
+  return coarse;
+}
+
 // Per query row, the best n keys (keys[j] for matrix row j, distinct) with a positive
 // int8 score, best first: (ids int64[m, n], counts int64[m]); row i's ids are
 // ids[i, :counts[i]]. With `coarse` (int8_coarse of these codes and scales), rows the
@@ -153,22 +174,7 @@ py::tuple int8_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const
   require_1d(keys, "keys");
   if (keys.shape(0) != a.n) throw std::invalid_argument("keys must have one entry per row of codes");
   if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
-  if (!coarse_in.is_none() && !py::isinstance<Coarse>(coarse_in)) {
-    throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
-  }
-  const Coarse* coarse = coarse_in.is_none() ? nullptr : &coarse_in.cast<const Coarse&>();
-  if (coarse) {
-    if (coarse->codes.data() != a.codes.data() || coarse->codes.shape(0) != a.n || coarse->codes.shape(1) != a.d ||
-        coarse->scales.data() != a.scales.data()) {
-      throw std::invalid_argument("coarse was built from other codes or scales than these");
-    }
-    const float* qs = a.q_scales.data();
-    for (py::ssize_t i = 0; i < a.m; ++i) {
-      if (!(qs[i] >= 0.0f && qs[i] <= std::numeric_limits<float>::max())) {
-        throw std::invalid_argument("q_scales[" + std::to_string(i) + "] must be finite and >= 0");
-      }
-    }
-  }
+  const Coarse* coarse = coarse_for(coarse_in, a);
   n = std::min(n, a.n);  // never more keys than rows: a huge n allocates nothing extra
   check_output_bytes(static_cast<double>(a.m) * static_cast<double>(n), 8.0, "int8_top");
   py::array_t<int64_t> out({a.m, n});
@@ -253,9 +259,11 @@ py::tuple int8_probe(const I8Array& q_codes_in, const F32Array& q_scales_in, con
 // counts int64[m]), as int8_top over each query's probed rows.
 py::tuple int8_probe_top(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
                          const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
-                         const I64Array& probe_ptr_in, const I64Array& probes_in, py::ssize_t n, int threads) {
+                         const I64Array& probe_ptr_in, const I64Array& probes_in, py::ssize_t n, int threads,
+                         const py::object& coarse_in) {
   const ProbeArgs p(q_codes_in, q_scales_in, codes_in, scales_in, list_ptr_in, list_ids_in, probe_ptr_in,
                     probes_in);
+  const Coarse* coarse = coarse_for(coarse_in, p.a);
   if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
   n = std::min(n, p.a.n);  // never more ids than listed rows
   check_output_bytes(static_cast<double>(p.a.m) * static_cast<double>(n), 8.0, "int8_probe_top");
@@ -265,9 +273,15 @@ py::tuple int8_probe_top(const I8Array& q_codes_in, const F32Array& q_scales_in,
   int64_t* cnt = counts.mutable_data();
   {
     py::gil_scoped_release release;
-    toolsift::int8_probe_top(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(),
-                             p.list_ptr.data(), p.list_ids.data(), p.probe_ptr.data(), p.probes.data(),
-                             static_cast<std::size_t>(n), dst, cnt, threads);
+    if (coarse) {
+      toolsift::int8_probe_top_coarse(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(), coarse->c,
+                                      p.list_ptr.data(), p.list_ids.data(), p.probe_ptr.data(), p.probes.data(),
+                                      static_cast<std::size_t>(n), dst, cnt, threads);
+    } else {
+      toolsift::int8_probe_top(p.a.q_codes.data(), p.a.q_scales.data(), p.a.queries(), p.a.rows(),
+                               p.list_ptr.data(), p.list_ids.data(), p.probe_ptr.data(), p.probes.data(),
+                               static_cast<std::size_t>(n), dst, cnt, threads);
+    }
   }
   return py::make_tuple(out, counts);
 }
@@ -304,9 +318,10 @@ void register_int8(py::module_& m) {
         "IVF probe: every row of each probed list, scored: (ptr int64[m+1], scores float32[], ids int64[]).");
   m.def("int8_probe_top", &int8_probe_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"),
         py::arg("scales"), py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"),
-        py::arg("n"), py::kw_only(), py::arg("threads") = 1,
-        "IVF probe and selection in one pass: per query the best n list ids with a positive score, unordered: "
-        "(ids int64[m, n], counts int64[m]).");
+        py::arg("n"), py::kw_only(), py::arg("threads") = 1, py::arg("coarse") = py::none(),
+        "IVF probe and selection in one pass: per query the best n list ids with a positive score, unordered "
+        "(best first with coarse): (ids int64[m, n], counts int64[m]). coarse: int8_coarse(codes, scales) of the "
+        "list matrix, read fewer rows (the same ids).");
   m.def("int8_scan_portable", [](const I8Array& q_codes, const F32Array& q_scales, const I8Array& codes,
                                  const F32Array& scales) {
     // For tests: the portable loop on the same inputs, to compare with the vector path.

@@ -188,3 +188,52 @@ def test_releases_the_gil():
         done.set()
         t.join()
     assert sum(start < x < end for x in ticks) >= 2
+
+
+# ------------------------------------------------------------------ IVF probes (int8_probe_top)
+
+@pytest.mark.parametrize("kind", ["normal", "wide", "equal", "sparse"])
+@pytest.mark.parametrize("n", [1, 7, 30, 500])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_probe_top_with_coarse_equals_the_twin_over_the_probed_lists(kind, n, threads):
+    """An IVF probe through the prefilter: lists of uneven sizes (empty ones, lists that
+    start and end inside a 16-row block), each query its own probed lists, in any order.
+    The ids are the twin's over exactly the probed rows, best first, ties to the lower id;
+    the probe without the prefilter keeps the same set."""
+    rng = np.random.default_rng(hash((kind, n)) % 2**32)
+    rows, d, k = 700, 96, 23
+    codes, scales, _ = _matrix(rng, rows, d, kind)
+    sizes = rng.multinomial(rows, rng.dirichlet(np.ones(k) * 0.7))
+    sizes[4] += sizes[3]
+    sizes[3] = 0  # an empty list
+    list_ptr = freeze(np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
+    list_ids = freeze(rng.permutation(5 * rows)[:rows].astype(np.int64))
+    q_codes = rng.normal(0, 40, (6, d)).clip(-127, 127).astype(np.int8)
+    q_codes[5] = 0  # a zero query: nothing positive
+    q_scales = rng.uniform(0.001, 0.01, 6).astype(np.float32)
+    probes = [rng.choice(k, p, replace=False) for p in (1, 3, 8, k, 5, 4)]
+    probe_ptr = np.concatenate(([0], np.cumsum([p.size for p in probes]))).astype(np.int64)
+    flat = np.concatenate(probes).astype(np.int64)
+    coarse = _core.int8_coarse(codes, scales)
+    ids, counts = _core.int8_probe_top(q_codes, q_scales, codes, scales, list_ptr, list_ids, probe_ptr, flat, n,
+                                       threads=threads, coarse=coarse)
+    plain, plain_counts = _core.int8_probe_top(q_codes, q_scales, codes, scales, list_ptr, list_ids, probe_ptr,
+                                               flat, n, threads=threads)
+    for i, p in enumerate(probes):
+        sel = np.concatenate([np.arange(list_ptr[c], list_ptr[c + 1]) for c in p])
+        want = twin_top(q_codes[i:i + 1], q_scales[i:i + 1], codes[sel], scales[sel], list_ids[sel], n)[0]
+        assert ids[i, :counts[i]].tolist() == want.tolist()
+        assert sorted(plain[i, :plain_counts[i]].tolist()) == sorted(want.tolist())
+
+
+def test_probe_top_rejects_a_prefilter_of_other_rows():
+    rng = np.random.default_rng(5)
+    codes, scales, _ = _matrix(rng, 64, 32, "normal")
+    other, other_scales, _ = _matrix(rng, 64, 32, "normal")
+    q, qs = codes[:2].copy(), np.ones(2, np.float32)
+    args = (np.array([0, 30, 64], np.int64), np.arange(64, dtype=np.int64), np.array([0, 1, 2], np.int64),
+            np.array([0, 1], np.int64), 5)
+    with pytest.raises(ValueError, match="other codes"):
+        _core.int8_probe_top(q, qs, codes, scales, *args, coarse=_core.int8_coarse(other, other_scales))
+    with pytest.raises(TypeError, match="Int8Coarse"):
+        _core.int8_probe_top(q, qs, codes, scales, *args, coarse="no")

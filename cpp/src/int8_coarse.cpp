@@ -113,14 +113,48 @@ TS_COARSE_TARGET inline __m512i reduce16(const __m512i* a) {
   return add_lane_pairs(add_lane_pairs(t[0], t[1]), add_lane_pairs(t[2], t[3]));
 }
 
+// The coarse sums q.c' (plus 128 sum(q), taken off by the caller) of the 16 rows of a
+// block whose 4-bit codes start at `base`.
+TS_COARSE_TARGET inline __m512i coarse_sums(const uint8_t* base, std::size_t row_bytes, std::size_t dp,
+                                            const int8_t* q, __m512i lut) {
+  // Four rows at a time: four accumulator chains, few registers (16 live accumulators
+  // made the compiler spill and copy them); the query comes from L1 as a memory operand.
+  alignas(64) __m512i acc[16];
+  for (int t = 0; t < 16; t += 4) {
+    const uint8_t* r0 = base + t * row_bytes;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (std::size_t b = 0; b < dp / 128; ++b) {
+      const __m512i qlo = _mm512_loadu_si512(q + 128 * b);
+      const __m512i qhi = _mm512_loadu_si512(q + 128 * b + 64);
+      const __m512i v0 = _mm512_loadu_si512(r0 + 64 * b), v1 = _mm512_loadu_si512(r0 + row_bytes + 64 * b);
+      const __m512i v2 = _mm512_loadu_si512(r0 + 2 * row_bytes + 64 * b);
+      const __m512i v3 = _mm512_loadu_si512(r0 + 3 * row_bytes + 64 * b);
+      a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(v0, lut), qlo);
+      a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(v1, lut), qlo);
+      a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(v2, lut), qlo);
+      a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(v3, lut), qlo);
+      a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(_mm512_srli_epi16(v0, 4), lut), qhi);
+      a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(_mm512_srli_epi16(v1, 4), lut), qhi);
+      a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(_mm512_srli_epi16(v2, 4), lut), qhi);
+      a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(_mm512_srli_epi16(v3, 4), lut), qhi);
+    }
+    acc[t] = a0;
+    acc[t + 1] = a1;
+    acc[t + 2] = a2;
+    acc[t + 3] = a3;
+  }
+  return reduce16(acc);
+}
+
 // Per-query scratch, reused across a thread's queries.
 struct Scratch {
   std::vector<int8_t> q;          // the query, zero-padded to dp
-  std::vector<float> bound;       // [rows padded to 16]: each row's score bound
+  std::vector<float> bound;       // [visited blocks x 16]: each row's score bound
   std::vector<float> est_scores;  // the coarse-estimate heap
   std::vector<int64_t> est_rows;
   std::vector<float> heap_scores;  // the exact heap
-  std::vector<int32_t> cand;      // rows step 3 reads
+  std::vector<int32_t> cand;      // positions (in step 1's visit) step 3 reads
+  std::vector<std::size_t> blk_row0;  // per visited block, its first row
   std::vector<int64_t> ids, next;  // the rows of the chunk being scored, and of the next
   std::vector<float> exact;
 };
@@ -144,9 +178,19 @@ void rescore(const int8_t* qi, float qs, const Int8Rows& r, const int64_t* keys,
   for (std::size_t t = 0; t < k; ++t) heap.offer(exact[t], keys[ids[t]]);
 }
 
+// Rows [lo, hi) of the matrix: the whole matrix, or one probed IVF list.
+struct Range {
+  std::size_t lo, hi;
+};
+
+// The best n keys of the rows in `ranges` (disjoint), as int8_top over just those rows.
+// Step (1) visits each range's blocks of 16 rows (a block may overhang its range: lanes
+// outside it are masked off) and keeps their bounds by position in that visit; a block's
+// first row is in s.blk_row0.
 TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, const Int8Coarse& c,
-                              const int64_t* keys, std::size_t n, int64_t* out, int64_t* count, Scratch& s) {
-  const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2, blocks = (r.n + 15) / 16;
+                              const int64_t* keys, const Range* ranges, std::size_t n_ranges, std::size_t n,
+                              int64_t* out, int64_t* count, Scratch& s) {
+  const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2;
   s.q.assign(dp, 0);
   std::copy(qi, qi + d, s.q.begin());
   int64_t qsum = 0, qq = 0;
@@ -159,80 +203,74 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
   // product (relative error <= 2^-24, covered by the factor), then up to an integer.
   const __m512 qn = _mm512_set1_ps(sqrt_up(static_cast<double>(qq)) * (1.0f + 0x1p-20f));
   const __m512 qsv = _mm512_set1_ps(qs);
+  const __m512 none = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   // vpdpbusd multiplies unsigned by signed bytes: the table holds level + 128 (and
   // 128 * sum(q) comes off, exact). vpermb reads 6 index bits: the table repeats 4 times.
   alignas(64) uint8_t table[64];
   for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(c.levels[i % 16] + 128);
   const __m512i lut = _mm512_load_si512(table);
 
+  std::size_t blocks = 0;
+  for (std::size_t g = 0; g < n_ranges; ++g) {
+    if (ranges[g].hi > ranges[g].lo) blocks += (ranges[g].hi + 15) / 16 - ranges[g].lo / 16;
+  }
   s.bound.resize(blocks * 16);
+  s.blk_row0.resize(blocks);
   s.est_scores.resize(n);
   s.est_rows.resize(n);
   TopN est(s.est_scores.data(), s.est_rows.data(), n);
   float est_floor = est.floor();
   alignas(64) float est_buf[16];
-  for (std::size_t blk = 0; blk < blocks; ++blk) {
-    const std::size_t j0 = blk * 16;
-    const uint8_t* base = c.nibbles.data() + j0 * row_bytes;
-    // Ask for the block kAhead blocks on: between searches other work evicts the codes
-    // from L2, and from L3 this pass read at ~15 GB/s without it (a 2-core VM, loaded).
-    if (blk + kAhead < blocks) {
-      const char* ahead = reinterpret_cast<const char*>(base + kAhead * 16 * row_bytes);
-      for (std::size_t o = 0; o < 16 * row_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-    }
-    // Four rows at a time: four accumulator chains, few registers (16 live accumulators
-    // made the compiler spill and copy them); the query comes from L1 as a memory operand.
-    alignas(64) __m512i acc[16];
-    for (int t = 0; t < 16; t += 4) {
-      const uint8_t* r0 = base + t * row_bytes;
-      __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-      for (std::size_t b = 0; b < dp / 128; ++b) {
-        const __m512i qlo = _mm512_loadu_si512(s.q.data() + 128 * b);
-        const __m512i qhi = _mm512_loadu_si512(s.q.data() + 128 * b + 64);
-        const __m512i v0 = _mm512_loadu_si512(r0 + 64 * b), v1 = _mm512_loadu_si512(r0 + row_bytes + 64 * b);
-        const __m512i v2 = _mm512_loadu_si512(r0 + 2 * row_bytes + 64 * b);
-        const __m512i v3 = _mm512_loadu_si512(r0 + 3 * row_bytes + 64 * b);
-        a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(v0, lut), qlo);
-        a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(v1, lut), qlo);
-        a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(v2, lut), qlo);
-        a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(v3, lut), qlo);
-        a0 = _mm512_dpbusd_epi32(a0, _mm512_permutexvar_epi8(_mm512_srli_epi16(v0, 4), lut), qhi);
-        a1 = _mm512_dpbusd_epi32(a1, _mm512_permutexvar_epi8(_mm512_srli_epi16(v1, 4), lut), qhi);
-        a2 = _mm512_dpbusd_epi32(a2, _mm512_permutexvar_epi8(_mm512_srli_epi16(v2, 4), lut), qhi);
-        a3 = _mm512_dpbusd_epi32(a3, _mm512_permutexvar_epi8(_mm512_srli_epi16(v3, 4), lut), qhi);
+  std::size_t pb = 0;  // blocks visited so far
+  for (std::size_t g = 0; g < n_ranges; ++g) {
+    const std::size_t lo = ranges[g].lo, hi = ranges[g].hi;
+    if (hi <= lo) continue;  // an empty list (counted as no block above)
+    for (std::size_t j0 = lo / 16 * 16; j0 < hi; j0 += 16, ++pb) {
+      const uint8_t* base = c.nibbles.data() + j0 * row_bytes;
+      // Ask for the block kAhead blocks on: between searches other work evicts the codes
+      // from L2, and from L3 this pass read at ~15 GB/s without it (a 2-core VM, loaded).
+      if (j0 + kAhead * 16 < hi) {
+        const char* ahead = reinterpret_cast<const char*>(base + kAhead * 16 * row_bytes);
+        for (std::size_t o = 0; o < 16 * row_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
       }
-      acc[t] = a0;
-      acc[t + 1] = a1;
-      acc[t + 2] = a2;
-      acc[t + 3] = a3;
-    }
-    const __m512i coarse = _mm512_sub_epi32(reduce16(acc), corr);
-    const __mmask16 valid = r.n - j0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (r.n - j0)) - 1);
-    const __m512 sc = _mm512_maskz_loadu_ps(valid, r.scales + j0);
-    const __m512 bf = _mm512_mul_ps(_mm512_loadu_ps(c.resid_norm.data() + j0), qn);
-    const __m512i bi = _mm512_cvt_roundps_epi32(bf, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-    // float(acc) * q_scale * scale, as an exact score is made: monotone in acc.
-    const __m512 ub = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(coarse, bi)), qsv), sc);
-    _mm512_storeu_ps(s.bound.data() + j0, ub);
-    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(coarse), qsv), sc);
-    auto hits = static_cast<unsigned>(valid & _mm512_cmp_ps_mask(e, _mm512_set1_ps(est_floor), _CMP_GE_OQ));
-    if (hits) {
-      _mm512_store_ps(est_buf, e);
-      for (; hits; hits &= hits - 1) {
-        const int t = __builtin_ctz(hits);
-        est.offer(est_buf[t], static_cast<int64_t>(j0 + t));
+      const __m512i coarse = _mm512_sub_epi32(coarse_sums(base, row_bytes, dp, s.q.data(), lut), corr);
+      const unsigned first = static_cast<unsigned>(std::max(lo, j0) - j0);
+      const unsigned last = static_cast<unsigned>(std::min(hi, j0 + 16) - j0);
+      const auto valid = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
+      const __m512 sc = _mm512_maskz_loadu_ps(valid, r.scales + j0);
+      const __m512 bf = _mm512_mul_ps(_mm512_loadu_ps(c.resid_norm.data() + j0), qn);
+      const __m512i bi = _mm512_cvt_roundps_epi32(bf, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+      // float(acc) * q_scale * scale, as an exact score is made: monotone in acc.
+      const __m512 ub = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(coarse, bi)), qsv), sc);
+      // Lanes outside the range can never reach a floor (>= 0): -inf.
+      _mm512_storeu_ps(s.bound.data() + pb * 16, _mm512_mask_mov_ps(none, valid, ub));
+      s.blk_row0[pb] = j0;
+      const __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(coarse), qsv), sc);
+      auto hits = static_cast<unsigned>(valid & _mm512_cmp_ps_mask(e, _mm512_set1_ps(est_floor), _CMP_GE_OQ));
+      if (hits) {
+        _mm512_store_ps(est_buf, e);
+        for (; hits; hits &= hits - 1) {
+          const int t = __builtin_ctz(hits);
+          est.offer(est_buf[t], static_cast<int64_t>(pb * 16 + t));
+        }
+        est_floor = est.floor();
       }
-      est_floor = est.floor();
     }
   }
+  // A position's matrix row.
+  const auto row_of = [&](std::size_t pos) { return static_cast<int64_t>(s.blk_row0[pos / 16] + pos % 16); };
 
   // (2) The best rows by estimate, scored exactly: the floor starts near its final value.
   s.heap_scores.resize(n);
   TopN heap(s.heap_scores.data(), out, n);
-  s.ids.assign(s.est_rows.begin(), s.est_rows.begin() + static_cast<std::ptrdiff_t>(est.size()));
+  s.ids.clear();
+  for (std::size_t t = 0; t < est.size(); ++t) {
+    const auto pos = static_cast<std::size_t>(s.est_rows[t]);
+    s.ids.push_back(row_of(pos));
+    s.bound[pos] = -std::numeric_limits<float>::infinity();
+  }
   prefetch_rows(r, s.ids.data(), s.ids.size());
   rescore(qi, qs, r, keys, s.ids.data(), s.ids.size(), s.exact, heap);
-  for (int64_t j : s.ids) s.bound[static_cast<std::size_t>(j)] = -std::numeric_limits<float>::infinity();
 
   // (3) Every other row whose bound reaches the floor (a row below it scores below the
   // n-th best kept so far, and the floor only rises).
@@ -242,9 +280,7 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
   const __m512i step = _mm512_set1_epi32(16);
   __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (std::size_t blk = 0; blk < blocks; ++blk, idx = _mm512_add_epi32(idx, step)) {
-    const std::size_t j0 = blk * 16;
-    const __mmask16 valid = r.n - j0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (r.n - j0)) - 1);
-    const __mmask16 keep = valid & _mm512_cmp_ps_mask(_mm512_loadu_ps(s.bound.data() + j0), floor, _CMP_GE_OQ);
+    const __mmask16 keep = _mm512_cmp_ps_mask(_mm512_loadu_ps(s.bound.data() + blk * 16), floor, _CMP_GE_OQ);
     _mm512_mask_compressstoreu_epi32(s.cand.data() + nc, keep, idx);
     nc += static_cast<std::size_t>(__builtin_popcount(keep));
   }
@@ -257,7 +293,8 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
     const float f = heap.floor();
     ids.clear();
     for (std::size_t t = a; t < std::min(nc, a + kChunk); ++t) {
-      if (s.bound[static_cast<std::size_t>(s.cand[t])] >= f) ids.push_back(s.cand[t]);
+      const auto pos = static_cast<std::size_t>(s.cand[t]);
+      if (s.bound[pos] >= f) ids.push_back(row_of(pos));
     }
     prefetch_rows(r, ids.data(), ids.size());
   };
@@ -336,14 +373,41 @@ void int8_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, cons
       coarse.d == rows.d && n > 0) {
     parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
       Scratch s;
+      const Range all{0, rows.n};
       for (std::size_t i = i0; i < i1; ++i) {
-        top_one(q + i * rows.d, q_scales[i], rows, coarse, keys, n, out + i * n, counts + i, s);
+        top_one(q + i * rows.d, q_scales[i], rows, coarse, keys, &all, 1, n, out + i * n, counts + i, s);
       }
     });
     return;
   }
 #endif
   int8_top(q, q_scales, m, rows, keys, n, out, counts, threads);
+}
+
+void int8_probe_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                           const Int8Coarse& coarse, const int64_t* list_ptr, const int64_t* list_ids,
+                           const int64_t* probe_ptr, const int64_t* probes, std::size_t n, int64_t* out,
+                           int64_t* counts, int threads) {
+#ifdef TOOLSIFT_X86
+  if (int8_coarse_supported() && lists.d > 0 && lists.d <= kCoarseMaxDim && coarse.n == lists.n &&
+      coarse.d == lists.d && n > 0) {
+    parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+      Scratch s;
+      std::vector<Range> ranges;
+      for (std::size_t i = i0; i < i1; ++i) {
+        ranges.clear();
+        for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+          ranges.push_back({static_cast<std::size_t>(list_ptr[probes[p]]),
+                            static_cast<std::size_t>(list_ptr[probes[p] + 1])});
+        }
+        top_one(q + i * lists.d, q_scales[i], lists, coarse, list_ids, ranges.data(), ranges.size(), n,
+                out + i * n, counts + i, s);
+      }
+    });
+    return;
+  }
+#endif
+  int8_probe_top(q, q_scales, m, lists, list_ptr, list_ids, probe_ptr, probes, n, out, counts, threads);
 }
 
 }  // namespace toolsift

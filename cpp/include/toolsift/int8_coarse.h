@@ -51,4 +51,13 @@ void int8_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, cons
                      const Int8Coarse& coarse, const int64_t* keys, std::size_t n, int64_t* out, int64_t* counts,
                      int threads);
 
+// int8_probe_top (an IVF probe and its top-n; same arguments and the same kept set, but
+// best first) with `coarse` built from the list matrix `lists`: in each probed list only
+// the rows the prefilter cannot rule out are read in int8. The probed lists must be
+// distinct (as int8_probe_top, a list probed twice offers its rows twice).
+void int8_probe_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                           const Int8Coarse& coarse, const int64_t* list_ptr, const int64_t* list_ids,
+                           const int64_t* probe_ptr, const int64_t* probes, std::size_t n, int64_t* out,
+                           int64_t* counts, int threads);
+
 }  // namespace toolsift

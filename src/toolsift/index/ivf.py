@@ -125,7 +125,7 @@ class IvfIndex:
         n_fit: Listed rows when the centroids were fitted (for the drift rule).
     """
 
-    __slots__ = ("_keepalive", "cent_codes", "cent_scales", "centroids", "list_codes", "list_ids", "list_ptr",
+    __slots__ = ("_coarse", "_keepalive", "cent_codes", "cent_scales", "centroids", "list_codes", "list_ids", "list_ptr",
                  "list_scales", "n_fit")
 
     def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, list_codes: np.ndarray,
@@ -152,6 +152,7 @@ class IvfIndex:
 
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
         self._keepalive = _keepalive
+        self._coarse: object = False  # not made yet (coarse())
 
     @property
     def n_lists(self) -> int:
@@ -229,9 +230,30 @@ class IvfIndex:
         its ``nprobe`` best lists (unordered; ties to the lower id): :meth:`probe` and that
         selection in one pass of the C++ core, without a score per probed row."""
         q_codes, q_scales, probe_ptr, probes, threads = self._probes(queries, nprobe)
+        from .dense_field import PREFILTER
+
         ids, counts = _core.int8_probe_top(q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr,
-                                           self.list_ids, probe_ptr, probes, max(int(n), 1), threads=threads)
+                                           self.list_ids, probe_ptr, probes, max(int(n), 1), threads=threads,
+                                           coarse=self.coarse() if PREFILTER else None)
         return [ids[i, :c] for i, c in enumerate(counts.tolist())]
+
+    def coarse(self):
+        """The exact 4-bit prefilter of the list matrix (``_core.Int8Coarse``, as
+        :meth:`DenseField.coarse <toolsift.index.dense_field.DenseField.coarse>` makes
+        for a scan), made on first use; ``None`` where it does not pay (under
+        ``COARSE_MIN_ROWS`` listed rows) or this CPU lacks its instructions. With it a
+        probe reads a probed list's 4-bit codes and only the int8 rows whose bound can
+        still make the top n: the same ids (docs/results/ivf-query-2026-11-28.md)."""
+        got = self._coarse
+        if got is False:
+            from .dense_field import COARSE_MIN_ROWS
+
+            got = None
+            d = self.list_codes.shape[1]
+            if self.list_ids.size >= COARSE_MIN_ROWS and _core.int8_coarse_supported() and 0 < d <= 8192:
+                got = _core.int8_coarse(self.list_codes, self.list_scales)
+            self._coarse = got  # same value if two first searches race
+        return got
 
     def _probes(self, queries: np.ndarray, nprobe: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:

@@ -1,6 +1,7 @@
-"""A fresh process's first hybrid search after ``ToolIndex.load`` compiles nothing: the
-static query encoder, the int8 kernels and the fused hybrid call are the C++ core's, so
-Numba (and the SciPy it pulls in) is never imported (issue 35)."""
+"""A fresh process's first hybrid searches after ``ToolIndex.load`` compile nothing: the
+static query encoder, the int8 kernels, the fused hybrid call and the MFTR scoring of the
+multi-step path are the C++ core's, so Numba (and the SciPy it pulls in) is never
+imported (issue 35)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ index = ToolIndex.load(sys.argv[1])
 assert index.config.uses_dense
 hits = index.search("take a picture of the front door", k=5)  # a semantic match
 gibberish = index.search("qwxyzzy blorft", k=5)  # dense-only hits: the null floors are made
+steps = index.search("get the weather in Paris, then send an email to Bob", k=5)  # two steps: the general path
+assert {"get_current_weather", "send_email"} <= {h.id for h in steps}
 print([h.id for h in hits], any(h.matched for h in gibberish))
 print(sorted(m for m in ("numba", "scipy", "llvmlite") if m in sys.modules))
 """

@@ -1,19 +1,23 @@
-"""Scoring: the one MFTR kernel over packed :class:`Candidates`.
+"""Scoring: the MFTR combination over packed :class:`Candidates`.
 
-The search path calls the kernel unchecked: every array here was built by the search
-path itself with the kernel's exact dtypes (``score_candidates``' validation, meant for
-callers' arrays, cost a fifth of a single search). ``tests/test_index.py`` checks the
-scores of whole searches against the kernel's NumPy twin.
+The engine's ``mftr_score`` (cpp/src/fused.cpp, the combination every fused search uses)
+scores the packed candidates through ``_core.score_packed_pairs`` (cpp/src/pair_scores.cpp),
+with the GIL released: the general and multi-step paths import no Numba. It is the Numba
+kernel's float64 arithmetic operation by operation (:func:`toolsift.kernels.score_candidates`
+stays the public kernel and the tests' reference; ``tests/test_index.py`` checks whole
+searches against its NumPy twin). Every array here was built by the search path itself.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import _core
 from ..index.state import IndexState
-from ..kernels.launch import launch
+from ..kernels.launch import SERIAL_WORK, current_threads
 from ..kernels.params import ScoringParams
 from .candidates import Candidates
+from .fused import _params_tuple
 
 __all__ = ["score"]
 
@@ -23,15 +27,12 @@ def score(st: IndexState, cands: Candidates, params: ScoringParams, *,
     """MFTR scores of every candidate, and with ``breakdown`` the per-candidate terms
     ``float32[nc, 5]`` (description, parameters, response, examples, penalty)."""
     nc = len(cands)
-    out = np.empty(nc, dtype=np.float32)
-    terms = np.empty((nc if breakdown else 0, 5), dtype=np.float32)
-    if nc:
-        # Numba, imported with the first score: the fused BM25 path never gets here.
-        from ..kernels.mftr import score_kernel
-
-        launch(score_kernel, cands.query, cands.tool, cands.need_off, cands.ap_off, cands.n_needs,
-               cands.n_args, cands.penalize, cands.need_sims, cands.ap_sims, st.param_ptr,
-               st.param_required, st.tool_bits, params.weights_array(), params.bias, params.alpha,
-               params.tau, params.w_req, params.w_opt, params.param_max_share, params.renormalize,
-               out, terms, work=nc)
-    return out, (terms if breakdown else None)
+    if not nc:
+        return np.empty(0, np.float32), (np.empty((0, 5), np.float32) if breakdown else None)
+    # A single search's few hundred candidates stay on the calling thread.
+    threads = 1 if nc < SERIAL_WORK else current_threads()
+    values = _core.score_packed_pairs(cands.query, cands.tool, cands.need_off, cands.ap_off, cands.n_needs,
+                                      cands.n_args, cands.penalize, cands.need_sims, cands.ap_sims, st.param_ptr,
+                                      st.param_required, st.tool_bits, _params_tuple(params), threads)
+    # Columns: the score, then the breakdown (description, parameters, response, examples, penalty).
+    return np.ascontiguousarray(values[:, 0]), (np.ascontiguousarray(values[:, 1:]) if breakdown else None)

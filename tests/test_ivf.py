@@ -328,6 +328,25 @@ def test_build_attaches_ivf_above_the_threshold_only(hashed):
     assert all(dn.ivf is None for dn in small._state.dense.values())
 
 
+def test_a_field_that_adds_no_candidates_gets_no_ivf(hashed, tmp_path):
+    """A dense half that only scores candidates (dense_candidates_from leaves it out, as the
+    hybrid preset does with response) is never probed: it gets no lists, before or after a
+    save and load."""
+    from dataclasses import replace
+
+    tools = _tools(0, 300)
+    cfg = replace(CFG, dense_candidates_from=("description", "parameters", "examples"))
+    index = ToolIndex.build(tools, config=cfg)
+    dense = index._state.dense
+    assert dense["response"].ivf is None and dense["description"].ivf is not None
+    assert dense["response"].matrix.n_rows >= cfg.ivf_min_docs  # large enough for one
+    assert ToolIndex.build(tools, config=CFG)._state.dense["response"].ivf is not None
+    index.save(tmp_path / "i")
+    loaded = ToolIndex.load(tmp_path / "i")
+    assert loaded._state.dense["response"].ivf is None and loaded._state.dense["description"].ivf is not None
+    assert [h.tool.name for h in loaded.search("alpha beta", k=5)] == [h.tool.name for h in index.search("alpha beta", k=5)]
+
+
 def test_save_load_round_trip_zero_copy_and_same_hits(hashed, tmp_path):
     index = ToolIndex.build(_tools(0, 300), config=CFG)
     index.save(tmp_path / "idx")

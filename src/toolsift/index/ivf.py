@@ -383,7 +383,10 @@ def fields_with_ivf(dense: dict[str, DenseField], config: IndexConfig, *,
                     previous: dict[str, DenseField] | None = None,
                     source: Sequence[int] | None = None) -> dict[str, DenseField]:
     """``dense`` with an IVF index on every field of at least ``config.ivf_min_docs``
-    documents (and none on smaller ones).
+    documents that adds dense candidates (``config.dense_candidates_from``), and none on
+    the others: a field that only scores candidates (the hybrid preset's response) is
+    read by the exact gather alone and never probed, so its lists would be build time,
+    disk and memory for nothing.
 
     Args:
         dense: Dense fields without IVF (fresh from a build or an update).
@@ -398,7 +401,7 @@ def fields_with_ivf(dense: dict[str, DenseField], config: IndexConfig, *,
     out = {}
     with using_threads(config.threads):
         for name, dn in dense.items():
-            if dn.matrix.n_rows < config.ivf_min_docs:
+            if dn.matrix.n_rows < config.ivf_min_docs or name not in config.dense_candidates_from:
                 out[name] = dn.with_ivf(None) if dn.ivf is not None else dn
                 continue
             old = (previous or {}).get(name)

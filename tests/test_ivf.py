@@ -345,6 +345,9 @@ def test_a_field_that_adds_no_candidates_gets_no_ivf(hashed, tmp_path):
     loaded = ToolIndex.load(tmp_path / "i")
     assert loaded._state.dense["response"].ivf is None and loaded._state.dense["description"].ivf is not None
     assert [h.tool.name for h in loaded.search("alpha beta", k=5)] == [h.tool.name for h in index.search("alpha beta", k=5)]
+    # Only gathered from: its live-row copy (live_rows, for scans) is never made.
+    assert "_live" not in loaded._state.dense["response"].__dict__
+    assert loaded._state.dense["response"].any_live()
 
 
 def test_save_load_round_trip_zero_copy_and_same_hits(hashed, tmp_path):

@@ -137,7 +137,7 @@ class DenseRetriever(FieldRetriever):
             text_ptr = np.zeros(owner.size + 1, np.int64)
             np.cumsum(counts, out=text_ptr[1:])
             per_text = ids[ranges(ptr[owner], counts)]
-        if not per_text.size or not self.dn.live_rows()[0].size:
+        if not per_text.size or not self.dn.any_live():
             # Nothing to gather, or every document empty: every similarity is 0.
             return np.zeros(per_text.size, np.float32)
         from ..kernels.int8 import gather_trusted as int8_gather
@@ -181,7 +181,7 @@ class HybridRetriever(FieldRetriever):
         # A field whose documents are all empty (no tool has an example intent, say)
         # has cosine 0 everywhere: its dense half adds no candidate and no score, so it
         # is not searched at all.
-        self.dense_empty = not dense.dn.live_rows()[0].size
+        self.dense_empty = not dense.dn.any_live()
 
     def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         return merge_csr([self.bm25.candidates(ft, n), *self.dense_parts(ft, n, k=k)])

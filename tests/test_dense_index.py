@@ -153,6 +153,18 @@ def test_static_query_scores_are_cosines_of_the_refitted_table(demo):
     teacher = encode_texts(get_encoder(cfg), queries)
     shipped = StaticEncoder().encode(queries)
     assert (qv * teacher).sum(axis=1).mean() > (shipped * teacher).sum(axis=1).mean()
+    # The refitted rows overlay the shipped table (no copy of it): the same query vectors,
+    # bit for bit, as the shipped table with the rows copied in, one query or a batch.
+    from toolsift.encoders.static import StaticTable
+
+    qt, shipped_enc = st.query_table, StaticEncoder()
+    codes, scales = shipped_enc.table.codes.copy(), shipped_enc.table.scales.copy()
+    codes[qt.token_ids], scales[qt.token_ids] = qt.codes, qt.scales
+    merged = StaticEncoder(StaticTable(codes, scales, shipped_enc.table.weights))
+    more = queries + [t.description for t in demo]
+    np.testing.assert_array_equal(query_encoder_for(st, cfg).encode(more), merged.encode(more))
+    for q in more[:20]:
+        np.testing.assert_array_equal(query_encoder_for(st, cfg).encode([q]), merged.encode([q]))
 
 
 def test_query_table_saved_and_refitted_on_updates(demo, tmp_path):

@@ -4,11 +4,13 @@ dense least-squares solution."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from toolsift.encoders import EncoderError, EncoderInputError
-from toolsift.encoders.static import StaticEncoder, StaticTable, load_tokenizer
+from toolsift.encoders.static import DEFAULT_TABLE, StaticEncoder, StaticTable, _mapped_npz, load_tokenizer
 from toolsift.encoders.models import VENDORED_TOKENIZER
 from toolsift.encoders.static_fit import fit_vectors, mean_matrix, sif_weights, token_counts
 
@@ -184,3 +186,51 @@ def test_with_table_encodes_as_a_new_encoder_of_that_table():
     assert shared.fingerprint == "base+rows" and base.fingerprint != shared.fingerprint
     with pytest.raises(EncoderError, match="rows"):
         base.with_table(StaticTable.from_vectors(np.ones((3, 16), np.float32), np.ones(3, np.float32)), str)
+
+
+def _merged_encoder(base: StaticEncoder, ids: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> StaticEncoder:
+    """The encoder of the base table with ``ids``' rows copied in (QueryTable.encoder before
+    it overlaid the rows)."""
+    t = base.table
+    c, s = t.codes.copy(), t.scales.copy()
+    c[ids], s[ids] = codes, scales
+    return base.with_table(StaticTable(c, s, t.weights, dict(t.meta)), str)
+
+
+def test_with_rows_gives_the_merged_tables_vectors_bit_for_bit():
+    """Refitted rows over the base table (no copy of it) embed every text, one at a time
+    and in a batch, exactly as the merged table does: tokens refitted, not refitted,
+    repeated, weightless, and a text with no token."""
+    base = StaticEncoder(_random_table(2))
+    rng = np.random.default_rng(3)
+    ids = np.unique(np.concatenate([np.array([0, 1, 101, 102]), np.array(base.token_ids(TEXTS[:2])[0]),
+                                    rng.integers(0, base.table.vocab_size, 3000)]))
+    new = _random_table(4)
+    codes, scales = new.codes[ids], new.scales[ids]
+    over = base.with_rows(ids, codes, scales, lambda: "base+rows")
+    merged = _merged_encoder(base, ids, codes, scales)
+    texts = TEXTS + ["send send send an email", "weather forecast for a city, then email Bob"]
+    np.testing.assert_array_equal(over.encode(texts), merged.encode(texts))
+    for t in texts:
+        np.testing.assert_array_equal(over.encode([t]), merged.encode([t]))
+    assert not np.array_equal(over.encode(TEXTS[:2]), base.encode(TEXTS[:2]))  # the rows do count
+    np.testing.assert_array_equal(over.table.codes, merged.table.codes)
+    assert over.table.meta["refined_tokens"] == ids.size and over.fingerprint == "base+rows"
+    with pytest.raises(EncoderError, match="sorted"):
+        base.with_rows(ids[::-1], codes, scales, str)
+
+
+def test_shipped_table_is_mapped_and_reads_as_np_load(tmp_path):
+    """The shipped (uncompressed) table is read through a read-only map with np.load's
+    values; a compressed table still loads, by np.load."""
+    t = StaticTable.load(DEFAULT_TABLE)
+    assert not t.codes.flags.writeable and not t.codes.flags.owndata
+    with np.load(DEFAULT_TABLE) as z:
+        for k in ("codes", "scales", "weights"):
+            np.testing.assert_array_equal(getattr(t, k), z[k])
+    small = _random_table(5)
+    meta = np.frombuffer(json.dumps({"format": "toolsift.static-table", "format_version": 1}).encode(), np.uint8)
+    np.savez_compressed(tmp_path / "c.npz", codes=small.codes, scales=small.scales, weights=small.weights, meta=meta)
+    got = StaticTable.load(tmp_path / "c.npz")
+    np.testing.assert_array_equal(got.codes, small.codes)
+    assert _mapped_npz(tmp_path / "c.npz") is None  # compressed: not mapped, read by np.load

@@ -105,20 +105,16 @@ class QueryTable:
 
     def encoder(self, base: StaticEncoder) -> StaticEncoder:
         """``base`` with these rows in place of its own."""
-        from ..encoders.static import StaticEncoder, StaticTable
-
         t = base.table
         if self.token_ids.size and (int(self.token_ids.max()) >= t.vocab_size or self.codes.shape[1] != t.dim):
             from ..errors import IndexCorruptError
 
             raise IndexCorruptError(f"query table does not fit the static table ({t.vocab_size} tokens, "
                                     f"{t.dim} dims)")
-        codes, scales = t.codes.copy(), t.scales.copy()
-        codes[self.token_ids] = self.codes
-        scales[self.token_ids] = self.scales
-        table = StaticTable(codes, scales, t.weights, {**t.meta, "refined_tokens": int(self.token_ids.size)})
-        # The base's tokenizers, and a fingerprint hashed only when a cache asks for it.
-        return base.with_table(table, lambda: f"{base.fingerprint}+{_digest(self)}")
+        # The rows over the base table, not a copy of it (a first query reads only the rows
+        # it uses); the base's tokenizers; a fingerprint hashed only when a cache asks.
+        return base.with_rows(self.token_ids, self.codes, self.scales,
+                              lambda: f"{base.fingerprint}+{_digest(self)}")
 
 
 def _digest(qt: QueryTable) -> str:

@@ -24,6 +24,10 @@ def test_null_texts_are_seeded_and_not_blank():
     texts = null_texts()
     assert len(texts) == NULL_TEXTS and texts == null_texts() and all(t.strip() for t in texts)
     assert null_texts(seed=1) != texts
+    # The stored default strings are the seeded generator's (a search imports no numpy.random).
+    from toolsift.search.evidence import _generate
+
+    assert texts == _generate(NULL_TEXTS, 0) and null_texts(NULL_TEXTS - 1) == _generate(NULL_TEXTS - 1, 0)
 
 
 def test_every_dense_half_has_a_positive_floor(demo_index):

@@ -208,8 +208,18 @@ def test_with_rows_gives_the_merged_tables_vectors_bit_for_bit():
     new = _random_table(4)
     codes, scales = new.codes[ids], new.scales[ids]
     over = base.with_rows(ids, codes, scales, lambda: "base+rows")
+    assert over._over is not None  # the rows are overlaid, not merged, at first
     merged = _merged_encoder(base, ids, codes, scales)
     texts = TEXTS + ["send send send an email", "weather forecast for a city, then email Bob"]
+    np.testing.assert_array_equal(over.encode(texts), merged.encode(texts))
+    for t in texts:
+        np.testing.assert_array_equal(over.encode([t]), merged.encode([t]))
+    # A busy encoder merges the rows into a copy of the table: still the same vectors.
+    from toolsift.encoders.static import _OVERLAY_CALLS
+
+    for i in range(_OVERLAY_CALLS):
+        over.encode([texts[i % len(texts)]])
+    assert over._over is None
     np.testing.assert_array_equal(over.encode(texts), merged.encode(texts))
     for t in texts:
         np.testing.assert_array_equal(over.encode([t]), merged.encode([t]))

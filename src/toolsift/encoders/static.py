@@ -50,6 +50,13 @@ TABLE_VERSION = 1
 _MAX_TOKENS = 256
 # Texts per slice of encode(): at most 256 tokens x 384 floats each, ~400 MB worst case.
 _CHUNK = 1024
+# Calls served over the refitted rows before the encoder merges them into a copy of the
+# table (~5 ms once): a fresh process's first queries skip the copy, a busy one then pays
+# no per-call lookup (5-15 us a query, docs/results/first-query-2026-11-28.md).
+_OVERLAY_CALLS = 64
+# Token ids of one call up to which refitted rows are gathered token by token (with
+# repeats) rather than per distinct token: a query's, without np.unique's sort.
+_GATHER_ALL = 512
 
 
 class StaticTable:
@@ -250,6 +257,8 @@ class StaticEncoder:
     @property
     def table(self) -> StaticTable:
         """The token table (with :meth:`with_rows`' rows in place, merged on first use)."""
+        if self._merged is not None:
+            return self._merged
         if self._over is None:
             return self._table
         if self._merged is None:
@@ -307,22 +316,37 @@ class StaticEncoder:
         # Each row's multiplier as the merged table's would be: its weight times its scale.
         mult = freeze((self._table.weights[token_ids] * scales).astype(np.float32))
         enc._over, enc._over_scales, enc._merged = (token_ids, freeze(codes), mult), scales, None
+        # Each token's row among the refitted ones, -1 for the table's own (120 KB).
+        slot = np.full(self._codes.shape[0], -1, np.int32)
+        slot[token_ids] = np.arange(token_ids.size, dtype=np.int32)
+        enc._slot, enc._calls = freeze(slot), 0
         enc._fingerprint, enc._fingerprint_of = None, fingerprint
         return enc
 
     def _rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(codes, mult, ids)`` for :func:`mean_rows`: the table's own, or, with
-        refitted rows, a compact table of the distinct tokens of ``ids`` (refitted rows
-        first) and ``ids`` renumbered into it. Same rows in the same order: same sums."""
-        if self._over is None:
+        refitted rows, a compact table of the rows of ``ids`` (refitted rows first) and
+        ``ids`` renumbered into it. Same rows in the same order: same sums. After
+        :data:`_OVERLAY_CALLS` calls the rows are merged into a copy of the table."""
+        over = self._over  # read once: a racing call may merge meanwhile
+        if over is None:
             return self._codes, self._row_mult, ids
-        over_ids, over_codes, over_mult = self._over
-        uniq, inv = np.unique(ids, return_inverse=True)
+        self._calls += 1
+        if self._calls > _OVERLAY_CALLS:  # a busy encoder: the merged table, once
+            merged = self.table
+            self._codes, self._row_mult = freeze(merged.codes), freeze((merged.weights * merged.scales).astype(np.float32))
+            self._over = None  # after the rows it reads: a racing call sees either whole
+            return self._codes, self._row_mult, ids
+        _, over_codes, over_mult = over
+        # A query's few tokens are gathered in their order (no sort); a batch's distinct ones.
+        uniq, inv = (ids, None) if ids.size <= _GATHER_ALL else np.unique(ids, return_inverse=True)
         codes, mult = self._codes[uniq], self._row_mult[uniq]
-        if over_ids.size:
-            pos = np.minimum(np.searchsorted(over_ids, uniq), over_ids.size - 1)
-            hit = over_ids[pos] == uniq
-            codes[hit], mult[hit] = over_codes[pos[hit]], over_mult[pos[hit]]
+        slot = self._slot[uniq]
+        hit = np.flatnonzero(slot >= 0)
+        if hit.size:
+            codes[hit], mult[hit] = over_codes[slot[hit]], over_mult[slot[hit]]
+        if inv is None:
+            return codes, mult, np.arange(ids.size, dtype=np.int64)
         return codes, mult, inv.reshape(-1).astype(np.int64, copy=False)
 
     @property

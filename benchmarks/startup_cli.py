@@ -29,7 +29,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from busy import busy  # noqa: E402
+from busy import busy
 
 QUERY = "send an email to my manager"
 

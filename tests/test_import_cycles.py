@@ -114,7 +114,12 @@ def _lazy_targets(module: str, tree: ast.Module) -> list[str]:
         mapping = node.args[1]
         if isinstance(mapping, ast.Name):
             mapping = bound[mapping.id]
-        out.extend(f"{module}.{name.lstrip('.')}" for name in ast.literal_eval(mapping).values())
+        base = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            base = base[:-1]  # a plain module's names resolve in its package, as a relative import
+        for name in ast.literal_eval(mapping).values():
+            level = max(1, len(name) - len(name.lstrip(".")))
+            out.append(".".join(base[: len(base) - (level - 1)] + [name.lstrip(".")]))
     return out
 
 
@@ -179,6 +184,7 @@ def test_the_walk_finds_a_cycle_it_is_shown():
     assert "toolsift.toolindex" in graph["toolsift"]  # the facade's lazy exports count
     assert "toolsift.usage.store" in graph["toolsift.usage"]
     assert "toolsift.kernels.reference" in graph["toolsift.kernels"]
+    assert "toolsift.no_match" in graph["toolsift.search.query"]  # "..no_match" from a plain module
     assert "toolsift._core" in graph["toolsift.analyze"]  # the compiled core is a module
 
 

@@ -24,7 +24,7 @@ import contextvars
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import ConfigError
 
@@ -112,7 +112,7 @@ def check_fields(obj: Any, where: str) -> None:
         _CHECKING.reset(token)
 
 
-def Strict(**constraints: Any) -> Any:  # noqa: N802 - reads as a type annotation
+def Strict(**constraints: Any) -> Any:  # capitalised: it reads as a type annotation
     """``pydantic.Field(strict=True, **constraints)`` for a field's ``Annotated[...]``.
     Annotations are text (``from __future__ import annotations``) that pydantic evaluates
     when a class's validator is first built, so pydantic loads only then."""
@@ -128,4 +128,5 @@ class InstanceOf:
     def __class_getitem__(cls, item: Any) -> Any:
         from pydantic import InstanceOf as _InstanceOf
 
-        return _InstanceOf[item]
+        # Type checkers see InstanceOf as an alias of Annotated; at run time it is a class.
+        return cast(Any, _InstanceOf)[item]

@@ -16,15 +16,18 @@ __all__ = ["lazy_exports"]
 
 def lazy_exports(package: str, where: Mapping[str, str],
                  namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``(__getattr__, __dir__)`` for ``package``: ``where`` maps each exported name to the
-    module (relative to ``package``, e.g. ``"store"`` or ``".store"``) that defines it; a
-    resolved name is cached in ``namespace`` (the package's ``globals()``)."""
+    """``(__getattr__, __dir__)`` for the module ``package`` (its ``__name__``): ``where`` maps
+    each exported name to the module that defines it, written as in a relative ``from``
+    import from that module (``"store"`` or ``".store"``: a sibling in its package;
+    ``"..no_match"``: one level up); a resolved name is cached in ``namespace`` (the
+    module's ``globals()``)."""
+    anchor = namespace.get("__package__") or package
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module if module.startswith(".") else f".{module}", package),
+        value = getattr(importlib.import_module(module if module.startswith(".") else f".{module}", anchor),
                         name)
         namespace[name] = value
         return value

@@ -175,7 +175,7 @@ class PairScorer:
         counts = np.bincount(qd[used_e], weights=per_entry[used_e], minlength=len(store)).astype(np.int64)
         store.rows_seen += counts
         used = np.flatnonzero(counts)
-        seen = store.rows_seen
+        seen: np.ndarray = store.rows_seen
         done = self.rows_done + qi.size
         if self.expected_rows is not None and self.expected_rows > done:
             # Each query's rows projected over the whole input (uniform spread assumed;

@@ -194,8 +194,8 @@ class _MemberReader:
     def __init__(self, buf: Any, start: int, size: int) -> None:
         self.buf, self.start, self.size, self.pos = buf, start, size, 0
 
-    def read(self, n: int) -> bytes:
-        n = max(0, min(n, self.size - self.pos))
+    def read(self, n: int = -1, /) -> bytes:
+        n = self.size - self.pos if n < 0 else max(0, min(n, self.size - self.pos))
         got = self.buf[self.start + self.pos:self.start + self.pos + n]
         self.pos += n
         return got
@@ -218,6 +218,11 @@ class StaticEncoder:
         EncoderError: A file is missing or unreadable, the ``tokenizers`` package is not
             installed, or the tokenizer's vocabulary does not match the table.
     """
+
+    # Set by with_rows on an encoder with refitted rows (the overlay; see _rows).
+    _over_scales: np.ndarray
+    _slot: np.ndarray
+    _calls: int
 
     #: Not looked up in the embedding cache: encoding a text is cheaper than reading it back.
     cache_worthy = False

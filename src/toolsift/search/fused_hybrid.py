@@ -25,7 +25,7 @@ from .. import _core
 from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.params import ScoringParams
-from ..schema import FIELDS, Query
+from ..schema import Query
 from .fused import _NEED_FIELDS, _params_tuple, searcher
 from .hits import Hit, _plain_hit
 from .plan import QueryPlan, plan_queries

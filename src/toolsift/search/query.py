@@ -7,26 +7,26 @@ The structured query's wire form and JSON Schema live in :mod:`toolsift.query_sc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryError
+from ..lazy import lazy_exports
 from ..schema import Query
+
+if TYPE_CHECKING:
+    from ..no_match import NO_MATCH_HINT, NO_MATCH_NOTE
+    from ..query_schema import StructuredQuery, ToolNeedSpec, structured_query_schema
 
 __all__ = ["NO_MATCH_HINT", "NO_MATCH_NOTE", "QueryLike", "StructuredQuery", "ToolNeedSpec", "as_query",
            "check_explain", "check_k", "is_raw", "structured_query_schema"]
 
-def __getattr__(name: str) -> Any:
-    # The wire form's re-exports load with their first use: its pydantic models cost
-    # more to define than a search of a loaded index.
-    if name in ("NO_MATCH_HINT", "NO_MATCH_NOTE"):
-        from .. import no_match
-
-        return getattr(no_match, name)
-    if name in ("StructuredQuery", "ToolNeedSpec", "structured_query_schema"):
-        from .. import query_schema
-
-        return getattr(query_schema, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The wire form's re-exports load with their first use: its pydantic models cost more to
+# define than a search of a loaded index.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "NO_MATCH_HINT": "..no_match", "NO_MATCH_NOTE": "..no_match",
+    "StructuredQuery": "..query_schema", "ToolNeedSpec": "..query_schema",
+    "structured_query_schema": "..query_schema",
+}, globals())
 
 
 #: Raw text, a :class:`Query`, or its dict form (``{"tool_needs": [...], "extracted_arguments": {...}}``).

@@ -267,14 +267,15 @@ class _FirstNeeds:
         self.index = index
 
     def search(self, q, k):
-        import toolsift.search as search
+        # search() imports run_steps from .needs on each call (the splitter loads lazily).
+        import toolsift.search.needs as needs
         from toolsift.search.needs_reference import run_steps_reference
 
-        fast, search.run_steps = search.run_steps, run_steps_reference
+        fast, needs.run_steps = needs.run_steps, run_steps_reference
         try:
             return self.index.search(q, k=k)
         finally:
-            search.run_steps = fast
+            needs.run_steps = fast
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)

@@ -15,7 +15,6 @@ import pytest
 from toolsift import _core
 from toolsift.index.dense import freeze
 
-pytestmark = pytest.mark.skipif(not hasattr(_core, "int8_coarse"), reason="core built without the prefilter")
 
 
 def twin_top(q_codes, q_scales, codes, scales, keys, n):

@@ -35,19 +35,14 @@ K = 10
 
 
 def _systems():
-    from toolsift import Catalog, ToolIndex
+    from toolsift import ToolIndex
     from toolsift.presets import preset_config
     from toolsift.search import fused_hybrid
 
-    from .conftest import SETS, _load
-    from .synthetic import flat_document
+    from .conftest import bm25s_searcher, pooled
 
-    tools, texts = [], []
-    for ds in SETS:
-        t, q = _load(ds)
-        tools.extend(t)
-        texts.extend(x.text for x in q)
-    cat = Catalog(tools, name="mftr-all")
+    cat, queries = pooled()
+    texts = [x.text for x in queries]
     bm25 = ToolIndex.build(cat, config=preset_config("bm25", threads=1))
     hybrid = ToolIndex.build(cat, config=preset_config("hybrid", threads=1))
     real = fused_hybrid.usable
@@ -59,15 +54,7 @@ def _systems():
         finally:
             fused_hybrid.usable = real
 
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([flat_document(t) for t in cat], stopwords="en", show_progress=False),
-                    show_progress=False)
-
-    def bm25s_search(text):
-        tokens = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)
-        return retriever.retrieve(tokens, k=K, show_progress=False, n_threads=1)
+    bm25s_search = bm25s_searcher(cat, K)
 
     calls = {"bm25 fields": lambda q: bm25.search(q, k=K), "hybrid fused": lambda q: hybrid.search(q, k=K),
              "hybrid general": general, "bm25s": bm25s_search}

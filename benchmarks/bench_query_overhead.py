@@ -53,11 +53,11 @@ def _loadavg() -> str:
 
 def _build(index_dir: Path) -> None:
     """Indexes and query lists shared by both trees (made by the working tree)."""
-    from toolsift import Catalog, ToolIndex
+    from toolsift import ToolIndex
     from toolsift.adapters import demo_catalog_path, load_catalog
     from toolsift.presets import preset_config
 
-    from .conftest import SETS, _load
+    from .conftest import pooled
     from .http_load import queries
 
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -65,12 +65,8 @@ def _build(index_dir: Path) -> None:
         ToolIndex.build(load_catalog(demo_catalog_path()), config=preset_config("bm25")).save(index_dir / "demo")
     if (index_dir / "pooled_hybrid").exists():
         return
-    tools, texts = [], []
-    for ds in SETS:
-        t, q = _load(ds)
-        tools.extend(t)
-        texts.extend(x.text for x in q)
-    cat = Catalog(tools, name="mftr-all")
+    cat, pooled_queries = pooled()
+    texts = [x.text for x in pooled_queries]
     ToolIndex.build(cat, config=preset_config("bm25")).save(index_dir / "pooled_bm25")
     ToolIndex.build(cat, config=preset_config("hybrid")).save(index_dir / "pooled_hybrid")
     (index_dir / "queries.json").write_text(json.dumps({"gateway": list(queries()), "pooled": texts}))

@@ -47,8 +47,7 @@ def apigen():
     return _load("apigen")
 
 
-@pytest.fixture(scope="session")
-def combined():
+def pooled():
     """All four mftr-* tool sets in one ~6,400-tool catalogue, and all their queries."""
     from toolsift import Catalog
 
@@ -58,6 +57,30 @@ def combined():
         tools.extend(t)
         queries.extend(q)
     return Catalog(tools, name="mftr-all"), queries
+
+
+def bm25s_searcher(catalog, k: int):
+    """bm25s over one flat document per tool, searched one raw text per call (tokenised
+    per call, one thread), as the latency benchmarks compare it."""
+    import bm25s
+
+    from .synthetic import flat_document
+
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([flat_document(t) for t in catalog], stopwords="en", show_progress=False),
+                    show_progress=False)
+
+    def search(text):
+        tokens = bm25s.tokenize([text], stopwords="en", show_progress=False, return_ids=False)
+        return retriever.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+
+    return search
+
+
+@pytest.fixture(scope="session")
+def combined():
+    """All four mftr-* tool sets in one ~6,400-tool catalogue, and all their queries."""
+    return pooled()
 
 
 @pytest.fixture(autouse=True, scope="module")

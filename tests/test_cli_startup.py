@@ -8,6 +8,7 @@ in docs/results/startup-2026-11-28b.md)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -23,14 +24,29 @@ out = io.StringIO()
 with contextlib.redirect_stdout(out):
     status = main(sys.argv[1:])
 heavy = {heavy!r}
-print(json.dumps({{"status": status, "out": out.getvalue(),
+print(json.dumps({{"status": status, "out": out.getvalue(), "blas": blas_threads(),
                   "heavy": sorted(m for m in sys.modules if m.split(".")[0] in heavy)}}))
 """
 
+# The thread count OpenBLAS runs with, asked of the library NumPy loaded (None when this
+# NumPy build has no OpenBLAS of its own).
+_BLAS_THREADS = """
+def blas_threads():
+    import ctypes, glob, os, numpy
+    libs = os.path.join(os.path.dirname(numpy.__file__), os.pardir, "numpy.libs")
+    for path in glob.glob(os.path.join(libs, "*openblas*")):
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                     "openblas_get_num_threads"):
+            if hasattr(lib, name):
+                return getattr(lib, name)()
+    return None
+"""
 
-def _search(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER.format(heavy=HEAVY), "search", *args],
-                          capture_output=True, text=True, timeout=300)
+
+def _search(*args: str, env: dict[str, str] | None = None) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _BLAS_THREADS + _WRAPPER.format(heavy=HEAVY), "search", *args],
+                          capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -78,3 +94,37 @@ def test_cli_search_of_a_hybrid_index_stays_light(tmp_path, demo_index):
     got = _search(str(tmp_path / "idx"), "snap a photo of the porch")
     assert got["status"] == 0 and "get_camera_snapshot" in got["out"], got["out"]
     assert got["heavy"] == [], got["heavy"]
+
+
+def _env_without_blas_settings(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    return {**env, **extra}
+
+
+def test_cli_search_runs_numpy_with_one_blas_thread(bm25_index):
+    """OpenBLAS's idle workers spin ~0.1 CPU-s in a short process; `search` does no BLAS
+    work, so it starts NumPy with one thread (docs/results/startup-2026-11-28c.md)."""
+    got = _search(bm25_index, "email the quarterly report", env=_env_without_blas_settings())
+    assert got["status"] == 0
+    if got["blas"] is not None:  # this NumPy has its own OpenBLAS: ask it
+        assert got["blas"] == 1, got["blas"]
+
+
+@pytest.mark.parametrize("var", ["OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"])
+def test_cli_search_keeps_a_thread_count_the_user_chose(bm25_index, var):
+    got = _search(bm25_index, "email the quarterly report", env=_env_without_blas_settings(**{var: "2"}))
+    assert got["status"] == 0
+    if got["blas"] is not None:
+        assert got["blas"] == 2, got["blas"]
+
+
+def test_only_short_commands_limit_blas_threads(monkeypatch):
+    from toolsift import cli
+
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delitem(sys.modules, "numpy", raising=False)  # as in a fresh process
+    cli._one_blas_thread("index")  # k-means multiplies large matrices: every core
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    cli._one_blas_thread("search")
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -388,11 +389,28 @@ def _os_error_text(exc: OSError) -> str:
     return f"{' -> '.join(names)}: {reason}" if names else reason
 
 
+#: Commands that answer and exit. They do no BLAS work (the C++ core and onnxruntime run
+#: their own threads), yet OpenBLAS starts a worker per core when NumPy loads, and on a
+#: quiet machine the workers spin ~0.1 CPU-s waiting for work that never comes (a third of
+#: a `toolsift search` process; docs/results/startup-2026-11-28c.md). ``index``, ``eval``
+#: and ``train`` keep them: k-means and flat dense scoring multiply large matrices.
+_NO_BLAS_THREADS = frozenset({"search", "demo", "score", "rank"})
+
+
+def _one_blas_thread(command: str) -> None:
+    """One OpenBLAS thread for a short command, unless the user chose a count (read only
+    when NumPy loads, so it must be set before: main() imports no NumPy itself)."""
+    if command in _NO_BLAS_THREADS and "numpy" not in sys.modules \
+            and not any(v in os.environ for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status."""
     out = out or sys.stdout
     parser = _build_parser()
     args, extra = parser.parse_known_args(argv)
+    _one_blas_thread(args.command)
     if extra and args.command == "learn" and args.out is None and len(extra) == 1 and not extra[0].startswith("-"):
         # `learn INDEX --usage DB OUT`: argparse fills the optional OUT only from the
         # positional run before the first option, so a trailing OUT is left over.

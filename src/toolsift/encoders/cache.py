@@ -32,7 +32,6 @@ import hashlib
 import logging
 import os
 import struct
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -44,6 +43,8 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..errors import ConfigError
+from .cache_dir import ENV_DIR, ENV_ENABLED, default_cache_dir
+from .cache_dir import env_enabled as _env_enabled
 from .fingerprint import encoder_fingerprint
 
 __all__ = [
@@ -64,9 +65,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ENV_DIR = "TOOLSIFT_EMBED_CACHE_DIR"
 ENV_MB = "TOOLSIFT_EMBED_CACHE_MB"
-ENV_ENABLED = "TOOLSIFT_EMBED_CACHE"
 DEFAULT_MB = 512.0
 
 # Bump when the entry layout or the meaning of a namespace changes: old entries then
@@ -80,31 +79,6 @@ _DIGEST = 32
 _EVICT_TO = 0.9
 # A temp file this old was left by a killed writer.
 _STALE_TMP_S = 3600.0
-
-
-def default_cache_dir() -> Path:
-    """``$TOOLSIFT_EMBED_CACHE_DIR``, else the platform's user cache folder +
-    ``toolsift/embeddings`` (Linux ``$XDG_CACHE_HOME`` or ``~/.cache``; macOS
-    ``~/Library/Caches``; Windows ``%LOCALAPPDATA%``), as platformdirs lays it out."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "toolsift" / "embeddings"
-
-
-def _env_enabled() -> bool:
-    value = os.environ.get(ENV_ENABLED, "1").strip().lower()
-    if value in ("0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on", ""):
-        return True
-    raise ConfigError(f"{ENV_ENABLED} must be 0 or 1 (or true/false, yes/no, on/off), got {value!r}")
 
 
 def _env_max_bytes() -> int:

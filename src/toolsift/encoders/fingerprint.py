@@ -22,24 +22,71 @@ __all__ = ["encoder_fingerprint", "file_sha256", "onnx_fingerprint"]
 # unless it changes on disk.
 _FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
 _LOCK = threading.Lock()
+#: Files at least this large keep their digest on disk for the next process as well: the
+#: MiniLM model (~90 MB) took ~60 ms of CPU to hash, a fifth of a `toolsift search` process
+#: on a hybrid index (docs/results/startup-2026-11-28c.md).
+DISK_DIGEST_MIN_BYTES = 1 << 20
+_HEX = frozenset("0123456789abcdef")
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 (hex) of a file's bytes, computed once per process per path, size and mtime."""
+    """SHA-256 (hex) of a file's bytes, computed once per process per path, size and mtime.
+
+    A large file's digest is also kept in the user cache folder (``file-digests`` under
+    :func:`~.cache_dir.default_cache_dir`, unless ``TOOLSIFT_EMBED_CACHE=0``), keyed by
+    the file's path, device, inode, size and modification and change times: any write to
+    the file changes its change time, which no user call can set back, so a stale digest
+    is never used. Reading or writing that folder never fails the call."""
     path = Path(path)
     st = os.stat(path)
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     with _LOCK:
         digest = _FILE_DIGESTS.get(key)
     if digest is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        digest = h.hexdigest()
+        disk = _disk_entry(key[0], st) if st.st_size >= DISK_DIGEST_MIN_BYTES else None
+        digest = _read_digest(disk) if disk is not None else None
+        if digest is None:
+            h = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            digest = h.hexdigest()
+            if disk is not None:
+                _write_digest(disk, digest)
         with _LOCK:
             _FILE_DIGESTS[key] = digest
     return digest
+
+
+def _disk_entry(resolved: str, st: os.stat_result) -> Path | None:
+    """Where a file's digest is kept on disk, or ``None`` when caching is off."""
+    from ..errors import ConfigError
+    from .cache_dir import default_cache_dir, env_enabled
+
+    try:
+        if not env_enabled():
+            return None
+    except ConfigError:  # a malformed switch: the embedding cache reports it; no digest kept
+        return None
+    ident = "\x00".join(map(str, (resolved, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
+    return default_cache_dir() / "file-digests" / hashlib.sha256(ident.encode()).hexdigest()[:40]
+
+
+def _read_digest(entry: Path) -> str | None:
+    try:
+        got = entry.read_text(encoding="ascii")
+    except (OSError, ValueError):
+        return None
+    return got if len(got) == 64 and _HEX.issuperset(got) else None
+
+
+def _write_digest(entry: Path, digest: str) -> None:
+    from ..atomic import write_atomic
+
+    try:
+        write_atomic(entry, digest.encode("ascii"))
+    except OSError:
+        pass  # a read-only or full cache folder: the next process hashes again
 
 
 def onnx_fingerprint(model: str | os.PathLike[str], tokenizer: str | os.PathLike[str], *,

@@ -25,8 +25,14 @@ with contextlib.redirect_stdout(out):
     status = main(sys.argv[1:])
 heavy = {heavy!r}
 print(json.dumps({{"status": status, "out": out.getvalue(), "blas": blas_threads(),
-                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in heavy)}}))
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in heavy),
+                  "loaded": sorted(m for m in sys.modules if (m + ".").startswith({watched!r}))}}))
 """
+
+# Modules a search loads only when it needs them: the decomposer's need and argument rules
+# (the step splitter, toolsift.decompose.steps, is all a multi-step request uses) and
+# numpy.ma (which np.unique imports on its first call).
+WATCHED = ("toolsift.decompose.", "numpy.ma.")  # a module matches with "." appended
 
 # The thread count OpenBLAS runs with, asked of the library NumPy loaded (None when this
 # NumPy build has no OpenBLAS of its own).
@@ -45,7 +51,7 @@ def blas_threads():
 
 
 def _search(*args: str, env: dict[str, str] | None = None) -> dict:
-    proc = subprocess.run([sys.executable, "-c", _BLAS_THREADS + _WRAPPER.format(heavy=HEAVY), "search", *args],
+    proc = subprocess.run([sys.executable, "-c", _BLAS_THREADS + _WRAPPER.format(heavy=HEAVY, watched=WATCHED), "search", *args],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -94,6 +100,19 @@ def test_cli_search_of_a_hybrid_index_stays_light(tmp_path, demo_index):
     got = _search(str(tmp_path / "idx"), "snap a photo of the porch")
     assert got["status"] == 0 and "get_camera_snapshot" in got["out"], got["out"]
     assert got["heavy"] == [], got["heavy"]
+    assert got["loaded"] == [], got["loaded"]
+
+
+def test_cli_search_of_a_multi_step_request_loads_only_the_splitter(tmp_path, demo_index):
+    """A request that splits into steps imports the step splitter, not the decomposer's
+    need and argument rules (toolsift.decompose loads its names lazily); gibberish, whose
+    dense-only hits need the null floors, imports no numpy.ma either."""
+    demo_index.save(tmp_path / "idx")
+    got = _search(str(tmp_path / "idx"), "get the weather in Paris, then send an email to Bob")
+    assert got["status"] == 0 and "get_current_weather" in got["out"], got["out"]
+    assert got["loaded"] == ["toolsift.decompose", "toolsift.decompose.lexicon", "toolsift.decompose.steps"], got
+    got = _search(str(tmp_path / "idx"), "qwxyzzy blorft")
+    assert got["status"] == 0 and got["loaded"] == [], got["loaded"]
 
 
 def _env_without_blas_settings(**extra: str) -> dict[str, str]:

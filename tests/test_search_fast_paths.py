@@ -67,6 +67,29 @@ def test_csr_unique_one_query_equals_general():
         assert got.dtype == np.int64 and ptr.dtype == np.int64
 
 
+def test_sorted_unique_equals_numpy_unique():
+    from toolsift.csr import sorted_unique
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 2, 7, 300, 20_000):
+        for hi in (1, 3, 10 * n + 1):
+            values = rng.integers(-5, hi, size=n).astype(np.int64)
+            got = sorted_unique(values)
+            np.testing.assert_array_equal(got, np.unique(values))
+            assert got.dtype == np.int64
+
+
+def test_csr_unique_equals_per_query_unique():
+    rng = np.random.default_rng(3)
+    for nq in (2, 3, 40):
+        rows = np.sort(rng.integers(0, nq, size=500))
+        ids = rng.integers(0, 60, size=500)
+        ptr, got = _csr_unique(rows, ids, nq)
+        for q in range(nq):
+            np.testing.assert_array_equal(got[ptr[q]:ptr[q + 1]], np.unique(ids[rows == q]))
+        assert ptr[-1] == got.size
+
+
 def test_dense_field_rejects_groups_out_of_range():
     m = Int8Matrix(np.ones((3, 4), np.int8), np.ones(3, np.float32))
     with pytest.raises(ValueError, match="groups must lie in 0..1"):

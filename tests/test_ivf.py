@@ -15,7 +15,7 @@ from toolsift.index.dense import Int8Matrix
 from toolsift.index.dense_field import DenseField
 from toolsift.kernels.select import top_positive
 from toolsift.index.embed import encoder_wrapper
-from toolsift.index.ivf import IvfIndex, fit_centroids, n_lists_for
+from toolsift.index.ivf import IvfIndex, centroid_sims, fit_centroids, n_lists_for
 from toolsift.kernels.int8 import quantize_rows, scan
 from toolsift.kernels.ivf import assign_kernel
 from toolsift.kernels.ivf_reference import assign_reference, probe_reference
@@ -120,6 +120,26 @@ def test_probe_top_equals_probe_then_selection(n):
         assert [g.tolist() for g in got] == [w.tolist() for w in want]
         dn = DenseField(m, None, 600, ivf=ivf)
         assert [np.sort(t).tolist() for t in dn.top_tools_ivf(q, n, nprobe)] == [w.tolist() for w in want]
+
+
+@pytest.mark.parametrize("m", [1, 3, 9])
+def test_probed_lists_are_the_nearest_centroids_by_a_float64_twin(m):
+    """The centroid scores (NumPy's loops, not BLAS) equal a float64 matmul to float32
+    rounding, and each query probes exactly the lists of its nprobe best centroids."""
+    rng = np.random.default_rng(m)
+    cent = _unit_rows(rng, 300, 384)
+    q = _unit_rows(rng, m, 384)
+    twin = q.astype(np.float64) @ cent.astype(np.float64).T
+    got = centroid_sims(q, cent)
+    assert got.dtype == np.float32 and got.shape == (m, 300)
+    np.testing.assert_allclose(got, twin, atol=1e-6)
+    ivf = IvfIndex.from_labels(cent, np.full(10, -1, np.int64), Int8Matrix.quantize(_unit_rows(rng, 10, 384)),
+                               n_fit=10)
+    for nprobe in (1, 17, 64):
+        _, _, ptr, probes, _ = ivf._probes(q, nprobe)
+        for i in range(m):
+            want = np.argsort(-twin[i], kind="stable")[:nprobe]
+            assert sorted(probes[ptr[i]:ptr[i + 1]].tolist()) == sorted(want.tolist())
 
 
 def test_ivf_table_in_the_old_column_order_still_loads(tmp_path):

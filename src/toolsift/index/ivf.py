@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..config import IndexConfig
     from .dense_field import DenseField
 
-__all__ = ["IvfIndex", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
+__all__ = ["IvfIndex", "centroid_sims", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
 
 #: k-means iterations on the sample (spherical k-means converges in a few; more did
 #: not change recall measurably, docs/dense.md).
@@ -262,7 +262,10 @@ class IvfIndex:
         q = np.ascontiguousarray(queries, dtype=np.float32)
         m, k = q.shape[0], self.n_lists
         p = min(max(int(nprobe), 1), k)
-        sims = q @ self.centroids.T
+        # NumPy's own loops, not BLAS: a matmul this small runs on OpenBLAS's threads by
+        # default, whose workers then spin after every call (at 1M tools they cost ~9 ms of
+        # CPU a query on two cores, more than the whole search; scale-1M-2026-11-28c.md).
+        sims = centroid_sims(q, self.centroids)
         probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
                   else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
         from ..kernels.int8 import quantize_rows
@@ -322,6 +325,12 @@ class IvfIndex:
         return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], ids,
                    arrays["list_codes"].reshape(-1, dim), arrays["list_scales"], n_fit=int(info[1]),
                    _keepalive=table)
+
+
+def centroid_sims(q: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """``float32[m, k]``: ``q @ centroids.T`` (float32 rows) without BLAS, so a search
+    never wakes a BLAS thread pool (the same products, summed in another order: ~1e-7)."""
+    return np.einsum("id,kd->ik", q, centroids)
 
 
 def _assign(codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:

@@ -48,6 +48,7 @@ from .kernels.params import ScoringParams
 from .schema import FIELDS, Catalog, Query, Tool
 from .scores import FieldScores
 from .search import Hit, QueryLike, as_query, check_explain, check_k
+from .search.evidence import floor_record
 from .search.request import complete_ranking, graph_of, search_many, search_one
 
 __all__ = ["Dependency", "Hit", "QueryLike", "ToolIndex", "UnrecordedEncoderWarning", "get_encoder"]
@@ -72,7 +73,8 @@ class ToolIndex:
                  fields: dict[str, FieldIndex], *, tokens: DocumentTokens | None = None,
                  dense: dict[str, DenseField] | None = None, graph: ToolGraph | None = None,
                  query_table: QueryTable | None = None, encoder_info: dict[str, Any] | None = None,
-                 doc_encoder: Any = None, embed_cache: EmbedCacheArg = None) -> None:
+                 doc_encoder: Any = None, embed_cache: EmbedCacheArg = None,
+                 null_floors: dict[str, Any] | None = None) -> None:
         self._config = config
         # The encoder that made the dense vectors ({"fingerprint", "dim"}), recorded on save;
         # the encoder object updates use (None: get_encoder); the embedding cache they use.
@@ -88,6 +90,7 @@ class ToolIndex:
         self._state.graph = graph
         # The static query table refitted on this catalogue's documents (docs/dense.md).
         self._state.query_table = query_table
+        self._state.null_floors = null_floors  # recorded by a save (toolsift.search.evidence)
         # Writers (add/remove/replace) are serialised; readers never lock: each search
         # takes one reference to the current immutable state and uses only that.
         self._write_lock = threading.Lock()
@@ -274,7 +277,7 @@ class ToolIndex:
         return ToolIndex(st.catalog, self._config.with_params(params, structured=structured), st.vocab, st.fields,
                          tokens=st.tokens, dense=st.dense, graph=st.graph, query_table=st.query_table,
                          encoder_info=self._encoder_info, doc_encoder=self._doc_encoder,
-                         embed_cache=self._embed_cache)
+                         embed_cache=self._embed_cache, null_floors=st.null_floors)
 
     def dependencies(self, tool_id: str, *, direction: str = "in") -> list[Dependency]:
         """Edges of the tool graph at ``tool_id``: what it depends on, or what depends on it.
@@ -439,7 +442,10 @@ class ToolIndex:
         """
         # The tool graph is saved when it has been built (build(graph=True), dependencies(),
         # a completed search); an index saved without it builds it on first use.
-        return save_index(path, self._state, self._config, encoder=self._encoder_info)
+        # So are the dense fields' null floors (made now if no search has needed them yet).
+        st = self._state
+        return save_index(path, st, self._config, encoder=self._encoder_info,
+                          null_floors=floor_record(st, self._config))
 
     @property
     def encoder_info(self) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ def open_index(path: str | os.PathLike, *, mmap: bool, verify: bool, reencode: b
     (see :meth:`toolsift.ToolIndex.load` for the arguments and the errors)."""
     got = load_index(path, mmap=mmap, verify=verify)
     dense, info = got.dense, got.encoder
-    qt = got.query_table
+    qt, floors = got.query_table, got.null_floors
     if got.config.uses_dense:
         current = config_fingerprint(got.config)
         stale = info is None or current is None or info["fingerprint"] != current
@@ -41,6 +41,7 @@ def open_index(path: str | os.PathLike, *, mmap: bool, verify: bool, reencode: b
                 qt = build_query_table(got.catalog, got.config, dense)
             dense = fields_with_ivf(dense, got.config) if dense else dense
             info = encoder_record(enc)
+            floors = None  # made for the old vectors
         elif info is None:
             warnings.warn(f"{path}: the index records no encoder (saved by an older toolsift); its vectors "
                           f"are assumed to be the current encoder's ({current}). "
@@ -55,4 +56,4 @@ def open_index(path: str | os.PathLike, *, mmap: bool, verify: bool, reencode: b
         # config, so this runs only for a hand-edited config: refit from the vectors.
         qt = build_query_table(got.catalog, got.config, dense)
     return dict(catalog=got.catalog, config=got.config, vocab=got.vocab, fields=got.fields, dense=dense,
-                graph=got.graph, query_table=qt, encoder_info=info, embed_cache=embed_cache)
+                graph=got.graph, query_table=qt, encoder_info=info, embed_cache=embed_cache, null_floors=floors)

@@ -9,8 +9,9 @@ dense field, ``ivf.NAME.arrow`` per dense field with an IVF index
 graph's edges and per-tool families, :mod:`toolsift.index.graph`; an index saved
 without it builds the graph on first use), ``query_table.arrow`` (a hybrid index's
 static query rows refitted on its documents, :mod:`toolsift.index.query_table`), with a
-``manifest.json`` holding the config, counts and every file's size and SHA-256 (see
-:mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
+``manifest.json`` holding the config, counts, the dense fields' null floors
+(:func:`toolsift.search.evidence.floor_record`; an index saved without them makes them on
+first use) and every file's size and SHA-256 (see :mod:`toolsift.index.store`: the files live in a versioned subfolder and a save commits
 by atomically replacing the manifest).
 """
 
@@ -66,15 +67,20 @@ class LoadedIndex(NamedTuple):
     #: (``{"fingerprint": str, "dim": int}``), ``None`` when it has none (a BM25 index, or
     #: one saved before encoders were recorded).
     encoder: dict[str, Any] | None = None
+    #: The manifest's null floors (``{"settings": dict, "fields": {field: float}}``,
+    #: :func:`toolsift.search.evidence.floor_record`), ``None`` when it has none.
+    null_floors: dict[str, Any] | None = None
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
-               encoder: dict[str, Any] | None = None) -> Path:
+               encoder: dict[str, Any] | None = None, null_floors: dict[str, Any] | None = None) -> Path:
     """Write index state ``st`` to directory ``path`` atomically (replacing an existing one).
 
     ``encoder`` (``{"fingerprint", "dim"}``, :func:`toolsift.index.embed.encoder_record`)
     is recorded in the manifest when the index has dense fields, so a load can tell
-    whether the encoder in use made its vectors.
+    whether the encoder in use made its vectors; so are ``null_floors``
+    (:func:`toolsift.search.evidence.floor_record`), so a loaded index's first search
+    need not make them.
 
     Returns:
         The absolute path written.
@@ -113,6 +119,8 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
     }
     if st.dense and encoder is not None:
         manifest["encoder"] = {"fingerprint": str(encoder["fingerprint"]), "dim": int(encoder["dim"])}
+    if st.dense and null_floors is not None:
+        manifest["null_floors"] = null_floors
     if st.graph is not None:
         manifest["graph"] = {"n_edges": len(st.graph)}
     return write_index_dir(path, tables, manifest)
@@ -130,6 +138,18 @@ def _encoder_record(manifest: dict, dense: dict[str, DenseField], where: str) ->
             raise IndexCorruptError(f"{where}: dense.{name}.arrow has width {dn.matrix.codes.shape[1]}, "
                                     f"the manifest's encoder {dim}")
     return {"fingerprint": fp, "dim": dim}
+
+
+def _floor_record(manifest: dict, dense: dict[str, DenseField], where: str) -> dict[str, Any] | None:
+    rec = manifest.get("null_floors")
+    if rec is None:
+        return None
+    settings, fields = (rec.get("settings"), rec.get("fields")) if isinstance(rec, dict) else (None, None)
+    if (not isinstance(settings, dict) or not isinstance(fields, dict) or not set(fields) <= set(dense)
+            or not all(type(v) is float and -1.0 <= v <= 1.0 for v in fields.values())):
+        raise IndexCorruptError(f"{where}: manifest.json 'null_floors' is not {{settings: {{...}}, fields: "
+                                f"{{dense field: cosine}}}}: {rec!r}")
+    return {"settings": settings, "fields": fields}
 
 
 #: Times a load starts over when a concurrent save replaced the index under it.
@@ -276,4 +296,4 @@ def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mma
         qt = QueryTable.from_arrow(open_table(ddir, "query_table.arrow", mmap=False, save_id=sid),
                                    where=f"{ddir}/query_table.arrow")
     return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt,
-                       _encoder_record(manifest, dense, str(path)))
+                       _encoder_record(manifest, dense, str(path)), _floor_record(manifest, dense, str(path)))

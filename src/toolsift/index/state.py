@@ -70,6 +70,9 @@ class IndexState:
         self.graph: ToolGraph | None = None
         # The static query encoder's table (toolsift.index.query_table), set by ToolIndex.
         self.query_table: QueryTable | None = None
+        # The dense fields' null floors a saved index recorded, {"settings", "fields"}
+        # (toolsift.search.evidence.saved_floors), set by ToolIndex for a loaded index.
+        self.null_floors: dict[str, Any] | None = None
 
     def param_groups(self) -> np.ndarray:
         """The tool of each parameter document."""

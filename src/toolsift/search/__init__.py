@@ -24,7 +24,7 @@ from .explain import explain_hits, explain_ranked
 from .hits import Hit, rank
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
-from .evidence import null_floor
+from .evidence import null_floor, saved_floors
 from .retrievers import FieldRetriever, dense_half, retriever_for
 from .score import score
 
@@ -51,12 +51,16 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     if got is None:
         # Concurrent first searches may both build it: same value, last one kept.
         got = {f: retriever_for(f, st.fields[f], st.dense.get(f), config) for f in FIELDS}
-        for r in got.values():
+        saved = saved_floors(st, config)
+        for f, r in got.items():
             half = dense_half(r)
             if half is not None:
-                # What a dense candidate's cosine must beat to count as matched (.evidence),
-                # made when a search first needs it.
-                half.floor_source = partial(null_floor, half, st, config)
+                # What a dense candidate's cosine must beat to count as matched (.evidence):
+                # the one the index was saved with, else made when a search first needs it.
+                if f in saved:
+                    half.null_floor = saved[f]
+                else:
+                    half.floor_source = partial(null_floor, half, st, config)
         st.retrievers[key] = got
     return got
 

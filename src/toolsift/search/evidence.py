@@ -8,7 +8,10 @@ random character strings (a fixed seed) reaches on the field's tools, through th
 query encoder and candidate path as a search. For a query drawn like those strings, the
 chance that its best cosine beats all of theirs is 1 / (``NULL_TEXTS`` + 1) per field
 (exchangeability), whatever the catalogue; nothing here is fitted to a benchmark. The
-floor is computed once per retriever (so per index state and settings), on first use.
+floor is computed once per retriever (so per index state and settings), on first use,
+unless the index was loaded with floors its save recorded for the same settings
+(:func:`floor_record`, :func:`saved_floors`): a fresh process's first weak hit then
+costs nothing.
 
 Ranking does not depend on it: the candidates are the same, only ``Hit.matched``
 (and what reads it) changes. docs/dense.md "Gibberish" has the measurements.
@@ -16,10 +19,11 @@ Ranking does not depend on it: the candidates are the same, only ``Hit.matched``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._version import __version__
 from ..analyze import TermBatch
 from ..csr import ranges, row_of
 from ..schema import FIELDS
@@ -30,7 +34,8 @@ if TYPE_CHECKING:
     from ..index.state import IndexState
     from .retrievers import DenseRetriever
 
-__all__ = ["NULL_TEXTS", "dense_evidence", "hit_evidence", "null_floor", "null_texts"]
+__all__ = ["NULL_TEXTS", "dense_evidence", "floor_record", "floor_settings", "hit_evidence", "null_floor",
+           "null_texts", "saved_floors"]
 
 #: How many random strings set a field's null floor (false-match rate ~1/(n+1) per field).
 NULL_TEXTS = 200
@@ -72,6 +77,37 @@ def null_floor(retriever: DenseRetriever, st: IndexState, config: IndexConfig) -
     c_ptr, ids = retriever.candidates(ft, 1)
     sims = retriever.gather(ft, c_ptr, ids, docs=False) if ids.size else np.zeros(0, np.float32)
     return float(sims.max()) if sims.size else 0.0
+
+
+def floor_settings(config: IndexConfig) -> dict[str, Any]:
+    """What a field's null floor depends on besides the index's own vectors and query
+    table: the query encoder, the IVF lists probed (:func:`null_floor` takes each null
+    string's best candidate the way a search finds it) and the toolsift version (whose
+    shipped static table embeds the strings). JSON values, as a saved index records them."""
+    return {"toolsift": __version__, "query_encoder": config.query_encoder, "encoder": config.encoder,
+            "static_table": config.static_table, "ivf_nprobe": config.ivf_nprobe}
+
+
+def saved_floors(st: IndexState, config: IndexConfig) -> dict[str, float]:
+    """The null floors (field -> floor) ``st``'s saved index recorded for ``config``'s
+    :func:`floor_settings`; empty when it recorded none (an index saved before floors were
+    saved, an updated or re-encoded state) or recorded them for other settings."""
+    rec = getattr(st, "null_floors", None)
+    return rec["fields"] if rec is not None and rec["settings"] == floor_settings(config) else {}
+
+
+def floor_record(st: IndexState, config: IndexConfig) -> dict[str, Any] | None:
+    """``{"settings": floor_settings(config), "fields": {field: floor}}`` for every dense
+    field of ``st`` (each made now unless a search or the load already has it), what a
+    save records; ``None`` for an index without dense fields."""
+    if not st.dense:
+        return None
+    from . import retrievers  # the floors the searches use, made by the same retrievers
+    from .retrievers import dense_half
+
+    halves = {f: dense_half(r) for f, r in retrievers(st, config).items()}
+    return {"settings": floor_settings(config),
+            "fields": {f: float(h.null_floor) for f, h in halves.items() if h is not None}}
 
 
 def dense_evidence(retriever: DenseRetriever, ft: FieldTexts, ptr: np.ndarray, ids: np.ndarray, floor: float

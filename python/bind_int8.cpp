@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -99,6 +100,9 @@ struct Coarse {
   I8Array codes;
   F32Array scales;
   toolsift::Int8Coarse c;
+  // Built over rows `rows` of codes (an IVF's list_ids; checked once, here), or over all.
+  std::optional<I64Array> rows;
+  std::vector<float> row_scales;  // scales[rows], in that order
 };
 
 // Whether no writable array reaches a's memory (a, its base, its base's base...), as
@@ -113,7 +117,7 @@ bool never_written(const py::array& a) {
   return true;
 }
 
-std::unique_ptr<Coarse> int8_coarse(const I8Array& codes, const F32Array& scales) {
+std::unique_ptr<Coarse> int8_coarse(const I8Array& codes, const F32Array& scales, const py::object& rows_in) {
   if (!never_written(codes) || !never_written(scales)) {
     throw std::invalid_argument("int8_coarse needs read-only codes and scales (the prefilter must not go stale)");
   }
@@ -132,11 +136,31 @@ std::unique_ptr<Coarse> int8_coarse(const I8Array& codes, const F32Array& scales
       throw std::invalid_argument("scales[" + std::to_string(j) + "] must be finite and >= 0");
     }
   }
-  auto out = std::make_unique<Coarse>(Coarse{codes, scales, {}});
+  auto out = std::make_unique<Coarse>(Coarse{codes, scales, {}, std::nullopt, {}});
   const toolsift::Int8Rows rows{codes.data(), sc, static_cast<std::size_t>(codes.shape(0)), d};
-  {
+  if (rows_in.is_none()) {
     py::gil_scoped_release release;
     out->c = toolsift::int8_coarse_build(rows);
+    return out;
+  }
+  // A prefilter of the rows `rows` (an IVF's list_ids, which int8_probe_top_rows then reads
+  // through): read-only for good, so checked here once and never again.
+  const auto take = rows_in.cast<I64Array>();
+  if (!never_written(take)) throw std::invalid_argument("int8_coarse needs read-only rows (checked once)");
+  require_1d(take, "rows");
+  const int64_t* t = take.data();
+  out->row_scales.resize(static_cast<std::size_t>(take.shape(0)));
+  for (py::ssize_t j = 0; j < take.shape(0); ++j) {
+    if (t[j] < 0 || t[j] >= codes.shape(0)) {
+      throw std::invalid_argument("rows[" + std::to_string(j) + "]=" + std::to_string(t[j]) + " out of range for " +
+                                  std::to_string(codes.shape(0)) + " rows");
+    }
+    out->row_scales[static_cast<std::size_t>(j)] = sc[t[j]];
+  }
+  out->rows = take;
+  {
+    py::gil_scoped_release release;
+    out->c = toolsift::int8_coarse_build_rows(rows, t, static_cast<std::size_t>(take.shape(0)));
   }
   return out;
 }
@@ -149,6 +173,7 @@ const Coarse* coarse_for(const py::object& coarse_in, const Int8Args& a) {
     throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
   }
   const Coarse* coarse = &coarse_in.cast<const Coarse&>();
+  if (coarse->rows) throw std::invalid_argument("coarse was built over chosen rows: int8_probe_top_rows takes it");
   if (coarse->codes.data() != a.codes.data() || coarse->codes.shape(0) != a.n || coarse->codes.shape(1) != a.d ||
       coarse->scales.data() != a.scales.data()) {
     throw std::invalid_argument("coarse was built from other codes or scales than these");
@@ -286,6 +311,61 @@ py::tuple int8_probe_top(const I8Array& q_codes_in, const F32Array& q_scales_in,
   return py::make_tuple(out, counts);
 }
 
+// An IVF probe and its top-n over lists that keep no copy of their rows (toolsift/
+// int8_coarse.h int8_probe_top_rows): `codes`, `scales` are the field's matrix, list_ids
+// its rows in list order, `coarse` int8_coarse(codes, scales, rows=list_ids), which
+// checked those ids once. (ids int64[m, n], counts int64[m]): matrix rows, best first.
+py::tuple int8_probe_top_rows(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& codes_in,
+                              const F32Array& scales_in, const I64Array& list_ptr_in, const I64Array& list_ids_in,
+                              const I64Array& probe_ptr_in, const I64Array& probes_in, py::ssize_t n, int threads,
+                              const py::object& coarse_in) {
+  const Int8Args a(q_codes_in, q_scales_in, codes_in, scales_in);
+  if (!py::isinstance<Coarse>(coarse_in)) throw py::type_error("coarse must be an Int8Coarse built with rows=");
+  const Coarse& coarse = coarse_in.cast<const Coarse&>();
+  const I64Array list_ids = frozen(list_ids_in);
+  if (!coarse.rows || coarse.rows->data() != list_ids.data() || coarse.rows->shape(0) != list_ids.shape(0) ||
+      coarse.codes.data() != a.codes.data() || coarse.codes.shape(0) != a.n || coarse.codes.shape(1) != a.d ||
+      coarse.scales.data() != a.scales.data()) {
+    throw std::invalid_argument("coarse was not built from these codes, scales and list_ids (rows=list_ids)");
+  }
+  const I64Array list_ptr = frozen(list_ptr_in), probe_ptr = stable(probe_ptr_in), probes = stable(probes_in);
+  for (const auto* arr : {&list_ptr, &probe_ptr, &probes}) require_1d(*arr, "IVF arrays");
+  const auto n_listed = static_cast<std::size_t>(list_ids.shape(0));
+  if (list_ptr.shape(0) < 1) throw std::invalid_argument("list_ptr needs n_lists + 1 entries");
+  const auto n_lists = static_cast<std::size_t>(list_ptr.shape(0) - 1);
+  toolsift::check_csr({list_ptr.data(), list_ids.data(), n_listed}, n_lists, "list_ptr");
+  if (probe_ptr.shape(0) != a.m + 1) throw std::invalid_argument("probe_ptr must have one entry per query + 1");
+  toolsift::check_csr({probe_ptr.data(), probes.data(), static_cast<std::size_t>(probes.shape(0))},
+                      static_cast<std::size_t>(a.m), "probe_ptr");
+  for (py::ssize_t p = 0; p < probes.shape(0); ++p) {
+    const int64_t l = probes.data()[p];
+    if (l < 0 || static_cast<std::size_t>(l) >= n_lists) {
+      throw std::invalid_argument("probes[" + std::to_string(p) + "]=" + std::to_string(l) + " is not a list (" +
+                                  std::to_string(n_lists) + " lists)");
+    }
+  }
+  const float* qs = a.q_scales.data();
+  for (py::ssize_t i = 0; i < a.m; ++i) {
+    if (!(qs[i] >= 0.0f && qs[i] <= std::numeric_limits<float>::max())) {
+      throw std::invalid_argument("q_scales[" + std::to_string(i) + "] must be finite and >= 0");
+    }
+  }
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  n = std::min<py::ssize_t>(n, std::max<py::ssize_t>(static_cast<py::ssize_t>(n_listed), 1));
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(n), 8.0, "int8_probe_top_rows");
+  py::array_t<int64_t> out({a.m, n});
+  py::array_t<int64_t> counts(a.m);
+  int64_t* dst = out.mutable_data();
+  int64_t* cnt = counts.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::int8_probe_top_rows(a.q_codes.data(), qs, a.queries(), a.rows(), coarse.row_scales.data(), coarse.c,
+                                  list_ptr.data(), list_ids.data(), n_listed, probe_ptr.data(), probes.data(),
+                                  static_cast<std::size_t>(n), dst, cnt, threads);
+  }
+  return py::make_tuple(out, counts);
+}
+
 }  // namespace
 
 void register_int8(py::module_& m) {
@@ -304,8 +384,17 @@ void register_int8(py::module_& m) {
       .def_property_readonly("nbytes", [](const Coarse& c) {
         return c.c.nibbles.size() + c.c.resid_norm.size() * sizeof(float);
       });
-  m.def("int8_coarse", &int8_coarse, py::arg("codes"), py::arg("scales"),
-        "Build the exact top-n prefilter of read-only int8 codes and scales, for int8_top(coarse=...).");
+  m.def("int8_coarse", &int8_coarse, py::arg("codes"), py::arg("scales"), py::kw_only(),
+        py::arg("rows") = py::none(),
+        "Build the exact top-n prefilter of read-only int8 codes and scales, for int8_top(coarse=...); with "
+        "rows (read-only int64 row ids, an IVF's list_ids) the prefilter of codes[rows], for "
+        "int8_probe_top_rows(coarse=...).");
+  m.def("int8_probe_top_rows", &int8_probe_top_rows, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"),
+        py::arg("scales"), py::arg("list_ptr"), py::arg("list_ids"), py::arg("probe_ptr"), py::arg("probes"),
+        py::arg("n"), py::kw_only(), py::arg("threads") = 1, py::arg("coarse"),
+        "IVF probe and selection over lists holding no copy of their rows: codes/scales are the field's matrix, "
+        "list_ids its rows in list order, coarse = int8_coarse(codes, scales, rows=list_ids). Per query the best "
+        "n matrix rows with a positive score, best first: (ids int64[m, n], counts int64[m]).");
   m.def("int8_coarse_supported", &toolsift::int8_coarse_supported,
         "Whether this CPU runs the prefiltered scan (elsewhere int8_top ignores coarse: same result).");
   m.def("int8_top", &int8_top, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),

@@ -236,3 +236,72 @@ def test_probe_top_rejects_a_prefilter_of_other_rows():
         _core.int8_probe_top(q, qs, codes, scales, *args, coarse=_core.int8_coarse(other, other_scales))
     with pytest.raises(TypeError, match="Int8Coarse"):
         _core.int8_probe_top(q, qs, codes, scales, *args, coarse="no")
+
+
+# ------------------------------------------------- IVF lists without a row copy (int8_probe_top_rows)
+
+@pytest.mark.parametrize("kind", ["normal", "wide", "equal", "sparse"])
+@pytest.mark.parametrize("n", [1, 7, 30, 500])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_probe_top_rows_equals_the_twin_and_the_list_copy(kind, n, threads):
+    """IVF lists that hold row ids only: the prefilter is built over the matrix's listed
+    rows in list order (``int8_coarse(rows=list_ids)``) and the int8 rows are read from
+    the matrix. The ids are the twin's over exactly the probed rows (best first, ties to
+    the lower id) and those of the probe over a list-order copy with its own prefilter;
+    the two prefilters are the same codebook and size."""
+    rng = np.random.default_rng(hash(("rows", kind, n)) % 2**32)
+    n_rows, d, k = 900, 96, 23
+    codes, scales, _ = _matrix(rng, n_rows, d, kind)
+    listed = np.sort(rng.choice(n_rows, 700, replace=False))  # 200 rows in no list
+    sizes = rng.multinomial(listed.size, rng.dirichlet(np.ones(k) * 0.7))
+    sizes[4] += sizes[3]
+    sizes[3] = 0  # an empty list
+    list_ptr = freeze(np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
+    list_ids = freeze(rng.permutation(listed).astype(np.int64))
+    q_codes = rng.normal(0, 40, (6, d)).clip(-127, 127).astype(np.int8)
+    q_codes[5] = 0  # a zero query: nothing positive
+    q_scales = rng.uniform(0.001, 0.01, 6).astype(np.float32)
+    probes = [rng.choice(k, p, replace=False) for p in (1, 3, 8, k, 5, 4)]
+    probe_ptr = np.concatenate(([0], np.cumsum([p.size for p in probes]))).astype(np.int64)
+    flat = np.concatenate(probes).astype(np.int64)
+    coarse = _core.int8_coarse(codes, scales, rows=list_ids)
+    ids, counts = _core.int8_probe_top_rows(q_codes, q_scales, codes, scales, list_ptr, list_ids, probe_ptr, flat,
+                                            n, threads=threads, coarse=coarse)
+    copy_codes, copy_scales = freeze(codes[list_ids]), freeze(scales[list_ids])
+    copy_coarse = _core.int8_coarse(copy_codes, copy_scales)
+    assert coarse.levels == copy_coarse.levels and coarse.nbytes == copy_coarse.nbytes
+    by_copy, copy_counts = _core.int8_probe_top(q_codes, q_scales, copy_codes, copy_scales, list_ptr, list_ids,
+                                                probe_ptr, flat, n, threads=threads, coarse=copy_coarse)
+    for i, p in enumerate(probes):
+        rows = np.concatenate([list_ids[list_ptr[c]:list_ptr[c + 1]] for c in p])
+        want = twin_top(q_codes[i:i + 1], q_scales[i:i + 1], codes[rows], scales[rows], rows, n)[0]
+        assert ids[i, :counts[i]].tolist() == want.tolist()
+        assert by_copy[i, :copy_counts[i]].tolist() == want.tolist()
+
+
+def test_probe_top_rows_checks_its_prefilter_and_rows():
+    rng = np.random.default_rng(6)
+    codes, scales, _ = _matrix(rng, 64, 32, "normal")
+    list_ids = freeze(np.arange(63, -1, -1, dtype=np.int64))
+    q, qs = codes[:2].copy(), np.ones(2, np.float32)
+    args = (np.array([0, 30, 64], np.int64), list_ids, np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64), 5)
+    coarse = _core.int8_coarse(codes, scales, rows=list_ids)
+    ids, counts = _core.int8_probe_top_rows(q, qs, codes, scales, *args, coarse=coarse)
+    for i, rows in enumerate((np.arange(63, 33, -1), np.arange(33, -1, -1))):  # list 0 holds rows 63..34
+        want = twin_top(q[i:i + 1], qs[i:i + 1], codes[rows], scales[rows], rows, 5)[0]
+        assert ids[i, :counts[i]].tolist() == want.tolist()
+    assert counts[0] == 5
+    with pytest.raises(ValueError, match="rows=list_ids"):  # a prefilter of all rows, not of the lists
+        _core.int8_probe_top_rows(q, qs, codes, scales, *args, coarse=_core.int8_coarse(codes, scales))
+    with pytest.raises(ValueError, match="rows=list_ids"):  # other list ids than the prefilter's
+        _core.int8_probe_top_rows(q, qs, codes, scales, args[0], freeze(list_ids.copy()), *args[2:], coarse=coarse)
+    with pytest.raises(TypeError, match="Int8Coarse"):
+        _core.int8_probe_top_rows(q, qs, codes, scales, *args, coarse=None)
+    with pytest.raises(ValueError, match="chosen rows"):  # int8_top takes no prefilter of chosen rows
+        _core.int8_top(q, qs, codes, scales, np.arange(64, dtype=np.int64), 5, coarse=coarse)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.int8_coarse(codes, scales, rows=freeze(np.array([0, 64], np.int64)))
+    with pytest.raises(ValueError, match="read-only rows"):
+        _core.int8_coarse(codes, scales, rows=np.arange(4, dtype=np.int64))
+    with pytest.raises(ValueError, match="is not a list"):
+        _core.int8_probe_top_rows(q, qs, codes, scales, *args[:3], np.array([0, 2], np.int64), 5, coarse=coarse)

@@ -70,7 +70,7 @@ def test_core_probe_matches_numpy_twin(m, n, k, p, threads):
     probe_ptr = np.arange(0, m * p + 1, p, dtype=np.int64)
     ref_ptr, ref_s, ref_r = probe_reference(qc, qs, codes, scales, ivf.list_ptr, ivf.list_ids, probe_ptr,
                                             probes.reshape(-1))
-    ptr, scores, rows = _core.int8_probe(qc, qs, ivf.list_codes, ivf.list_scales, ivf.list_ptr, ivf.list_ids,
+    ptr, scores, rows = _core.int8_probe(qc, qs, ivf.lists().codes, ivf.lists().scales, ivf.list_ptr, ivf.list_ids,
                                          probe_ptr, probes.reshape(-1), threads=threads)
     np.testing.assert_array_equal(ptr, ref_ptr)
     np.testing.assert_array_equal(rows, ref_r)
@@ -90,16 +90,16 @@ def test_core_probe_rejects_bad_lists_and_probes(call):
     ok = dict(list_ptr=ivf.list_ptr, list_ids=ivf.list_ids, probe_ptr=np.array([0, 1, 2]), probes=np.array([0, 2]))
     extra = {"n": 4} if call == "int8_probe_top" else {}
     fn = getattr(_core, call)
-    got = fn(qc, qs, ivf.list_codes, ivf.list_scales, **ok, **extra)
+    got = fn(qc, qs, ivf.lists().codes, ivf.lists().scales, **ok, **extra)
     if call == "int8_probe_top":
         assert got[0].shape == (2, 4) and got[1].shape == (2,)
         with pytest.raises(ValueError, match="n must be"):
-            fn(qc, qs, ivf.list_codes, ivf.list_scales, **ok, n=0)
+            fn(qc, qs, ivf.lists().codes, ivf.lists().scales, **ok, n=0)
     for bad in ({"probes": np.array([0, 3])}, {"probes": np.array([-1, 0])}, {"probe_ptr": np.array([0, 3, 2])},
                 {"probe_ptr": np.array([0, 1])}, {"list_ptr": np.array([0, 5, 4, 20])},
                 {"list_ids": ivf.list_ids[:-1]}):
         with pytest.raises(ValueError):
-            fn(qc, qs, ivf.list_codes, ivf.list_scales, **{**ok, **bad}, **extra)
+            fn(qc, qs, ivf.lists().codes, ivf.lists().scales, **{**ok, **bad}, **extra)
 
 
 @pytest.mark.parametrize("n", [1, 5, 40, 1000])
@@ -142,10 +142,11 @@ def test_probed_lists_are_the_nearest_centroids_by_a_float64_twin(m):
             assert sorted(probes[ptr[i]:ptr[i + 1]].tolist()) == sorted(want.tolist())
 
 
-def test_ivf_table_in_the_old_column_order_still_loads(tmp_path):
-    """Files written before list_codes moved to the front (to be aligned in the file) name
-    the same columns in another order: they load, and their codes are copied into aligned
-    memory when the file left them off a cache line."""
+@pytest.mark.parametrize("order", ["old", "aligned"])
+def test_ivf_table_of_format_2_still_loads(tmp_path, order):
+    """IVF files written before format 3 also hold a list-order copy of the rows
+    (``list_codes``, ``list_scales``; first in the later files, to be aligned): they load,
+    the copy is not read, and the probes are the same."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -153,16 +154,47 @@ def test_ivf_table_in_the_old_column_order_still_loads(tmp_path):
     m = Int8Matrix.quantize(_unit_rows(rng, 300, 64))
     ivf = IvfIndex.fit(m, n_lists=7)
     t = ivf.to_arrow()
-    old = t.select(["centroids", "list_ptr", "list_ids", "list_codes", "list_scales", "info"])
+    assert t.column_names == ["centroids", "list_ptr", "list_ids", "info"]
+    lists = ivf.lists()
+    copy = {"list_codes": pa.array([lists.codes.reshape(-1)], pa.large_list(pa.int8())),
+            "list_scales": pa.array([lists.scales], pa.large_list(pa.float32()))}
+    names = (["centroids", "list_ptr", "list_ids", "list_codes", "list_scales", "info"] if order == "old"
+             else ["list_codes", "centroids", "list_ptr", "list_ids", "list_scales", "info"])
+    old = pa.table({n: copy[n] if n in copy else t.column(n) for n in names})
     path = tmp_path / "ivf.arrow"
     with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, old.schema) as w:
         w.write_table(old)
-    back = IvfIndex.from_arrow(ipc.open_file(pa.memory_map(str(path))).read_all(), n_rows=300, dim=64)
-    for name in ("list_ptr", "list_ids", "list_codes", "list_scales", "centroids"):
+    back = IvfIndex.from_arrow(ipc.open_file(pa.memory_map(str(path))).read_all(), matrix=m)
+    for name in ("list_ptr", "list_ids", "centroids"):
         np.testing.assert_array_equal(getattr(back, name), getattr(ivf, name))
-    assert back.list_codes.ctypes.data % 64 == 0 and not back.list_codes.flags.writeable
+    assert back.matrix is m and back._lists is None
     q = _unit_rows(rng, 3, 64)
     assert [g.tolist() for g in back.probe_top(q, 10, 3)] == [g.tolist() for g in ivf.probe_top(q, 10, 3)]
+
+
+@pytest.mark.parametrize("n", [1, 10, 100])
+def test_probe_top_through_the_prefilter_reads_no_list_copy(n, monkeypatch):
+    """With the prefilter (made here at any size), a probe reads the listed rows' 4-bit
+    codes and the matrix's own int8 rows: no list-order copy is made, and the ids are
+    those of the plain probe over the copy (the path without the prefilter)."""
+    import toolsift.index.dense_field as dense_field
+
+    monkeypatch.setattr(dense_field, "COARSE_MIN_ROWS", 0)
+    rng = np.random.default_rng(n)
+    x = _unit_rows(rng, 2000, 64, zero_rows=range(0, 2000, 13))
+    x[500:540] = x[500]  # equal scores: the lower id wins
+    m = Int8Matrix.quantize(x)
+    ivf = IvfIndex.fit(m, n_lists=30)
+    q = _unit_rows(rng, 5, 64)
+    q[4] = x[500]
+    got = ivf.probe_top(q, n, 7)
+    # (A CPU without AVX-512 VBMI/VNNI has no prefilter: it probes the list copy.)
+    supported = _core.int8_coarse_supported()
+    assert (ivf.coarse() is not None) == supported and (ivf._lists is None) == supported
+    monkeypatch.setattr(dense_field, "PREFILTER", False)
+    plain = ivf.probe_top(q, n, 7)
+    assert ivf._lists is not None
+    assert [sorted(g.tolist()) for g in got] == [sorted(p.tolist()) for p in plain]
 
 
 def test_probe_of_every_list_is_the_exact_scan():
@@ -333,8 +365,9 @@ def _check_lists(dn: DenseField) -> None:
     """Every non-zero row in exactly one list, nothing else listed."""
     live = np.flatnonzero(dn.matrix.scales > 0)
     assert sorted(dn.ivf.list_ids.tolist()) == live.tolist()
-    np.testing.assert_array_equal(dn.ivf.list_codes, dn.matrix.codes[dn.ivf.list_ids])
-    np.testing.assert_array_equal(dn.ivf.list_scales, dn.matrix.scales[dn.ivf.list_ids])
+    assert dn.ivf.matrix is dn.matrix
+    np.testing.assert_array_equal(dn.ivf.lists().codes, dn.matrix.codes[dn.ivf.list_ids])
+    np.testing.assert_array_equal(dn.ivf.lists().scales, dn.matrix.scales[dn.ivf.list_ids])
 
 
 def test_build_attaches_ivf_above_the_threshold_only(hashed):
@@ -388,12 +421,13 @@ def test_save_load_round_trip_zero_copy_and_same_hits(hashed, tmp_path):
         assert got.ivf.n_fit == dn.ivf.n_fit
         # Zero-copy: the lists are views of the memory-mapped Arrow buffers.
         table = got.ivf._keepalive
-        for col in ("list_ids", "list_codes", "list_scales"):
+        for col in ("list_ptr", "list_ids"):
             assert getattr(got.ivf, col).ctypes.data == table.column(col).chunk(0).values.buffers()[1].address
-        np.testing.assert_array_equal(got.ivf.list_codes, dn.ivf.list_codes)
         assert not got.ivf.list_ids.flags.writeable
+        # The lists index the loaded field's own rows (format 3: no copy of them in the file).
+        assert got.ivf.matrix is got.matrix and "list_codes" not in table.column_names
         # The files put the scanned rows on a cache line (align_in_file): mapped as they are.
-        assert got.ivf.list_codes.ctypes.data % 64 == 0 and got.matrix.codes.ctypes.data % 64 == 0
+        assert got.matrix.codes.ctypes.data % 64 == 0
     for q in ["send item 12", "translate a result", "book example"]:
         assert [(h.id, h.score) for h in loaded.search(q, k=10)] == [(h.id, h.score) for h in index.search(q, k=10)]
 

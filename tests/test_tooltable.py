@@ -51,7 +51,7 @@ def count_decodes(monkeypatch):
 def test_round_trip_equals_the_built_index(apibank_tools, tmp_path):
     built = ToolIndex.build(apibank_tools)
     path = built.save(tmp_path / "idx")
-    assert json.loads((path / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 2
+    assert json.loads((path / "manifest.json").read_text())["format_version"] == FORMAT_VERSION == 3
     for mmap in (True, False):
         loaded = ToolIndex.load(path, mmap=mmap)
         assert isinstance(loaded.catalog, StoredCatalog) and isinstance(loaded.catalog, Catalog)
@@ -130,9 +130,9 @@ def test_format_1_index_still_loads(tmp_path):
     old = ToolIndex.load(path)
     assert not isinstance(old.catalog, StoredCatalog)
     assert _hits(old) == expected
-    # The next save writes format 2 in place; results do not change.
+    # The next save writes the current format in place; results do not change.
     old.save(path)
-    assert json.loads((path / "manifest.json").read_text())["format_version"] == 2
+    assert json.loads((path / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
     new = ToolIndex.load(path)
     assert isinstance(new.catalog, StoredCatalog)
     assert _hits(new) == expected

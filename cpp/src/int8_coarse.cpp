@@ -168,14 +168,15 @@ void prefetch_rows(const Int8Rows& r, const int64_t* ids, std::size_t k) {
   }
 }
 
-// Exact scores of rows ids[0:k) offered to `heap` (under their keys).
+// Exact scores of rows ids[0:k) offered to `heap` under their keys (keys[id]; with
+// keys null, the row id itself).
 void rescore(const int8_t* qi, float qs, const Int8Rows& r, const int64_t* keys, const int64_t* ids, std::size_t k,
              std::vector<float>& exact, TopN& heap) {
   if (k == 0) return;
   exact.resize(k);
   const int64_t ptr[2] = {0, static_cast<int64_t>(k)};
   int8_gather(qi, &qs, 1, r, ptr, ids, exact.data(), 1);
-  for (std::size_t t = 0; t < k; ++t) heap.offer(exact[t], keys[ids[t]]);
+  for (std::size_t t = 0; t < k; ++t) heap.offer(exact[t], keys ? keys[ids[t]] : ids[t]);
 }
 
 // Rows [lo, hi) of the matrix: the whole matrix, or one probed IVF list.
@@ -186,10 +187,12 @@ struct Range {
 // The best n keys of the rows in `ranges` (disjoint), as int8_top over just those rows.
 // Step (1) visits each range's blocks of 16 rows (a block may overhang its range: lanes
 // outside it are masked off) and keeps their bounds by position in that visit; a block's
-// first row is in s.blk_row0.
+// first row is in s.blk_row0. `r` gives the rows' scales (and d); the int8 rows are read
+// from `src`: `r` itself, or (indirect) another matrix whose row keys[j] is row j of `r`
+// (an IVF reading its lists' rows from the field's own matrix), the key then being that row.
 TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, const Int8Coarse& c,
                               const int64_t* keys, const Range* ranges, std::size_t n_ranges, std::size_t n,
-                              int64_t* out, int64_t* count, Scratch& s) {
+                              int64_t* out, int64_t* count, Scratch& s, const Int8Rows* src = nullptr) {
   const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2;
   s.q.assign(dp, 0);
   std::copy(qi, qi + d, s.q.begin());
@@ -257,8 +260,13 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
       }
     }
   }
-  // A position's matrix row.
-  const auto row_of = [&](std::size_t pos) { return static_cast<int64_t>(s.blk_row0[pos / 16] + pos % 16); };
+  // A position's matrix row (indirect: its row in src).
+  const auto row_of = [&](std::size_t pos) {
+    const auto j = static_cast<int64_t>(s.blk_row0[pos / 16] + pos % 16);
+    return src ? keys[j] : j;
+  };
+  const Int8Rows& rows = src ? *src : r;
+  const int64_t* row_keys = src ? nullptr : keys;
 
   // (2) The best rows by estimate, scored exactly: the floor starts near its final value.
   s.heap_scores.resize(n);
@@ -269,8 +277,8 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
     s.ids.push_back(row_of(pos));
     s.bound[pos] = -std::numeric_limits<float>::infinity();
   }
-  prefetch_rows(r, s.ids.data(), s.ids.size());
-  rescore(qi, qs, r, keys, s.ids.data(), s.ids.size(), s.exact, heap);
+  prefetch_rows(rows, s.ids.data(), s.ids.size());
+  rescore(qi, qs, rows, row_keys, s.ids.data(), s.ids.size(), s.exact, heap);
 
   // (3) Every other row whose bound reaches the floor (a row below it scores below the
   // n-th best kept so far, and the floor only rises).
@@ -296,12 +304,12 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
       const auto pos = static_cast<std::size_t>(s.cand[t]);
       if (s.bound[pos] >= f) ids.push_back(row_of(pos));
     }
-    prefetch_rows(r, ids.data(), ids.size());
+    prefetch_rows(rows, ids.data(), ids.size());
   };
   if (nc) take(0, s.ids);
   for (std::size_t a = 0; a < nc; a += kChunk) {
     if (a + kChunk < nc) take(a + kChunk, s.next);
-    rescore(qi, qs, r, keys, s.ids.data(), s.ids.size(), s.exact, heap);
+    rescore(qi, qs, rows, row_keys, s.ids.data(), s.ids.size(), s.exact, heap);
     std::swap(s.ids, s.next);
   }
   heap.sort_best_first();
@@ -318,13 +326,23 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
 
 }  // namespace
 
-Int8Coarse int8_coarse_build(const Int8Rows& rows) {
+Int8Coarse int8_coarse_build(const Int8Rows& rows) { return int8_coarse_build_rows(rows, nullptr, rows.n); }
+
+Int8Coarse int8_coarse_build_rows(const Int8Rows& matrix, const int64_t* take, std::size_t n_rows) {
+  // Row j of the prefilter: matrix row take[j] (take null: row j).
+  const Int8Rows rows{matrix.codes, matrix.scales, n_rows, matrix.d};
+  const auto row_codes = [&](std::size_t j) {
+    return matrix.codes + static_cast<std::size_t>(take ? take[j] : static_cast<int64_t>(j)) * matrix.d;
+  };
   Int8Coarse c;
   c.n = rows.n;
   c.d = rows.d;
   c.dp = (rows.d + 127) / 128 * 128;
   std::array<uint64_t, 256> hist{};
-  for (std::size_t t = 0; t < rows.n * rows.d; ++t) ++hist[static_cast<uint8_t>(rows.codes[t] + 128)];
+  for (std::size_t j = 0; j < rows.n; ++j) {
+    const int8_t* row = row_codes(j);
+    for (std::size_t k = 0; k < rows.d; ++k) ++hist[static_cast<uint8_t>(row[k] + 128)];
+  }
   const std::array<int8_t, 16> lv = fit_levels(hist);
   std::copy(lv.begin(), lv.end(), c.levels);
   std::array<uint8_t, 256> nearest{};  // code + 128 -> level index (ties to the lower)
@@ -337,7 +355,7 @@ Int8Coarse int8_coarse_build(const Int8Rows& rows) {
   c.nibbles.assign(padded * row_bytes, 0);
   c.resid_norm.assign(padded, 0.0f);
   for (std::size_t j = 0; j < rows.n; ++j) {
-    const int8_t* row = rows.codes + j * rows.d;
+    const int8_t* row = row_codes(j);
     uint8_t* dst = c.nibbles.data() + j * row_bytes;
     int64_t rr = 0;
     for (std::size_t k = 0; k < rows.d; ++k) {
@@ -408,6 +426,50 @@ void int8_probe_top_coarse(const int8_t* q, const float* q_scales, std::size_t m
   }
 #endif
   int8_probe_top(q, q_scales, m, lists, list_ptr, list_ids, probe_ptr, probes, n, out, counts, threads);
+}
+
+void int8_probe_top_rows(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& matrix,
+                         const float* list_scales, const Int8Coarse& coarse, const int64_t* list_ptr,
+                         const int64_t* list_ids, std::size_t n_listed, const int64_t* probe_ptr,
+                         const int64_t* probes, std::size_t n, int64_t* out, int64_t* counts, int threads) {
+  // The listed rows in list order: their scales (the int8 rows are read through list_ids).
+  [[maybe_unused]] const Int8Rows lists{nullptr, list_scales, n_listed, matrix.d};
+#ifdef TOOLSIFT_X86
+  if (int8_coarse_supported() && matrix.d > 0 && matrix.d <= kCoarseMaxDim && coarse.n == n_listed &&
+      coarse.d == matrix.d && n > 0) {
+    parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+      Scratch s;
+      std::vector<Range> ranges;
+      for (std::size_t i = i0; i < i1; ++i) {
+        ranges.clear();
+        for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+          ranges.push_back({static_cast<std::size_t>(list_ptr[probes[p]]),
+                            static_cast<std::size_t>(list_ptr[probes[p] + 1])});
+        }
+        top_one(q + i * matrix.d, q_scales[i], lists, coarse, list_ids, ranges.data(), ranges.size(), n,
+                out + i * n, counts + i, s, &matrix);
+      }
+    });
+    return;
+  }
+#endif
+  // Without the prefilter's instructions: every probed row, read through list_ids (the
+  // same kept set: TopN's rule does not depend on the order rows arrive in).
+  parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+    std::vector<float> exact, heap_scores(n);
+    for (std::size_t i = i0; i < i1; ++i) {
+      TopN heap(heap_scores.data(), out + i * n, n);
+      for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+        const int64_t lo = list_ptr[probes[p]], hi = list_ptr[probes[p] + 1];
+        exact.resize(static_cast<std::size_t>(hi - lo));
+        const int64_t ptr[2] = {0, hi - lo};
+        int8_gather(q + i * matrix.d, q_scales + i, 1, matrix, ptr, list_ids + lo, exact.data(), 1);
+        for (int64_t t = lo; t < hi; ++t) heap.offer(exact[static_cast<std::size_t>(t - lo)], list_ids[t]);
+      }
+      heap.sort_best_first();
+      counts[i] = static_cast<int64_t>(heap.size());
+    }
+  });
 }
 
 }  // namespace toolsift

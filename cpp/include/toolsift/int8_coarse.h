@@ -40,6 +40,11 @@ constexpr std::size_t kCoarseMaxDim = 8192;
 // Builds the prefilter of `rows` (codes only; the scales are read at scan time).
 Int8Coarse int8_coarse_build(const Int8Rows& rows);
 
+// Builds the prefilter of `matrix`'s rows take[0:n_rows) in that order (take null: rows
+// 0..n_rows-1): the prefilter of that gathered matrix, without making it. The caller
+// checks take's ids.
+Int8Coarse int8_coarse_build_rows(const Int8Rows& matrix, const int64_t* take, std::size_t n_rows);
+
 // Whether this CPU runs the prefiltered scan (AVX-512 VBMI and VNNI); elsewhere
 // int8_top_coarse is int8_top.
 bool int8_coarse_supported();
@@ -59,5 +64,17 @@ void int8_probe_top_coarse(const int8_t* q, const float* q_scales, std::size_t m
                            const Int8Coarse& coarse, const int64_t* list_ptr, const int64_t* list_ids,
                            const int64_t* probe_ptr, const int64_t* probes, std::size_t n, int64_t* out,
                            int64_t* counts, int threads);
+
+// int8_probe_top_coarse for IVF lists that hold no copy of their rows: list j's rows are
+// matrix rows list_ids[list_ptr[j]:list_ptr[j+1]], list_scales their scales in list order
+// (= matrix.scales[list_ids]), `coarse` built by int8_coarse_build_rows(matrix, list_ids,
+// n_listed). The int8 rows the prefilter cannot rule out are read from `matrix`; the ids
+// are matrix rows (= list_ids entries), best first, the same kept set as int8_probe_top
+// over a list-order copy. Without the prefilter's instructions every probed row is read
+// from `matrix`. Trusted inputs (list_ids inside matrix), parallel over queries.
+void int8_probe_top_rows(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& matrix,
+                         const float* list_scales, const Int8Coarse& coarse, const int64_t* list_ptr,
+                         const int64_t* list_ids, std::size_t n_listed, const int64_t* probe_ptr,
+                         const int64_t* probes, std::size_t n, int64_t* out, int64_t* counts, int threads);
 
 }  // namespace toolsift

@@ -147,6 +147,8 @@ class DenseField:
                 int(self.groups.min()) < 0 or int(self.groups.max()) >= n_tools):
             raise ValueError(f"dense field groups must lie in 0..{n_tools - 1}")
         self.n_tools = n_tools
+        if ivf is not None and ivf.matrix is not matrix:
+            raise ValueError("a dense field's IVF must index the field's own matrix")
         self.ivf = ivf
 
     def with_ivf(self, ivf: IvfIndex | None) -> DenseField:

@@ -9,8 +9,10 @@ is in no list). A query scores the centroids (one small float32 matmul), takes i
 (``_core.int8_probe``, the scan's); the best of those are its candidates.
 Candidates are then rescored exactly by the field's gather path, as before.
 
-Saved as ``ivf.<field>.arrow`` beside ``dense.<field>.arrow`` (one row of list
-columns, memory-mapped on load, no copy). Updates keep the lists exact: rows of kept
+The lists hold row ids, not a second copy of the rows: a probe reads the listed rows'
+4-bit prefilter in list order and the few int8 rows it cannot rule out from the field's
+matrix (:meth:`IvfIndex.probe_top`). Saved as ``ivf.<field>.arrow`` beside
+``dense.<field>.arrow`` (one row of list columns, memory-mapped on load, no copy). Updates keep the lists exact: rows of kept
 tools keep their list, new rows go to their nearest centroid, removed rows leave; the
 centroids are refitted only when the number of listed rows has more than doubled or
 halved since they were fitted (docs/dense.md, "Large catalogues").
@@ -29,7 +31,7 @@ from .. import _core
 from ..csr import ptr_from_counts, ranges
 # The Numba kernels (quantize, assign) are imported where used: importing this module
 # (every index load does) must not import Numba.
-from ..kernels.buffers import aligned, aligned_empty, freeze, frozen
+from ..kernels.buffers import aligned_empty, freeze, frozen
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
 from .dense import Int8Matrix
 from .arrowcols import column
@@ -115,37 +117,41 @@ def _kmeanspp(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 class IvfIndex:
     """Coarse centroids and inverted lists over the rows of one :class:`Int8Matrix`.
 
+    The lists hold row ids only: a probe reads the 4-bit prefilter of the listed rows in
+    list order (:meth:`coarse`) and the few int8 rows it cannot rule out from the field's
+    own matrix. Where this CPU lacks the prefilter's instructions (or a list is probed for
+    every row's score, :meth:`probe`), a list-order copy of the rows is made on first use,
+    as every index kept before format 3 (a probed list one contiguous stretch of memory).
+
     Attributes:
         centroids: ``float32[k, d]`` unit rows.
         list_ptr: ``int64[k + 1]``, CSR pointer into ``list_ids``.
         list_ids: ``int64[n_listed]`` matrix rows, ascending within each list.
-        list_codes: ``int8[n_listed, d]``: the codes of ``list_ids``'s rows, in list
-            order (a probed list is contiguous in memory).
-        list_scales: ``float32[n_listed]``: their scales.
+        matrix: The field's matrix the lists index.
         n_fit: Listed rows when the centroids were fitted (for the drift rule).
     """
 
-    __slots__ = ("_coarse", "_keepalive", "cent_codes", "cent_scales", "centroids", "list_codes", "list_ids", "list_ptr",
-                 "list_scales", "n_fit")
+    __slots__ = ("_coarse", "_keepalive", "_lists", "cent_codes", "cent_scales", "centroids", "list_ids", "list_ptr",
+                 "matrix", "n_fit")
 
-    def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, list_codes: np.ndarray,
-                 list_scales: np.ndarray, *, n_fit: int, _keepalive: object = None) -> None:
+    def __init__(self, centroids: np.ndarray, list_ptr: np.ndarray, list_ids: np.ndarray, matrix: Int8Matrix, *,
+                 n_fit: int, _keepalive: object = None) -> None:
         k = centroids.shape[0]
         if centroids.ndim != 2 or k == 0:
             raise ValueError(f"IVF centroids must be a non-empty 2-D array, got shape {centroids.shape}")
         if list_ptr.shape != (k + 1,) or list_ptr[0] != 0 or list_ptr[-1] != list_ids.size \
                 or (np.diff(list_ptr) < 0).any():
             raise ValueError(f"IVF list_ptr does not delimit {list_ids.size} row ids in {k} lists")
-        if list_codes.shape != (list_ids.size, centroids.shape[1]) or list_scales.shape != (list_ids.size,):
-            raise ValueError(f"IVF list codes {list_codes.shape} / scales {list_scales.shape} do not match "
-                             f"{list_ids.size} listed rows of dimension {centroids.shape[1]}")
+        if matrix.dim != centroids.shape[1]:
+            raise ValueError(f"IVF centroids have dimension {centroids.shape[1]}, the matrix {matrix.dim}")
+        if list_ids.size and (int(list_ids.min()) < 0 or int(list_ids.max()) >= matrix.n_rows):
+            raise ValueError(f"IVF list_ids point outside the matrix's {matrix.n_rows} rows")
         self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
         # Read in place by the C++ probe without the GIL: kept read-only (a writable
         # array is copied; from_labels hands over fresh ones frozen).
         self.list_ptr = frozen(np.ascontiguousarray(list_ptr, dtype=np.int64))
         self.list_ids = frozen(np.ascontiguousarray(list_ids, dtype=np.int64))
-        self.list_codes = aligned(frozen(np.ascontiguousarray(list_codes, dtype=np.int8)))
-        self.list_scales = frozen(np.ascontiguousarray(list_scales, dtype=np.float32))
+        self.matrix = matrix
         self.n_fit = int(n_fit)
         # Centroids quantized like the rows, for the int8 assignment kernel.
         from ..kernels.int8 import quantize_rows
@@ -153,6 +159,7 @@ class IvfIndex:
         self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
         self._keepalive = _keepalive
         self._coarse: object = False  # not made yet (coarse())
+        self._lists: Int8Matrix | None = None  # the list-order copy, made only where needed (lists())
 
     @property
     def n_lists(self) -> int:
@@ -190,16 +197,25 @@ class IvfIndex:
 
     @classmethod
     def from_labels(cls, centroids: np.ndarray, labels: np.ndarray, matrix: Int8Matrix, *, n_fit: int) -> IvfIndex:
-        """Lists from each row's list (``-1``: in no list), copying ``matrix``'s rows
-        into list order."""
+        """Lists from each row's list (``-1``: in no list) over ``matrix``."""
         k = centroids.shape[0]
         listed = np.flatnonzero(labels >= 0)
         lab = labels[listed]
         order = np.argsort(lab, kind="stable")  # stable: rows stay ascending in each list
         ids = listed[order]
-        return cls(centroids, freeze(ptr_from_counts(np.bincount(lab, minlength=k))), freeze(ids),
-                   freeze(np.take(matrix.codes, ids, axis=0, out=aligned_empty((ids.size, matrix.dim), np.int8))),
-                   freeze(matrix.scales[ids]), n_fit=n_fit)
+        return cls(centroids, freeze(ptr_from_counts(np.bincount(lab, minlength=k))), freeze(ids), matrix,
+                   n_fit=n_fit)
+
+    def lists(self) -> Int8Matrix:
+        """The listed rows' codes and scales in list order (a copy, made once): what the
+        plain probes read, where the prefilter is not used."""
+        got = self._lists
+        if got is None:
+            ids, m = self.list_ids, self.matrix
+            got = Int8Matrix(freeze(np.take(m.codes, ids, axis=0, out=aligned_empty((ids.size, m.dim), np.int8))),
+                             freeze(np.ascontiguousarray(m.scales[ids])))
+            self._lists = got  # same value if two first searches race
+        return got
 
     def labels(self, n_rows: int) -> np.ndarray:
         """``int64[n_rows]``: each row's list, ``-1`` for rows in no list."""
@@ -222,7 +238,8 @@ class IvfIndex:
         """
         q_codes, q_scales, probe_ptr, probes, threads = self._probes(queries, nprobe)
         # The probed lists' rows, scored by the C++ core's int8 dot product (the scan's).
-        return _core.int8_probe(q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr,
+        lists = self.lists()
+        return _core.int8_probe(q_codes, q_scales, lists.codes, lists.scales, self.list_ptr,
                                 self.list_ids, probe_ptr, probes, threads=threads)
 
     def probe_top(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
@@ -232,26 +249,34 @@ class IvfIndex:
         q_codes, q_scales, probe_ptr, probes, threads = self._probes(queries, nprobe)
         from .dense_field import PREFILTER
 
-        ids, counts = _core.int8_probe_top(q_codes, q_scales, self.list_codes, self.list_scales, self.list_ptr,
-                                           self.list_ids, probe_ptr, probes, max(int(n), 1), threads=threads,
-                                           coarse=self.coarse() if PREFILTER else None)
+        coarse = self.coarse() if PREFILTER else None
+        if coarse is not None:
+            # The listed rows' 4-bit codes in list order; the int8 rows read from the matrix.
+            ids, counts = _core.int8_probe_top_rows(q_codes, q_scales, self.matrix.codes, self.matrix.scales,
+                                                    self.list_ptr, self.list_ids, probe_ptr, probes, max(int(n), 1),
+                                                    threads=threads, coarse=coarse)
+        else:
+            lists = self.lists()
+            ids, counts = _core.int8_probe_top(q_codes, q_scales, lists.codes, lists.scales, self.list_ptr,
+                                               self.list_ids, probe_ptr, probes, max(int(n), 1), threads=threads)
         return [ids[i, :c] for i, c in enumerate(counts.tolist())]
 
     def coarse(self):
-        """The exact 4-bit prefilter of the list matrix (``_core.Int8Coarse``, as
-        :meth:`DenseField.coarse <toolsift.index.dense_field.DenseField.coarse>` makes
-        for a scan), made on first use; ``None`` where it does not pay (under
-        ``COARSE_MIN_ROWS`` listed rows) or this CPU lacks its instructions. With it a
-        probe reads a probed list's 4-bit codes and only the int8 rows whose bound can
-        still make the top n: the same ids (docs/results/ivf-query-2026-11-28.md)."""
+        """The exact 4-bit prefilter of the listed rows in list order (``_core.Int8Coarse``
+        over ``matrix.codes[list_ids]``, as :meth:`DenseField.coarse
+        <toolsift.index.dense_field.DenseField.coarse>` makes for a scan), made on first
+        use; ``None`` where it does not pay (under ``COARSE_MIN_ROWS`` listed rows) or
+        this CPU lacks its instructions. With it a probe reads a probed list's 4-bit codes
+        and only the int8 rows whose bound can still make the top n, from the matrix: the
+        same ids (docs/results/ivf-query-2026-11-28.md)."""
         got = self._coarse
         if got is False:
             from .dense_field import COARSE_MIN_ROWS
 
             got = None
-            d = self.list_codes.shape[1]
+            d = self.matrix.dim
             if self.list_ids.size >= COARSE_MIN_ROWS and _core.int8_coarse_supported() and 0 < d <= 8192:
-                got = _core.int8_coarse(self.list_codes, self.list_scales)
+                got = _core.int8_coarse(self.matrix.codes, self.matrix.scales, rows=self.list_ids)
             self._coarse = got  # same value if two first searches race
         return got
 
@@ -278,35 +303,33 @@ class IvfIndex:
     # ---------------------------------------------------------------- Arrow
 
     def to_arrow(self) -> pa.Table:
-        """One row of list columns (zero-copy over the arrays): ``list_codes`` (int8,
-        row-major), ``centroids`` (float32, row-major), ``list_ptr``, ``list_ids``,
-        ``list_scales`` and ``info`` (``[dim, n_fit]``)."""
+        """One row of list columns (zero-copy over the arrays): ``centroids`` (float32,
+        row-major), ``list_ptr``, ``list_ids`` and ``info`` (``[dim, n_fit]``). The rows
+        themselves are the field's matrix (``dense.<field>.arrow``); indexes saved before
+        format 3 also held a list-order copy (``list_codes``, ``list_scales``), which
+        :meth:`from_arrow` skips."""
         def col(a: np.ndarray, t: pa.DataType) -> pa.Array:
             arr = column(a.reshape(-1), t)
             return pa.LargeListArray.from_arrays(column([0, len(arr)], pa.int64()), arr)
 
-        # list_codes first: its place in a file then does not depend on the other
-        # columns' lengths, and it can be aligned there (align_in_file).
         return pa.table({
-            "list_codes": col(self.list_codes, pa.int8()),
             "centroids": col(self.centroids, pa.float32()),
             "list_ptr": col(self.list_ptr, pa.int64()),
             "list_ids": col(self.list_ids, pa.int64()),
-            "list_scales": col(self.list_scales, pa.float32()),
             "info": col(np.array([self.centroids.shape[1], self.n_fit], np.int64), pa.int64()),
         })
 
     @classmethod
-    def from_arrow(cls, table: pa.Table, *, n_rows: int, dim: int) -> IvfIndex:
+    def from_arrow(cls, table: pa.Table, *, matrix: Int8Matrix) -> IvfIndex:
         """View a table written by :meth:`to_arrow` (no copy of the lists), checking it
-        against the matrix it indexes (``n_rows`` rows of dimension ``dim``).
+        against the matrix it indexes.
 
         Raises:
             ValueError: Missing columns, wrong types or shapes, out-of-range row ids.
         """
         arrays = {}
         for name, dtype in (("centroids", np.float32), ("list_ptr", np.int64), ("list_ids", np.int64),
-                            ("list_codes", np.int8), ("list_scales", np.float32), ("info", np.int64)):
+                            ("info", np.int64)):
             if name not in table.column_names:
                 raise ValueError(f"column {name!r} is missing")
             col = table.column(name)
@@ -316,15 +339,11 @@ class IvfIndex:
             if values.type != pa.from_numpy_dtype(dtype) or values.null_count:
                 raise ValueError(f"column {name!r} must hold {np.dtype(dtype).name} values, got {values.type}")
             arrays[name] = values.to_numpy(zero_copy_only=True)
-        info = arrays["info"]
-        if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim or arrays["list_codes"].size % dim:
-            raise ValueError(f"centroids or list codes do not have the matrix's dimension {dim}")
-        ids = arrays["list_ids"]
-        if ids.size and (ids.min() < 0 or ids.max() >= n_rows):
-            raise ValueError(f"list_ids point outside the matrix's {n_rows} rows")
-        return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], ids,
-                   arrays["list_codes"].reshape(-1, dim), arrays["list_scales"], n_fit=int(info[1]),
-                   _keepalive=table)
+        info, dim = arrays["info"], matrix.dim
+        if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim:
+            raise ValueError(f"centroids do not have the matrix's dimension {dim}")
+        return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], arrays["list_ids"], matrix,
+                   n_fit=int(info[1]), _keepalive=table)
 
 
 def centroid_sims(q: np.ndarray, centroids: np.ndarray) -> np.ndarray:

@@ -278,8 +278,7 @@ def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mma
         iname = f"ivf.{name}.arrow"
         if iname in manifest.get("files", {}):  # optional: without it the field is scanned
             try:
-                ivf = IvfIndex.from_arrow(open_table(ddir, iname, mmap=mmap, save_id=sid),
-                                          n_rows=matrix.n_rows, dim=matrix.dim)
+                ivf = IvfIndex.from_arrow(open_table(ddir, iname, mmap=mmap, save_id=sid), matrix=matrix)
             except (KeyError, ValueError, TypeError, pa.ArrowException) as exc:
                 raise IndexCorruptError(f"{ddir}/{iname}: {exc}") from None
             dense[name] = dense[name].with_ivf(ivf)

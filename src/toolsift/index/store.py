@@ -66,8 +66,9 @@ __all__ = ["BatchStream", "FORMAT_NAME", "FORMAT_VERSION", "SAVE_ID_KEY", "write
            "manifest_token", "leased_manifest"]
 
 FORMAT_NAME = "toolsift-index"
-#: 2: tools.arrow is the columnar tool table (tools decoded lazily); 1 is still read.
-FORMAT_VERSION = 2
+#: 2: tools.arrow is the columnar tool table (tools decoded lazily). 3: an IVF file holds
+#: row ids only, no list-order copy of the rows (``ivf.<field>.arrow``). 1 and 2 are still read.
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 LEASE = ".lease"

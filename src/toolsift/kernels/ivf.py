@@ -8,10 +8,12 @@ product), checked against :func:`toolsift.kernels.ivf_reference.probe_reference`
 
 Layouts: matrix and query rows as in :mod:`toolsift.kernels.int8` (``int8[n, d]`` codes,
 ``float32[n]`` scales); centroids quantized the same way. The lists are CSR: list ``c``
-holds rows ``list_ids[list_ptr[c]:list_ptr[c+1]]``, and ``list_codes`` /
-``list_scales`` hold those rows' codes and scales in the same order, so a probed list is
-one contiguous stretch of memory (reading the rows in place, scattered over the matrix,
-was 3.8x slower at 100k rows: each row a cache miss). Probes are CSR too: query ``i``
+holds rows ``list_ids[list_ptr[c]:list_ptr[c+1]]``. A probe through the 4-bit prefilter
+(``_core.int8_probe_top_rows``) reads the listed rows' 4-bit codes in list order and only
+the few int8 rows it cannot rule out from the matrix itself; the plain probes read a
+list-order copy of the rows (``IvfIndex.lists``), so that a probed list is one contiguous
+stretch of memory (reading every probed row in place, scattered over the matrix, was 3.8x
+slower at 100k rows: each row a cache miss). Probes are CSR too: query ``i``
 probes ``probes[probe_ptr[i]:probe_ptr[i+1]]`` and writes its scores from
 ``out_ptr[i]`` on.
 

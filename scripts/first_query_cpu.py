@@ -1,19 +1,27 @@
 """CPU time of the first hybrid search in a fresh process, after ``ToolIndex.load``.
 
-Builds the ``hybrid`` preset over the 6,417 pooled mftr tools once (one thread; the
-embedding cache makes it seconds) and saves it to a temporary folder; then, for each of
-three queries (a plain request, a multi-step one, and gibberish whose dense-only hits
-make the null floors), starts ``--runs`` fresh interpreters that each load the index and
-search once, and prints the median CPU milliseconds (user + system, this process) of the
+Builds the ``hybrid`` preset over the 6,417 pooled mftr tools once per source tree (one
+thread; the embedding cache makes it seconds) and saves it to a temporary folder; then,
+``--runs`` rounds, each starting for every tree and each of three queries (a plain
+request, a multi-step one, and gibberish whose hits are dense-only, so they need the null
+floors) a fresh interpreter that loads the index and searches once. Prints per tree and
+query the median (and range) of the CPU milliseconds (user + system, that process) of the
 load and of the first search, and whether Numba was imported.
 
-Run: ``TOOLSIFT_DATA=../shared/data python scripts/first_query_cpu.py [--runs 5]``.
+Each tree's modules are byte-compiled first, as ``pip install`` does (with
+``PYTHONDONTWRITEBYTECODE`` set, every process would otherwise compile them from source).
+Rounds alternate the trees, so a change of machine load falls on all of them alike.
+
+Run: ``TOOLSIFT_DATA=../shared/data python scripts/first_query_cpu.py [--runs 5]
+[--src OLD/src NEW/src] [--busy 2]`` (default ``--src``: the toolsift this Python imports).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,11 +29,23 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 QUERIES = {"plain": "find the weather forecast for a city",
            "multi-step": "get the weather in Paris, then send an email to Bob with the forecast",
            "gibberish": "qwxyzzy blorft"}
+
+_BUILD = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from benchmarks.conftest import SETS, _load
+from toolsift import Catalog, ToolIndex
+from toolsift.presets import preset_config
+tools = [t for ds in SETS for t in _load(ds)[0]]
+ToolIndex.build(Catalog(tools, name="mftr-all"), config=preset_config("hybrid", threads=1)).save(sys.argv[1])
+print(len(tools))
+"""
 
 _CHILD = """
 import json, resource, sys
@@ -42,28 +62,52 @@ print(json.dumps({"load": (c1 - c0) * 1e3, "first": (c2 - c1) * 1e3, "numba": "n
 """
 
 
+def _env(src: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": src}
+
+
+def _measure(trees: list[str], paths: dict[str, Path], runs: int) -> dict[tuple[str, str], list[dict]]:
+    got: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(runs):
+        for src in trees:
+            for name, text in QUERIES.items():
+                out = subprocess.run([sys.executable, "-c", _CHILD, str(paths[src]), text], capture_output=True,
+                                     text=True, check=True, env=_env(src)).stdout
+                got.setdefault((src, name), []).append(json.loads(out.strip().splitlines()[-1]))
+    return got
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--src", nargs="+", help="source trees (each holding toolsift/) to compare")
+    ap.add_argument("--busy", type=int, default=0, help="CPU-spinning background processes (benchmarks/busy.py)")
     args = ap.parse_args()
-    from benchmarks.conftest import SETS, _load
-    from toolsift import Catalog, ToolIndex
-    from toolsift.presets import preset_config
+    if args.src:
+        trees = [str(Path(s).resolve()) for s in args.src]
+    else:
+        import toolsift
 
-    tools = [t for ds in SETS for t in _load(ds)[0]]
+        trees = [str(Path(toolsift.__file__).resolve().parents[1])]
+    from benchmarks.busy import busy
+
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "index"
-        ToolIndex.build(Catalog(tools, name="mftr-all"), config=preset_config("hybrid", threads=1)).save(path)
-        print(f"{len(tools)} pooled tools, hybrid preset; median of {args.runs} fresh processes each\n")
-        print("| query | load CPU ms | first search CPU ms | Numba imported |")
-        print("|---|---|---|---|")
-        for name, text in QUERIES.items():
-            got = [json.loads(subprocess.run([sys.executable, "-c", _CHILD, str(path), text], capture_output=True,
-                                             text=True, check=True).stdout.strip().splitlines()[-1])
-                   for _ in range(args.runs)]
-            load = np.median([g["load"] for g in got])
-            first = np.median([g["first"] for g in got])
-            print(f"| {name} | {load:.0f} | {first:.0f} | {'yes' if any(g['numba'] for g in got) else 'no'} |")
+        paths = {}
+        for i, src in enumerate(trees):
+            compileall.compile_dir(str(Path(src) / "toolsift"), quiet=1)
+            paths[src] = Path(tmp) / f"index{i}"
+            n = subprocess.run([sys.executable, "-c", _BUILD, str(paths[src]), str(REPO)], capture_output=True,
+                               text=True, check=True, env=_env(src)).stdout.strip().splitlines()[-1]
+        with busy(args.busy):
+            got = _measure(trees, paths, args.runs)
+        print(f"{n} pooled tools, hybrid preset; {args.runs} fresh processes per cell, trees alternating; "
+              f"{args.busy} busy processes\n")
+        print("| tree | query | load CPU ms (median) | first search CPU ms: median | min-max | Numba imported |")
+        print("|---|---|---|---|---|---|")
+        for (src, name), g in got.items():
+            first = [x["first"] for x in g]
+            print(f"| {src} | {name} | {np.median([x['load'] for x in g]):.0f} | {np.median(first):.0f} | "
+                  f"{min(first):.0f}-{max(first):.0f} | {'yes' if any(x['numba'] for x in g) else 'no'} |")
 
 
 if __name__ == "__main__":

@@ -257,6 +257,7 @@ def test_manifest_records_the_encoder_and_a_changed_model_is_refused(tmp_path, m
     cache = tmp_path / "cache"
     again = ToolIndex.load(tmp_path / "ix", reencode=True, embed_cache=cache)
     assert again.encoder_info == {"fingerprint": new_fp, "dim": 384}
+    assert manifest["null_floors"] and again._state.null_floors is None  # made for the old vectors
     assert any(cache.glob("??/*"))
     _same_dense(again, ToolIndex.build(demo_catalog, config=config, embed_cache=False))
     again.save(tmp_path / "ix")

@@ -73,4 +73,8 @@ def _strip_polite(clause: str) -> str:
             break
         s = new
     s = _SEARCHING.sub("Find ", s, count=1)
+    # Every match of _TRAILING_POLITE holds "for", "please" or "thank"; on ASCII text, where
+    # lower() agrees with IGNORECASE, a text without them skips the scan (it would find none).
+    if s.isascii() and not any(w in s.lower() for w in ("for", "please", "thank")):
+        return s.strip() or clause.strip()
     return _TRAILING_POLITE.sub("", s).strip() or clause.strip()

@@ -1,7 +1,7 @@
 """Splitting a request into its steps: lines, enumerations, sentences, "and then" clauses.
 
 Every regular expression uses bounded quantifiers without nested repetition, so
-splitting is linear in the input length.
+splitting is linear in the input length. The clause patterns are in step_patterns.
 """
 
 from __future__ import annotations
@@ -9,100 +9,42 @@ from __future__ import annotations
 import re
 
 from ..schema import MAX_TEXT_CHARS
+from ..textscan import finditer_at, near_words, scan, whole_word
 from .lexicon import _REQUEST, _VERBS, _strip_polite
+from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _COMMA_WORD, _DONE, _IF,
+                            _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ, _SUBORD,
+                            _SUBORD_HEAD, _THEN_CLAUSE, _WORD)
 
-__all__ = ["may_split", "split_steps"]
-
-
-# A bullet or number opening a line: "- x", "* x", "• x", "1. x", "2) x", "(3) x", "a) x".
-_BULLET = re.compile(r"^\s{0,20}(?:[-*•·‣▪–—]|\(?\d{1,3}[.)]|\(?[a-hA-H]\))\s{1,10}")
-# An inline enumeration marker: "1) " or "(2) " after whitespace, or "3. " only at the
-# start or after punctuation ("steps: 1. x. 2. y"), so "send message 1. Then" is prose.
-_INLINE_NUM = re.compile(r"(?:(?<=\s)|^)\(?(\d{1,2})\)(?=\s)|(?:(?<=[:;,.]\s)|^)(\d{1,2})\.(?=\s)")
-# A sentence end: the punctuation run and the whitespace after it.
-_SENT_END = re.compile(r"[.!?;]{1,10}[\"')\]]{0,3}\s{1,50}")
-# Abbreviations whose period does not end a sentence.
-_ABBREV = frozenset("""
-mr mrs ms dr prof st vs etc e.g i.e eg ie inc ltd jr sr no approx u.s u.k d.c a.m p.m
-mt ft fig dept est min max avg
-""".split())
-# Sequencing connectives that start a new step.
-_SEQ = re.compile(
-    r"(?:[,;:]\s{0,5}|\s{1,5})(?:and\s{1,5})?"
-    r"(?:then|after\s{1,5}that|afterwards|afterward|next(?!\s{1,5}(?:week|month|year|day|time|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|evening|night)\b)|finally|lastly|subsequently|additionally|"
-    r"also|as\s{1,5}well(?=\s{1,5}(?:as\s{1,5})?\w))\b,?\s{1,5}",
-    re.IGNORECASE,
-)
-# "and" / "but" followed by a new request ("and I want to", "and can you").
-_AND_REQUEST = re.compile(
-    r"(?:,\s{0,5}|\s{1,5})(?:and|but|plus)\s{1,5}(?=(?:i\s{1,5}(?:also\s{1,5})?(?:want|need|would|wish)|i'd|"
-    r"(?:can|could|would)\s{1,5}you|please|tell\s{1,5}me|let\s{1,5}me)\b)",
-    re.IGNORECASE,
-)
-# "and <verb>": a candidate split between two verb phrases; the verb is checked in code.
-_AND_WORD = re.compile(r"(?:,\s{0,5}|\s{1,5})and\s{1,5}(?:also\s{1,5})?(?:please\s{1,5})?([A-Za-z]{2,20})\b")
-_WORD = re.compile(r"[A-Za-z']{1,40}")
-# Temporal subordinators: a clause they open is placed in time against another step.
-_SUBORD = r"(?:once|when|after|before|as\s{1,5}soon\s{1,5}as)"
-# A clause that says the previous step is over ("once done", "when that is finished", "after
-# you've completed it"): a subordinator, an optional subject and auxiliary, a completion predicate.
-_DONE = (_SUBORD + r"\s{1,5}(?:(?:that|this|it|these|those|they|you|we|i|everything|all\s{1,5}that)"
-         r"(?:'s|'re|'ve|\s{1,5}(?:is|are|has|have|was|were|had|gets?|got))?(?:\s{1,5}been)?\s{1,5})?"
-         r"(?:done|finished|complete|completed|over|ready|through)(?:\s{1,5}(?:with\s{1,5})?(?:it|that|this))?\b")
-# A coordinated clause that opens with a temporal clause starts a step: ", and once that is
-# done X", "; when finished X", ", and after the meeting, X" (a fronted clause closed by a comma).
-_THEN_CLAUSE = re.compile(
-    r"(?:[,;:]\s{0,5}(?:and\s{1,5})?|\s{1,5}and\s{1,5})(?=" + _DONE + r"|" + _SUBORD + r"\b[^,.;:!?\n]{1,80},)",
-    re.IGNORECASE,
-)
-# A comma series of clauses ("get X, calculate Y, what is Z, and ..."): a comma followed by an
-# imperative verb or a question/request opener. The verb is checked in code.
-_COMMA_WORD = re.compile(r",\s{1,5}(and\s{1,5})?(?:please\s{1,5})?([A-Za-z']{2,20})\b", re.IGNORECASE)
-_CLAUSE_OPENER = re.compile(r"(?:what|how|where|who|(?:can|could|would|will)\s{1,5}you|i\s{1,5}(?:also\s{1,5})?"
-                            r"(?:want|need|wish|would\s{1,5}like)|i'd\s{1,5}like|tell\s{1,5}me|let\s{1,5}me)\b",
-                            re.IGNORECASE)
-# A head that opens with a subordinator ends at its comma: "If it rains, book ..." is one clause.
-_SUBORD_HEAD = re.compile(r"^[\s,;:]{0,5}(?:(?:and|then)\s{1,5})?(?:if|when|whenever|once|after|before|unless|"
-                          r"while|although|though|because|since|as|until|whether)\b", re.IGNORECASE)
-
-# Words one of which every match of a pattern contains (case-insensitively). On ASCII text
-# ``lower()`` and IGNORECASE agree, so a text with none of them cannot match and skips the
-# regex scan (most clauses: ~15 scans a request); other text always runs the regex.
-_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {}
-_IF = re.compile(r"\bif\b", re.IGNORECASE)
-_NEEDS[_SEQ] = ("then", "after", "next", "finally", "lastly", "subsequently", "additionally", "also", "well")
-_NEEDS[_AND_REQUEST] = ("and", "but", "plus")
-_NEEDS[_AND_WORD] = ("and",)
-_NEEDS[_THEN_CLAUSE] = ("once", "when", "after", "before", "soon")
-_NEEDS[_COMMA_WORD] = (",",)
-_NEEDS[_REQUEST] = ("?", "you", "please", "want", "need", "wish", "i'd", "would", "looking", "help", "let", "tell",
-                    "searching", "trying", "hoping", "interested")
-# _REQUEST's one alternative without a fixed word: a question word opening the text.
-_REQUEST_START = re.compile(r"\s{0,5}(?:how|what|which|when|where|who|why|is|are|do|does|should)\b", re.IGNORECASE)
+__all__ = ["may_split", "several_steps", "split_steps"]
 
 
-def _may_match(pattern: re.Pattern[str], text: str) -> bool:
-    """False only when ``pattern`` cannot match ``text`` (see ``_NEEDS``)."""
-    if not text.isascii():
-        return True
-    low = text.lower()
-    return any(w in low for w in _NEEDS[pattern])
+def _lower(text: str) -> str | None:
+    """``text.lower()`` when ``text`` is ASCII (where it keeps every position and agrees
+    with ``re.IGNORECASE``), else ``None``."""
+    return text.lower() if text.isascii() else None
 
 
 def _asks(text: str) -> bool:
-    """``_REQUEST.search(text)``, skipping the scan when it cannot match."""
-    if not (_may_match(_REQUEST, text) or _REQUEST_START.match(text)):
-        return False
-    return _REQUEST.search(text) is not None
+    """``_REQUEST.search(text) is not None``, trying only where a match can start."""
+    low = _lower(text)
+    starts = None if low is None else near_words(low, _REQUEST_WORDS, 13, _REQUEST_OPENS)
+    if starts is None:
+        return _REQUEST.search(text) is not None
+    return next(finditer_at(_REQUEST, text, [0, *starts]), None) is not None
+
+
+def _matches(pattern: re.Pattern[str], text: str, low: str | None):
+    """``pattern.finditer(text)`` for a clause pattern of _SCAN; ``low``: ``_lower(text)``."""
+    return scan(pattern, text, low, *_SCAN[pattern])
 
 
 _QUOTE_SPAN = re.compile(r"\"[^\"\n]{0,500}\"|“[^”\n]{0,500}”|(?<!\w)'[^'\n]{0,500}'(?!\w)")
+_QUOTE_CHAR = re.compile("[\"“']")  # what every quoted span opens with
 
 
 def _quoted(text: str) -> list[tuple[int, int]]:
     """Spans of quoted text: a "?" or "and" inside a quotation never splits a request."""
-    return [m.span() for m in _QUOTE_SPAN.finditer(text)]
+    return [m.span() for m in finditer_at(_QUOTE_SPAN, text, [m.start() for m in _QUOTE_CHAR.finditer(text)])]
 
 
 def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -110,13 +52,14 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 
 
 def _words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    low = _lower(text)  # _WORD is ASCII letters: lower-casing first finds the same words
+    return _WORD.findall(low) if low is not None else [w.lower() for w in _WORD.findall(text)]
 
 
 def _lines(text: str) -> list[str]:
     """Split off bulleted or numbered lines; other lines stay joined as prose."""
     raw = text.splitlines()
-    if sum(1 for ln in raw if _BULLET.match(ln)) < 2:
+    if len(raw) < 2 or sum(1 for ln in raw if _BULLET.match(ln)) < 2:
         return [text]
     out: list[str] = []
     prose: list[str] = []
@@ -140,6 +83,9 @@ def _lines(text: str) -> list[str]:
 
 def _inline_enumeration(text: str) -> list[str]:
     """Split "1) do x 2) do y" at markers numbered 1, 2, 3 ... in order."""
+    # Two cuts need markers numbered 1 and 2 ("1)" or "01." ...); \d is 0-9 on ASCII text.
+    if text.isascii() and not (("1)" in text or "1." in text) and ("2)" in text or "2." in text)):
+        return [text]
     cuts: list[tuple[int, int]] = []
     expected = 1
     for m in _INLINE_NUM.finditer(text):
@@ -156,16 +102,24 @@ def _inline_enumeration(text: str) -> list[str]:
     return [p for p in parts if p.strip() and not p.rstrip().endswith(":")]
 
 
+_SENT_CHAR = re.compile(r"[.!?;]")  # what every _SENT_END match opens with
+# A sentence end's last mark and the space after it (the punctuation run of _SENT_END cut to
+# its last mark: "[.!?;]+..." and this find the same texts; this one opens with a plain class).
+_PUNCT_SPACE = re.compile(r"[.!?;][\"')\]]{0,3}\s")
+
+
 def _sentences(text: str) -> list[str]:
+    # Every _SENT_END match has a _PUNCT_SPACE match at its last mark (one regex scan that
+    # re skips through fast): without one, the text is one sentence.
+    if _PUNCT_SPACE.search(text) is None:
+        return [text] if text.strip() else []
     out: list[str] = []
     start = 0
-    spans = _quoted(text)
-    for m in _SENT_END.finditer(text):
+    spans = None  # the quoted spans, found when a sentence end needs them
+    for m in finditer_at(_SENT_END, text, [m.start() for m in _SENT_CHAR.finditer(text)]):
         end = m.end()
         if end >= len(text):
             break
-        if spans and _inside(m.start(), spans):
-            continue
         punct = text[m.start()]
         if punct == ".":
             before = text[max(start, m.start() - 12):m.start()].split()
@@ -174,23 +128,24 @@ def _sentences(text: str) -> list[str]:
             # period followed by a lower-case word ("approx. five").
             if token in _ABBREV or len(token) == 1 or not text[end].isupper() and not text[end].isdigit():
                 continue
+        # Each check only skips a match, so the order is free: the quotation scan comes last.
+        if spans is None:
+            spans = _quoted(text)
+        if spans and _inside(m.start(), spans):
+            continue
         out.append(text[start:m.start() + 1])
         start = end
     out.append(text[start:])
     return [s for s in out if s.strip()]
 
 
-def _split_at(text: str, pattern: re.Pattern[str]) -> list[str]:
+def _split_at(text: str, pattern: re.Pattern[str], low: str | None) -> list[str]:
     # The connective stays at the head of the next piece, so pieces that are later
     # re-joined (context, not requests) read exactly as the user wrote them.
-    if not _may_match(pattern, text):
-        return [text] if text.strip() else []
     parts: list[str] = []
     start = 0
-    spans = _quoted(text)
-    for m in pattern.finditer(text):
-        if spans and _inside(m.start(), spans):
-            continue
+    spans = None
+    for m in _matches(pattern, text, low):
         head = text[start:m.start()]
         # A conditional "if ..., then ..." is one step, not two.
         # Checks look at a bounded window of the head: a skipped match makes the head
@@ -199,29 +154,37 @@ def _split_at(text: str, pattern: re.Pattern[str]) -> list[str]:
             continue
         if len(head[:200].split()) < 2:
             continue
+        # Each check only skips a match, so the order is free: the quotation scan comes last.
+        if spans is None:
+            spans = _quoted(text)
+        if spans and _inside(m.start(), spans):
+            continue
         parts.append(head)
         start = m.start()
     parts.append(text[start:])
     return [p for p in parts if p.strip()]
 
 
-def _split_and_verbs(text: str) -> list[str]:
+def _split_and_verbs(text: str, low: str | None) -> list[str]:
     """Split "book a flight and reserve a hotel" but not "salt and pepper"."""
-    if not _may_match(_AND_WORD, text):
-        return [text] if text.strip() else []
     parts: list[str] = []
     start = 0
-    spans = _quoted(text)
-    for m in _AND_WORD.finditer(text):
-        if m.group(1).lower() not in _VERBS or spans and _inside(m.start(), spans):
+    spans = None
+    for m in _matches(_AND_WORD, text, low):
+        if m.group(1).lower() not in _VERBS:
             continue
-        head, tail = text[start:m.start()], text[m.start(1):]
+        head, tail = text[start:m.start()], text[m.start(1):m.start(1) + 200]
         # Both sides must be phrases ("search and replace text" stays whole), and the
         # head must itself look like a verb phrase or request.
         window = head[-500:]
-        if len(head[:200].split()) < 2 or len(tail[:200].split()) < 2:
+        if len(head[:200].split()) < 2 or len(tail.split()) < 2:
             continue
-        if not (set(_words(window)) & _VERBS or _asks(window)):
+        # Each check only skips a match, so the order is free: the quotation scan late.
+        if spans is None:
+            spans = _quoted(text)
+        if spans and _inside(m.start(), spans):
+            continue
+        if _VERBS.isdisjoint(_words(window)) and not _asks(window):
             continue
         parts.append(head)
         start = m.start()
@@ -229,17 +192,13 @@ def _split_and_verbs(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _split_comma_clauses(text: str) -> list[str]:
+def _split_comma_clauses(text: str, low: str | None) -> list[str]:
     """Split a comma series of clauses: "get X, calculate Y, what is Z" but not "Rome, Paris"."""
-    if not _may_match(_COMMA_WORD, text):
-        return [text] if text.strip() else []
     parts: list[str] = []
     start = 0
-    spans = _quoted(text)
-    for m in _COMMA_WORD.finditer(text):
-        if spans and _inside(m.start(), spans):
-            continue
-        tail = text[m.start(2):]
+    spans = None
+    for m in _COMMA_WORD.finditer(text):  # opens with a literal ",": re skips ahead fast
+        tail = text[m.start(2):m.start(2) + 200]  # the checks read no further
         # ", and <verb>" is _split_and_verbs' rule; ", and what ..." opens a clause here.
         if not _CLAUSE_OPENER.match(tail[:40]) and (m.group(1) or m.group(2).lower() not in _VERBS):
             continue
@@ -247,9 +206,14 @@ def _split_comma_clauses(text: str) -> list[str]:
         # The head is a clause of its own (3+ words, a verb phrase or request), not a
         # fronted subordinate clause; the tail is a phrase.
         window = head.lstrip(" ,;:")[-500:]
-        if len(head[:200].split()) < 3 or len(tail[:200].split()) < 2 or _SUBORD_HEAD.match(head[:40]):
+        if len(head[:200].split()) < 3 or len(tail.split()) < 2 or _SUBORD_HEAD.match(head[:40]):
             continue
-        if not (set(_words(window)) & _VERBS or _asks(window)):
+        # Each check only skips a match, so the order is free: the quotation scan late.
+        if spans is None:
+            spans = _quoted(text)
+        if spans and _inside(m.start(), spans):
+            continue
+        if _VERBS.isdisjoint(_words(window)) and not _asks(window):
             continue
         parts.append(head)
         start = m.start()
@@ -257,11 +221,49 @@ def _split_comma_clauses(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+# The clause splitters in order, each with word groups every match of its pattern holds a
+# word of each of (case-insensitively): the _NEEDS words, and for two patterns also a word of
+# their lookahead ("and" + "can you"/"i want"/"please"...; "once" + "done"/"finished"... or
+# the comma closing a fronted clause).
+# Each splitter takes a piece and _lower(piece).
+_SPLITTERS = (
+    (lambda s, low: _split_at(s, _SEQ, low), (_NEEDS[_SEQ],)),
+    (lambda s, low: _split_at(s, _THEN_CLAUSE, low),
+     (_NEEDS[_THEN_CLAUSE], ("done", "finished", "complete", "over", "ready", "through", ","))),
+    (lambda s, low: _split_at(s, _AND_REQUEST, low),
+     (_NEEDS[_AND_REQUEST], ("want", "need", "would", "wish", "i'd", "you", "please", "tell", "let"))),
+    (_split_and_verbs, (_NEEDS[_AND_WORD],)),
+    (_split_comma_clauses, (_NEEDS[_COMMA_WORD],)),
+)
+
+
+def _has_any(low: str, words: tuple[str, ...]) -> bool:
+    for w in words:
+        if w in low:
+            return True
+    return False
+
+
 def _clause_splits(sentence: str) -> list[str]:
+    if not sentence.strip():
+        return []
+    low = _lower(sentence)
     out = [sentence]
-    for splitter in (lambda s: _split_at(s, _SEQ), lambda s: _split_at(s, _THEN_CLAUSE),
-                     lambda s: _split_at(s, _AND_REQUEST), _split_and_verbs, _split_comma_clauses):
-        out = [piece for s in out for piece in splitter(s)]
+    for splitter, groups in _SPLITTERS:
+        # Every piece is a non-blank part of the sentence: when the sentence lacks a word of
+        # a group, no piece has a match, and the splitter would return each piece as it is.
+        # (Plain loops: this runs for every sentence of every search.)
+        if low is not None:
+            for words in groups:
+                for w in words:
+                    if w in low:
+                        break
+                else:
+                    break  # no word of this group
+            else:
+                out = [piece for s in out for piece in splitter(s, low if s is sentence else _lower(s))]
+            continue
+        out = [piece for s in out for piece in splitter(s, None)]
     return out
 
 
@@ -289,8 +291,18 @@ def _is_request(clause: str) -> bool:
     core = _ORDINAL.sub("", _FRONTED.sub("", _LEAD.sub("", clause, count=1), count=1), count=1)
     if core != clause and _asks(core):  # "once done, what is ..."
         return True
-    first = _words(_strip_polite(core)[:60])
-    return bool(first) and first[0] in _VERBS
+    first = _WORD.search(_strip_polite(core)[:60])  # the first of _words(...)
+    return first is not None and first.group().lower() in _VERBS
+
+
+def _clauses(text: str) -> list[str]:
+    """The clauses of non-blank ``text`` (at most MAX_TEXT_CHARS), whitespace collapsed."""
+    clauses: list[str] = []
+    for block in _lines(text):
+        for part in _inline_enumeration(block):
+            for sent in _sentences(part):
+                clauses.extend(c.strip(" \t\r\n,;:") for c in _clause_splits(sent))
+    return [" ".join(c.split()) for c in clauses if c.strip(" \t\r\n,;:.")]
 
 
 def _steps(text: str, max_steps: int) -> list[tuple[str, str]]:
@@ -298,18 +310,19 @@ def _steps(text: str, max_steps: int) -> list[tuple[str, str]]:
     text = text[:MAX_TEXT_CHARS]
     if not text.strip():
         return []
-    clauses: list[str] = []
-    for block in _lines(text):
-        for part in _inline_enumeration(block):
-            for sent in _sentences(part):
-                clauses.extend(c.strip(" \t\r\n,;:") for c in _clause_splits(sent))
-    clauses = [" ".join(c.split()) for c in clauses if c.strip(" \t\r\n,;:.")]
+    return _merge(text, _clauses(text), max_steps)
+
+
+def _merge(text: str, clauses: list[str], max_steps: int) -> list[tuple[str, str]]:
+    """The steps of ``text`` from its clauses: each request clause with the context before it."""
     if not clauses:
         whole = " ".join(text.split()) or text.strip()
         return [(whole, whole)]
     merged: list[list[str]] = []  # [full text, request core]
     pending: list[str] = []
-    for c in clauses:
+    if len(clauses) == 1:  # one clause is one step, whether it asks for something or not
+        merged = [[clauses[0], clauses[0]]]
+    for c in clauses if len(clauses) > 1 else ():
         if _is_request(c):
             merged.append([" ".join(pending + [c]), c])
             pending = []
@@ -331,21 +344,68 @@ def _steps(text: str, max_steps: int) -> list[tuple[str, str]]:
 
 # What any rule above needs to find a second step: a line break, a sentence end, an
 # enumeration number, a word a clause rule starts at, a temporal clause after a comma or
-# colon, or a comma before a verb or question (_COMMA_WORD, checked below).
-_MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
-                        r"finally|lastly|subsequently|additionally|also|well)\b|[,:;]\s{0,5}" + _SUBORD + r"\b",
-                        re.IGNORECASE)
+# colon, or a comma before a verb or question (_COMMA_WORD, checked below). One regular
+# expression each, not one alternation: re would try an alternation at every position, and
+# skips ahead only to a pattern's literal or plain opening character.
+_NUMBER_MARK = re.compile(r"\d[).]")
+_SUBORD_AFTER = re.compile(r"[,:;]\s{0,5}" + _SUBORD + r"\b", re.IGNORECASE)
+_CLAUSE_WORDS = ("and", "but", "plus", "then", "after", "afterward", "afterwards", "next", "finally", "lastly",
+                 "subsequently", "additionally", "also", "well")
+_CLAUSE_WORD = re.compile(r"\b(?:" + "|".join(_CLAUSE_WORDS) + r")\b", re.IGNORECASE)
 
 
 def may_split(text: str) -> bool:
     """False only when :func:`split_steps` returns one step for ``text`` whatever its
     length (a cheap check for search paths: most short queries need no splitter)."""
-    if _MAY_SPLIT.search(text):
-        return True
+    low = _lower(text)
+    if low is None:
+        return bool("\n" in text or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text)
+                    or _SUBORD_AFTER.search(text) or _CLAUSE_WORD.search(text) or _comma_clause(text))
+    # ASCII text: the same checks, the likeliest first, with str.find where it is faster
+    # (_SUBORD_AFTER needs a comma, semicolon or colon and a subordinator's word).
+    return ("\n" in text or whole_word(low, _CLAUSE_WORDS) or _PUNCT_SPACE.search(text) is not None
+            or _number_mark(text)
+            or ("," in text or ";" in text or ":" in text) and _has_any(low, _NEEDS[_THEN_CLAUSE])
+            and _SUBORD_AFTER.search(text) is not None
+            or _comma_clause(text))
+
+
+def _number_mark(text: str) -> bool:
+    """``_NUMBER_MARK.search(text)`` for ASCII text (where \\d is 0-9)."""
+    for mark in ").":
+        k = text.find(mark)
+        while k >= 0:
+            if k and text[k - 1] in "0123456789":
+                return True
+            k = text.find(mark, k + 1)
+    return False
+
+
+def _comma_clause(text: str) -> bool:
+    """A comma before a verb or a question or request opener (_split_comma_clauses' match)."""
     for m in _COMMA_WORD.finditer(text):
         if m.group(2).lower() in _VERBS or _CLAUSE_OPENER.match(text, m.start(2)):
             return True
     return False
+
+
+def several_steps(text: str, max_steps: int) -> list[str] | None:
+    """``split_steps(text, max_steps=max_steps)`` when that is two steps or more, else
+    ``None``: what a search asks. A text of one clause (most requests) stops there, before
+    the clauses are read as requests or context.
+
+    Args:
+        text: The request.
+        max_steps: An ``int``, as :func:`split_steps` takes it.
+    """
+    text = text[:MAX_TEXT_CHARS]
+    if not text.strip():
+        return None
+    clauses = _clauses(text)
+    if len(clauses) < 2:  # no clauses or one: one step
+        return None
+    steps = [full for full, _ in _merge(text, clauses, max_steps)]
+    return steps if len(steps) >= 2 else None
 
 
 def split_steps(text: str, *, max_steps: int = 8) -> list[str]:

@@ -44,6 +44,7 @@ from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.state import IndexState
 from ..schema import FIELDS, Query
+from ..textscan import whole_word
 from .candidates import NEED_FIELDS, Candidates, find_candidates, pack
 from .hits import Hit, rank
 from .plan import FieldTexts, QueryPlan, plan_queries, read_only
@@ -58,22 +59,52 @@ MAX_STEPS = 8
 #: The whole request is one more need beside its steps.
 WHOLE_AS_NEED = True
 
-# A coarse pre-check that needs no import: a request it rejects is one step for
-# split_steps. Every trigger of decompose.steps.may_split (the rules' own, exact check) is
+# A coarse pre-check that needs no import of the splitter: a request it rejects is one step
+# for split_steps. Every trigger of decompose.steps.may_split (the rules' own, exact check) is
 # in it: a line break, a sentence end, an enumeration number, a clause word, a temporal
 # subordinator after , ; : -- and any comma before a word (may_split then looks for a verb
 # or a question after it). Most short requests have none of them (~100 us saved a query).
-_MAY_SPLIT = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
-                        r"finally|lastly|subsequently|additionally|also|well)\b|,\s{0,5}[A-Za-z]|"
-                        r"[;:]\s{0,5}(?:once|when|after|before|as)\b", re.IGNORECASE)
+# One regular expression each, not one alternation: re would try an alternation at every
+# position, and skips ahead only to a pattern's literal or plain opening character. (A match
+# of "[.!?;]+..." has one of "[.!?;]..." at its last mark: the same texts match.)
+_PUNCT_SPACE = re.compile(r"[.!?;][\"')\]]{0,3}\s")
+_NUMBER_MARK = re.compile(r"\d[).]")
+_COMMA_LETTER = re.compile(r",\s{0,5}[A-Za-z]", re.IGNORECASE)
+_SUBORD_AFTER = re.compile(r"[;:]\s{0,5}(?:once|when|after|before|as)\b", re.IGNORECASE)
+_CLAUSE_WORDS = ("and", "but", "plus", "then", "after", "afterward", "afterwards", "next", "finally", "lastly",
+                 "subsequently", "additionally", "also", "well")
+_CLAUSE_WORD = re.compile(r"\b(?:" + "|".join(_CLAUSE_WORDS) + r")\b", re.IGNORECASE)
 
 
-def _split(text: str) -> list[str]:
-    # The splitter (regular expressions compiled at import) loads with the first request
-    # that may split: a one-step request, the usual search, never needs it.
-    from ..decompose.steps import may_split, split_steps
+def _may_split(text: str) -> bool:
+    """The coarse pre-check above: False only when ``text`` is one step."""
+    if ("\n" in text or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text) or _COMMA_LETTER.search(text)
+            or _SUBORD_AFTER.search(text)):
+        return True
+    if text.isascii():
+        return whole_word(text.lower(), _CLAUSE_WORDS)
+    return _CLAUSE_WORD.search(text) is not None
 
-    return split_steps(text, max_steps=MAX_STEPS) if may_split(text) else [text]
+
+_splitter = None  # decompose.steps' (may_split, several_steps), imported with the first request that may split
+
+
+def _steps_of(text: str) -> list[str] | None:
+    """``text``'s steps when the splitter finds two or more, else ``None``."""
+    global _splitter
+    if _splitter is None:
+        # The splitter (regular expressions compiled at import) loads with the first request
+        # that may split: a one-step request, the usual search, never needs it.
+        if not _may_split(text):
+            return None
+        from ..decompose.steps import may_split as rules_may_split, several_steps
+
+        _splitter = (rules_may_split, several_steps)
+    # Loaded, the splitter's own check alone decides: every text it passes, the coarse check
+    # passes too (each of its triggers is one of the coarse check's, or a comma before a
+    # letter; tests/test_steps_golden.py checks it on every text there).
+    rules_may_split, several_steps = _splitter
+    return several_steps(text, MAX_STEPS) if rules_may_split(text) else None
 
 
 def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> list[list[str] | None]:
@@ -81,11 +112,7 @@ def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> 
     index has dense fields (with ``config.split_steps``), else ``None``."""
     if not (config.split_steps and st.dense):
         return [None] * len(queries)
-    out: list[list[str] | None] = []
-    for q in queries:
-        steps = _split(q.text) if is_raw(q) and _MAY_SPLIT.search(q.text) else []
-        out.append(steps if len(steps) >= 2 else None)
-    return out
+    return [_steps_of(q.text) if is_raw(q) else None for q in queries]
 
 
 def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,

@@ -12,8 +12,13 @@ Each tree's modules are byte-compiled first, as ``pip install`` does (with
 ``PYTHONDONTWRITEBYTECODE`` set, every process would otherwise compile them from source).
 Rounds alternate the trees, so a change of machine load falls on all of them alike.
 
+``--prefilter`` also prints, for the last tree, what the description field's 4-bit
+prefilter costs to build (CPU ms) and saves a scan (µs with and without it, five requests
+at the hybrid candidate depth), which sets ``DenseField``'s ``COARSE_AFTER_SCANS``.
+
 Run: ``TOOLSIFT_DATA=../shared/data python scripts/first_query_cpu.py [--runs 5]
-[--src OLD/src NEW/src] [--busy 2]`` (default ``--src``: the toolsift this Python imports).
+[--src OLD/src NEW/src] [--busy 2] [--prefilter]`` (default ``--src``: the toolsift this
+Python imports).
 """
 
 from __future__ import annotations
@@ -62,6 +67,35 @@ print(json.dumps({"load": (c1 - c0) * 1e3, "first": (c2 - c1) * 1e3, "numba": "n
 """
 
 
+_PREFILTER = """
+import sys, time
+import numpy as np
+from toolsift import ToolIndex, _core
+from toolsift.index.dense_field import encode_texts
+from toolsift.index.query_table import query_encoder_for
+from toolsift.kernels.int8 import quantize_rows, top_trusted
+index = ToolIndex.load(sys.argv[1])
+live, m = index._state.dense["description"].live_rows()
+builds = []
+for _ in range(5):
+    t = time.process_time()
+    coarse = _core.int8_coarse(m.codes, m.scales)
+    builds.append((time.process_time() - t) * 1e3)
+enc, n = query_encoder_for(index._state, index.config), index.config.dense_candidates
+scans = {"without": [], "with": []}
+for text in sys.argv[2:]:
+    qc, qs = quantize_rows(encode_texts(enc, [text]))
+    for name, c in (("without", None), ("with", coarse)):
+        t = time.perf_counter()
+        for _ in range(200):
+            top_trusted(qc, qs, m.codes, m.scales, live, n, coarse=c)
+        scans[name].append((time.perf_counter() - t) / 200 * 1e6)
+print(f"prefilter of {m.n_rows} rows: build {np.median(builds):.1f} ms CPU (median of 5, "
+      f"{min(builds):.1f}-{max(builds):.1f}); a scan for {n} tools: {np.median(scans['without']):.0f} us without, "
+      f"{np.median(scans['with']):.0f} us with (medians over {len(sys.argv) - 2} requests x 200 calls)")
+"""
+
+
 def _env(src: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src}
 
@@ -82,6 +116,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--src", nargs="+", help="source trees (each holding toolsift/) to compare")
     ap.add_argument("--busy", type=int, default=0, help="CPU-spinning background processes (benchmarks/busy.py)")
+    ap.add_argument("--prefilter", action="store_true", help="also time the dense prefilter's build and scans")
     args = ap.parse_args()
     if args.src:
         trees = [str(Path(s).resolve()) for s in args.src]
@@ -100,6 +135,11 @@ def main() -> None:
                                text=True, check=True, env=_env(src)).stdout.strip().splitlines()[-1]
         with busy(args.busy):
             got = _measure(trees, paths, args.runs)
+            if args.prefilter:
+                texts = ["find the weather forecast for a city", "send an email to bob", "convert 20 usd to eur",
+                         "search github repositories", "translate this text to french"]
+                pre = subprocess.run([sys.executable, "-c", _PREFILTER, str(paths[trees[-1]]), *texts],
+                                     capture_output=True, text=True, check=True, env=_env(trees[-1])).stdout.strip()
         print(f"{n} pooled tools, hybrid preset; {args.runs} fresh processes per cell, trees alternating; "
               f"{args.busy} busy processes\n")
         print("| tree | query | load CPU ms (median) | first search CPU ms: median | min-max | Numba imported |")
@@ -108,6 +148,8 @@ def main() -> None:
             first = [x["first"] for x in g]
             print(f"| {src} | {name} | {np.median([x['load'] for x in g]):.0f} | {np.median(first):.0f} | "
                   f"{min(first):.0f}-{max(first):.0f} | {'yes' if any(x['numba'] for x in g) else 'no'} |")
+        if args.prefilter:
+            print(f"\n{pre}")
 
 
 if __name__ == "__main__":

@@ -126,12 +126,33 @@ def test_dense_field_uses_it_and_agrees(real_matrix, monkeypatch):
     codes, scales, _, q_codes, q_scales = real_matrix
     field = dense_field.DenseField(Int8Matrix(codes, scales), None, codes.shape[0])
     monkeypatch.setattr(dense_field, "COARSE_MIN_ROWS", 1)
+    monkeypatch.setattr(dense_field, "COARSE_AFTER_SCANS", 0)
     assert field.coarse() is (None if not _core.int8_coarse_supported() else field.coarse())
     with_pre = field.top_tools(q_codes, q_scales, 30)
     monkeypatch.setattr(dense_field, "PREFILTER", False)
     without = field.top_tools(q_codes, q_scales, 30)
     for a, b in zip(with_pre, without, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_dense_field_builds_it_after_its_first_scans(real_matrix, monkeypatch):
+    """The first COARSE_AFTER_SCANS scans of a field go without the prefilter (a short
+    process never pays for building it); the next one builds it; the ids never change."""
+    from toolsift.index import dense_field
+    from toolsift.index.dense import Int8Matrix
+
+    codes, scales, _, q_codes, q_scales = real_matrix
+    field = dense_field.DenseField(Int8Matrix(codes, scales), None, codes.shape[0])
+    monkeypatch.setattr(dense_field, "COARSE_MIN_ROWS", 1)
+    monkeypatch.setattr(dense_field, "COARSE_AFTER_SCANS", 3)
+    built = []
+    real = _core.int8_coarse
+    monkeypatch.setattr(_core, "int8_coarse", lambda *a, **kw: built.append(1) or real(*a, **kw))
+    first = field.top_tools(q_codes, q_scales, 30)
+    for scan in range(2, 6):
+        for a, b in zip(field.top_tools(q_codes, q_scales, 30), first, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert len(built) == (int(_core.int8_coarse_supported()) if scan > 3 else 0), scan
 
 
 def test_binding_checks():

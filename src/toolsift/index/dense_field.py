@@ -36,6 +36,12 @@ COARSE_MIN_ROWS = 4096
 #: Whether top_tools uses the prefilter (the results are the same either way; off only
 #: to measure the scan without it).
 PREFILTER = True
+#: Scans of a field that go without the prefilter before it is built. At the 6,417 pooled
+#: tools building it took 5.4 ms of CPU idle and 6.8 ms busy, and a scan for 30 tools 128
+#: -> 70 µs idle, 580 -> 263 µs busy (docs/results/first-query-2026-11-28b.md): it pays
+#: back after ~90 scans idle, ~20 busy. A short process (a CLI search, a fresh process's
+#: first queries) scans without it; a service builds it early on.
+COARSE_AFTER_SCANS = 64
 
 
 # Texts per encoder call when a progress bar is shown: enough batches to keep every
@@ -208,7 +214,8 @@ class DenseField:
         """The exact prefilter of :meth:`live_rows`' matrix (``_core.Int8Coarse``: 4-bit
         codes and a bound per row; toolsift/int8_coarse.h), made once; ``None`` where it
         does not pay (under :data:`COARSE_MIN_ROWS` rows) or this CPU lacks its
-        instructions (AVX-512 VBMI and VNNI)."""
+        instructions (AVX-512 VBMI and VNNI). :meth:`top_tools` asks for it from its
+        ``COARSE_AFTER_SCANS + 1``-th scan on."""
         got = self.__dict__.get("_coarse", False)
         if got is False:
             from .. import _core
@@ -219,6 +226,17 @@ class DenseField:
                 got = _core.int8_coarse(m.codes, m.scales)
             self.__dict__["_coarse"] = got  # same value if two first searches race
         return got
+
+    def _scan_coarse(self):
+        """The prefilter for this scan: none for the first :data:`COARSE_AFTER_SCANS`
+        (the same result either way). Concurrent scans may miscount a few: harmless."""
+        if not PREFILTER:
+            return None
+        scans = self.__dict__.get("_scans", 0)
+        if scans < COARSE_AFTER_SCANS:
+            self.__dict__["_scans"] = scans + 1
+            return None
+        return self.coarse()
 
     def top_tools(self, q_codes: np.ndarray, q_scales: np.ndarray, n: int) -> list[np.ndarray]:
         """Per query row (int8 codes and scales, as :func:`quantize_rows` makes them), its
@@ -233,8 +251,7 @@ class DenseField:
         # Unchecked kernels: the matrix, rows and groups are this field's own, checked
         # when it was made, and the query codes come from quantize_rows.
         if self.groups is None:  # a row is a tool: scan and select in one pass
-            return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n,
-                               coarse=self.coarse() if PREFILTER else None)
+            return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n, coarse=self._scan_coarse())
         from ..kernels.select import top_positive_trusted
 
         scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)

@@ -19,6 +19,7 @@ from ..kernels.buffers import aligned_empty
 from .dense import Int8Matrix, freeze
 from ..progress import progress_counter
 from .dense_field import DenseField, encode_int8, encode_int8_into
+from .dense_rows import compacts, expand_rows, kept_rows, owners
 from .fields import field_counts, field_texts
 from .state import IndexState
 
@@ -147,7 +148,7 @@ def encoder_record(encoder: Any) -> dict[str, Any] | None:
 
 
 def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = False, encoder: Any = None,
-                 embed_cache: EmbedCacheArg = None) -> dict[str, DenseField]:
+                 embed_cache: EmbedCacheArg = None, compact: dict[str, bool] | None = None) -> dict[str, DenseField]:
     """Int8 embeddings of every dense or hybrid field's documents.
 
     Args:
@@ -157,6 +158,9 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
         encoder: The document encoder (``None``: :func:`get_document_encoder`).
         embed_cache: Where known texts' vectors are looked up and new ones stored
             (:func:`toolsift.encoders.cache.resolve_store`; ``False``: nowhere).
+        compact: Per field, whether it keeps only its non-empty documents' rows
+            (:mod:`.dense_rows`), instead of deciding by its share of empty documents
+            (an update embeds new tools in the layout of the field they join).
     """
     names = [f for f in FIELDS if config.retriever(f) != "bm25"]
     if not names:
@@ -166,23 +170,36 @@ def embed_fields(catalog: Catalog, config: IndexConfig, *, progress: bool = Fals
                                    split_identifiers=config.split_identifiers,
                                    parameter_format=config.parameter_format, tool_card=config.tool_card)
     if not getattr(enc, "cache_worthy", True):
-        return _embed_streamed(catalog, names, enc, options, progress=progress)
+        return _embed_streamed(catalog, names, enc, options, progress=progress, compact=compact or {})
     # One encoder pass over all fields' texts: a parameter text and an example intent are
     # often the same string, and encode_int8 encodes each distinct string once. An empty
     # document (no response text, a tool without examples) is no evidence: it gets a zero
     # row, so its cosine is 0 as its BM25 score is, not the similarity to the empty
     # string's embedding (positive for most queries: it ranked tools by what they lack).
-    docs = {name: field_texts(catalog, name, **options) for name in names}
+    # A mostly-empty field keeps only its non-empty documents' rows (.dense_rows).
+    docs = {name: _rows_kept(name, *field_texts(catalog, name, **options), len(catalog), (compact or {}).get(name))
+            for name in names}
     texts = [t for f in names for t in docs[f][0]]
     m = encode_int8(enc, texts, progress=progress)
     del texts
     out, start = {}, 0
     for name in names:
         n = len(docs[name][0])
-        out[name] = DenseField(Int8Matrix(m.codes[start:start + n], m.scales[start:start + n]),
-                               _groups(docs[name][1], len(catalog)), len(catalog))
+        out[name] = DenseField(Int8Matrix(m.codes[start:start + n], m.scales[start:start + n]), docs[name][1],
+                               len(catalog))
         start += n
     return out
+
+
+def _rows_kept(name: str, texts: list[str], counts: np.ndarray | None, n_tools: int, compact: bool | None
+               ) -> tuple[list[str], np.ndarray | None]:
+    """A field's documents to embed and their tools (``None``: one per tool, in order):
+    every document, or only the non-empty ones of a field :func:`.dense_rows.compacts`
+    (``compact``: decided by the caller)."""
+    kept = kept_rows(texts)
+    if compacts(name, kept.size, len(texts)) if compact is None else compact:
+        return [texts[i] for i in kept], owners(counts, n_tools)[kept]
+    return texts, _groups(counts, n_tools)
 
 
 def _groups(counts: np.ndarray | None, n_tools: int) -> np.ndarray | None:
@@ -191,7 +208,7 @@ def _groups(counts: np.ndarray | None, n_tools: int) -> np.ndarray | None:
 
 
 def _embed_streamed(catalog: Catalog, names: list[str], enc: Any, options: dict[str, Any], *,
-                    progress: bool) -> dict[str, DenseField]:
+                    progress: bool, compact: dict[str, bool]) -> dict[str, DenseField]:
     """:func:`embed_fields` for an encoder whose vectors do not depend on the batch and
     that is not worth caching (the static token table): field by field, a slice of tools
     at a time, so a million tools' texts are never all held (the descriptions alone were
@@ -203,14 +220,27 @@ def _embed_streamed(catalog: Catalog, names: list[str], enc: Any, options: dict[
     out = {}
     with progress_counter(progress, "embed", total=sum(n_docs.values()), unit="text") as bar:
         for name in names:
+            # Zero-filled: pages no row is written to are never touched (no memory).
             codes = aligned_empty((n_docs[name], enc.dim), np.int8, zeros=True)  # aligned for the scan
             scales = np.zeros(n_docs[name], dtype=np.float32)
-            row = 0
+            # The non-empty documents' rows are written one after another (kept: their
+            # positions among all documents); a mostly-empty field then keeps just those
+            # (.dense_rows), any other moves them to their own rows.
+            row, first, kept = 0, 0, []
             for start in range(0, n_tools, _TOOLS_PER_SLICE):
                 texts, _ = field_texts(catalog[start:start + _TOOLS_PER_SLICE], name, **options)
-                encode_int8_into(enc, texts, codes[row:row + len(texts)], scales[row:row + len(texts)])
-                row += len(texts)
+                keep = kept_rows(texts)
+                encode_int8_into(enc, [texts[i] for i in keep], codes[row:row + keep.size],
+                                 scales[row:row + keep.size])
+                kept.append(keep + first)
+                row, first = row + keep.size, first + len(texts)
                 bar.update(len(texts))
+            pos = np.concatenate(kept) if kept else np.zeros(0, np.int64)
+            if compact[name] if name in compact else compacts(name, pos.size, n_docs[name]):
+                matrix = Int8Matrix(freeze(codes[:pos.size]), freeze(scales[:pos.size]))
+                out[name] = DenseField(matrix, owners(counts[name], n_tools)[pos], n_tools)
+                continue
+            expand_rows(codes, scales, pos)
             out[name] = DenseField(Int8Matrix(freeze(codes), freeze(scales)), _groups(counts[name], n_tools),
                                    n_tools)
     return out
@@ -222,7 +252,11 @@ def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_id
     replaced tools are embedded (``encoder`` and ``embed_cache`` as :func:`embed_fields`)."""
     new_ids = catalog.ids  # ids only: unchanged tools of a stored catalogue stay encoded
     fresh = [catalog[i] for i, tid in enumerate(new_ids) if tid in fresh_ids]
-    new_dense = embed_fields(Catalog(fresh), config, encoder=encoder, embed_cache=embed_cache) if fresh else {}
+    # New tools' rows in the layout of the field they join (.dense_rows): a field keeps
+    # only non-empty rows when it has fewer rows than documents.
+    compact = {name: dn.matrix.n_rows != st.fields[name].core.n_docs for name, dn in st.dense.items()}
+    new_dense = embed_fields(Catalog(fresh), config, encoder=encoder, embed_cache=embed_cache,
+                             compact=compact) if fresh else {}
     fresh_pos = {t.id: i for i, t in enumerate(fresh)}
     old_pos = {tid: i for i, tid in enumerate(st.catalog.ids)}
     out = {}
@@ -252,5 +286,8 @@ def update_dense(st: IndexState, catalog: Catalog, config: IndexConfig, fresh_id
                                    else np.zeros((0, dim), np.int8)),
                             freeze(np.concatenate(scales) if scales else np.zeros(0, np.float32)))
         g = np.concatenate(groups) if groups else np.zeros(0, np.int64)
-        out[name] = DenseField(matrix, g if dn.groups is not None else None, len(catalog))
+        # One row per tool in order stays ungrouped; rows of fields stored compactly
+        # (.dense_rows), before or in this update, need their row map.
+        one_each = g.size == len(catalog) and bool((g == np.arange(g.size)).all())
+        out[name] = DenseField(matrix, None if dn.groups is None and one_each else g, len(catalog))
     return out

@@ -99,7 +99,7 @@ def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
         c = fi.core
         stats[name] = {"n_docs": c.n_docs, "nnz": c.nnz, "avgdl": c.avgdl, "grouped": fi.grouped}
     for name, dn in st.dense.items():
-        tables[f"dense.{name}.arrow"] = dn.matrix.to_arrow()
+        tables[f"dense.{name}.arrow"] = _dense_table(dn, st.fields[name])
         if dn.ivf is not None:
             tables[f"ivf.{name}.arrow"] = dn.ivf.to_arrow()
     qt = getattr(st, "query_table", None)
@@ -268,10 +268,11 @@ def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mma
         if fname not in manifest.get("files", {}):
             raise IndexCorruptError(f"{path}: {fname} is missing although field {name!r} is dense")
         try:
-            matrix = Int8Matrix.from_arrow(open_table(ddir, fname, mmap=mmap, save_id=sid))
+            table = open_table(ddir, fname, mmap=mmap, save_id=sid)
+            matrix = Int8Matrix.from_arrow(table)
             fi = fields[name]
-            groups = (np.frombuffer(memoryview(fi.core.column("doc_group")), np.int32)
-                      if fi.grouped else None)
+            groups = (_stored_rows(table) if "tool" in table.column_names
+                      else np.frombuffer(memoryview(fi.core.column("doc_group")), np.int32) if fi.grouped else None)
             dense[name] = DenseField(matrix, groups, n_tools)
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexCorruptError(f"{ddir}/{fname}: {exc}") from None
@@ -296,3 +297,27 @@ def _load_generation(path: str | os.PathLike, manifest: dict, ddir: Path, *, mma
                                    where=f"{ddir}/query_table.arrow")
     return LoadedIndex(catalog, config, vocab, fields, dense, graph, qt,
                        _encoder_record(manifest, dense, str(path)), _floor_record(manifest, dense, str(path)))
+
+
+def _dense_table(dn: DenseField, fi: FieldIndex) -> pa.Table:
+    """A dense field's file: its matrix, and the tool of each row (``tool``) when its
+    rows are not the BM25 field's documents (a field stored as its non-empty rows only,
+    :mod:`.dense_rows`; format 3); otherwise a load takes the BM25 field's map."""
+    table = dn.matrix.to_arrow()
+    if dn.groups is None:
+        return table
+    same = fi.grouped and fi.core.n_docs == dn.matrix.n_rows and np.array_equal(
+        np.frombuffer(memoryview(fi.core.column("doc_group")), np.int32), dn.groups)
+    return table if same else table.append_column("tool", column(dn.groups, pa.int64()))
+
+
+def _stored_rows(table: pa.Table) -> np.ndarray:
+    """The ``tool`` column of a dense file (zero-copy), checked ascending (a tool's rows
+    are contiguous); the range is checked by :class:`DenseField`."""
+    col = table.column("tool")
+    if col.type != pa.int64() or col.null_count or col.num_chunks > 1:
+        raise ValueError(f"column 'tool' must be one chunk of int64 without nulls, got {col.type}")
+    rows = col.chunk(0).to_numpy(zero_copy_only=True) if col.num_chunks else np.zeros(0, np.int64)
+    if rows.size > 1 and (np.diff(rows) < 0).any():
+        raise ValueError("column 'tool' must be ascending")
+    return rows

@@ -189,7 +189,21 @@ def build_query_table(catalog, config, dense: dict[str, DenseField] | None) -> Q
     fd = field_documents(catalog, name_in_description=config.name_in_description,
                          split_identifiers=config.split_identifiers, parameter_format=config.parameter_format,
                          tool_card=config.tool_card)
-    return fit_query_table(base, dense, {f: fd[f].texts for f in dense})
+    return fit_query_table(base, dense, {f: _row_texts(fd[f].texts, dn) for f, dn in dense.items()})
+
+
+def _row_texts(texts: list[str], dn: DenseField) -> list[str]:
+    """The text of each of ``dn``'s rows: every document's, or for a field stored as
+    its non-empty rows only (:mod:`.dense_rows`) the non-blank documents'."""
+    if dn.matrix.n_rows == len(texts):
+        return texts
+    from .dense_rows import kept_rows
+
+    kept = [texts[i] for i in kept_rows(texts)]
+    if len(kept) != dn.matrix.n_rows:
+        raise ValueError(f"dense field has {dn.matrix.n_rows} rows for {len(texts)} documents "
+                         f"({len(kept)} non-empty)")
+    return kept
 
 
 def query_encoder_for(st, config):

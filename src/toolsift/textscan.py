@@ -15,6 +15,8 @@ one can start:
   gives ``finditer``'s matches exactly, provided every match starts at a candidate.
 * :func:`whole_word`: whether ``\\b(?:w1|w2|...)\\b`` (case-insensitive) matches ASCII
   text, by ``str.find`` and a look at the two neighbours of each occurrence.
+* :func:`exists`: the same for a yes-or-no search, window by window, stopping at the first
+  match.
 * :func:`near_words` makes the candidates of a pattern that every match of which holds
   one of a few words (case-insensitively) within ``reach`` characters of its start and
   opens with one of a few characters: the positions at or up to ``reach`` characters
@@ -32,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-__all__ = ["WHITESPACE", "WORD_CHARS", "any_word", "finditer_at", "near_words", "scan", "whole_word"]
+__all__ = ["WHITESPACE", "WORD_CHARS", "any_word", "exists", "finditer_at", "near_words", "scan", "whole_word"]
 
 #: The ASCII characters ``\s`` matches (``re``'s own answer, so it never drifts).
 WHITESPACE = frozenset(c for c in map(chr, range(128)) if re.match(r"\s", c))
@@ -94,6 +96,29 @@ def near_words(low: str, words: re.Pattern[str] | tuple[str, ...], reach: int,
         k = hits[0]
         return [q for q in range(max(0, k - reach), k + 1) if low[q] in first]
     return sorted({q for k in hits for q in range(max(0, k - reach), k + 1) if low[q] in first})
+
+
+def exists(pattern: re.Pattern[str], text: str, low: str, words: re.Pattern[str], reach: int,
+           first: frozenset[str]) -> bool:
+    """``pattern.search(text) is not None`` for ASCII ``text`` (``low = text.lower()``),
+    where every match but one at position 0 opens with a character whose lower case is in
+    ``first`` and holds a word of ``words`` (:func:`any_word`) starting at most ``reach``
+    characters after its start. The positions are tried window by window, in order, each
+    once, and the first match ends the search (most requests ask early)."""
+    if pattern.match(text, 0):
+        return True
+    tried = 1  # every position below has been tried
+    m = words.search(low)
+    for _ in range(_MAX_HITS):
+        if m is None:
+            return False
+        k = m.start()
+        for q in range(max(tried, k - reach), k + 1):
+            if low[q] in first and pattern.match(text, q):
+                return True
+        tried = max(tried, k + 1)
+        m = words.search(low, k + 1)
+    return pattern.search(text, tried) is not None  # many occurrences: a plain scan of the rest
 
 
 def any_word(words: Iterable[str]) -> re.Pattern[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..schema import MAX_TEXT_CHARS
-from ..textscan import finditer_at, near_words, scan, whole_word
+from ..textscan import exists, finditer_at, scan, whole_word
 from .lexicon import _REQUEST, _VERBS, _strip_polite
 from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _COMMA_WORD, _DONE, _IF,
                             _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ, _SUBORD,
@@ -27,10 +27,9 @@ def _lower(text: str) -> str | None:
 def _asks(text: str) -> bool:
     """``_REQUEST.search(text) is not None``, trying only where a match can start."""
     low = _lower(text)
-    starts = None if low is None else near_words(low, _REQUEST_WORDS, 13, _REQUEST_OPENS)
-    if starts is None:
+    if low is None:
         return _REQUEST.search(text) is not None
-    return next(finditer_at(_REQUEST, text, [0, *starts]), None) is not None
+    return exists(_REQUEST, text, low, _REQUEST_WORDS, 13, _REQUEST_OPENS)
 
 
 def _matches(pattern: re.Pattern[str], text: str, low: str | None):

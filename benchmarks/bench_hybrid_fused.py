@@ -7,9 +7,13 @@ one thread, k = 10, interleaved query by query with a rotating order:
 
 * ``bm25 fields``: ``preset_config("bm25")``, ``ToolIndex.search`` (the fused BM25 call);
 * ``hybrid fused``: ``preset_config("hybrid")``, ``ToolIndex.search`` as it now runs
-  (one-step requests in one engine call, multi-step requests by :mod:`toolsift.search.needs`);
-* ``hybrid general``: the same index and call with the fused hybrid path switched off
-  (``fused_hybrid.usable`` answering False), i.e. the path before it;
+  (one-step raw requests in one call of ``_core.HybridText``, :mod:`toolsift.search.hybrid_text`;
+  multi-step requests by :mod:`toolsift.search.needs`);
+* ``hybrid glue``: the same index with the one-call text path switched off, so a one-step
+  request is planned and scanned in Python around the fused engine call
+  (:mod:`toolsift.search.fused_hybrid`), i.e. the path before ``HybridText``;
+* ``hybrid general``: both switched off (``fused_hybrid.usable`` answering False), the
+  candidates -> pack -> score path;
 * ``bm25s``: one flat document per tool, as ``bench_peers`` drives it.
 
 The analyzer's memo of whole texts is cleared before each round. Busy: two CPU-spinning
@@ -37,6 +41,7 @@ K = 10
 def _systems():
     from toolsift import ToolIndex
     from toolsift.presets import preset_config
+    import toolsift.search as search_mod
     from toolsift.search import fused_hybrid
 
     from .conftest import bm25s_searcher, pooled
@@ -45,19 +50,27 @@ def _systems():
     texts = [x.text for x in queries]
     bm25 = ToolIndex.build(cat, config=preset_config("bm25", threads=1))
     hybrid = ToolIndex.build(cat, config=preset_config("hybrid", threads=1))
-    real = fused_hybrid.usable
+    real, real_text = fused_hybrid.usable, search_mod.text_searcher
 
-    def general(q):
-        fused_hybrid.usable = lambda *a: False
+    def glue(q):
+        search_mod.text_searcher = lambda *a: None
         try:
             return hybrid.search(q, k=K)
         finally:
-            fused_hybrid.usable = real
+            search_mod.text_searcher = real_text
+
+    def general(q):
+        fused_hybrid.usable = lambda *a: False
+        search_mod.text_searcher = lambda *a: None
+        try:
+            return hybrid.search(q, k=K)
+        finally:
+            fused_hybrid.usable, search_mod.text_searcher = real, real_text
 
     bm25s_search = bm25s_searcher(cat, K)
 
     calls = {"bm25 fields": lambda q: bm25.search(q, k=K), "hybrid fused": lambda q: hybrid.search(q, k=K),
-             "hybrid general": general, "bm25s": bm25s_search}
+             "hybrid glue": glue, "hybrid general": general, "bm25s": bm25s_search}
     clears = [ix.config.analyzer._memo.cache_clear for ix in (bm25, hybrid)]
     return len(cat), texts, calls, lambda: [c() for c in clears]
 
@@ -100,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(f"| {cond} | {name} | {p50:.3f} | {p99:.3f} | {p50 / (base * 1e3):.2f} |")
         b = np.percentile(lat["bm25s"], 50)
         rows.append(f"| {cond} | hybrid fused / bm25s (p50) | | | {np.percentile(lat['hybrid fused'], 50) / b:.2f} |")
+        rows.append(f"| {cond} | hybrid glue / bm25s (p50) | | | {np.percentile(lat['hybrid glue'], 50) / b:.2f} |")
         rows.append(f"| {cond} | hybrid general / bm25s (p50) | | | {np.percentile(lat['hybrid general'], 50) / b:.2f} |")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     lines = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "

@@ -368,6 +368,17 @@ py::tuple int8_probe_top_rows(const I8Array& q_codes_in, const F32Array& q_scale
 
 }  // namespace
 
+const toolsift::Int8Coarse* coarse_of(const py::object& coarse, const I8Array& codes, const F32Array& scales) {
+  if (coarse.is_none()) return nullptr;
+  if (!py::isinstance<Coarse>(coarse)) throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
+  const Coarse& c = coarse.cast<const Coarse&>();
+  if (c.codes.data() != codes.data() || c.codes.shape(0) != codes.shape(0) || c.codes.shape(1) != codes.shape(1) ||
+      c.scales.data() != scales.data()) {
+    throw std::invalid_argument("coarse was built from other codes or scales than these");
+  }
+  return &c.c;
+}
+
 void register_int8(py::module_& m) {
   m.def("int8_scan", &int8_scan, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::kw_only(), py::arg("threads") = 1,

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "toolsift/fused.h"
+#include "toolsift/int8_coarse.h"
 #include "toolsift/inverted_index.h"
 
 namespace toolsift::py_bridge {
@@ -84,6 +86,15 @@ FieldBatch field_batch(const InvertedIndex& idx, const I32Array& terms, const I6
                        const I64Array& text_query, int64_t n_queries);
 
 // Each file registers its own functions on the module (module.cpp calls them).
+// (w_description, w_parameters, w_response, w_examples, bias, alpha, tau, w_req, w_opt,
+// param_max_share, renormalize) as a ScoringParams tuple (fused.cpp).
+MftrParams parse_params(const py::tuple& t);
+// A fused search's options, checked (fused.cpp).
+FusedOptions options(py::ssize_t n, py::ssize_t k, const std::string& scale, int threads);
+// The Int8Coarse of a Python prefilter object built from exactly these arrays, or null
+// for None (bind_int8.cpp).
+const Int8Coarse* coarse_of(const py::object& coarse, const I8Array& codes, const F32Array& scales);
+
 void register_index(py::module_& m);   // bind_index.cpp: InvertedIndex
 void register_int8(py::module_& m);    // bind_int8.cpp: int8 scans and IVF probes
 void register_fields(py::module_& m);  // bind_fields.cpp: fused multi-field calls
@@ -91,5 +102,6 @@ void register_interner(py::module_& m);  // interner.cpp
 void register_fused(py::module_& m);     // fused.cpp: one engine call per BM25 search
 void register_pairs(py::module_& m);     // bind_pairs.cpp: batch pair scoring (toolsift.batch)
 void register_embed(py::module_& m);     // bind_embed.cpp: static query vectors, int8 quantization
+void register_hybrid_text(py::module_& m);  // bind_hybrid_text.cpp: one raw query on a hybrid index
 
 }  // namespace toolsift::py_bridge

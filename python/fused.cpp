@@ -22,33 +22,6 @@ std::vector<T> copy_1d(const A& a, const char* what) {
   return std::vector<T>(a.data(), a.data() + a.shape(0));
 }
 
-// (w_description, w_parameters, w_response, w_examples, bias, alpha, tau, w_req, w_opt,
-// param_max_share, renormalize), as toolsift.search.fused builds it from ScoringParams.
-MftrParams parse_params(const py::tuple& t) {
-  if (t.size() != 11) throw std::invalid_argument("params: expected an 11-tuple");
-  MftrParams p;
-  for (int i = 0; i < 4; ++i) p.weights[i] = t[i].cast<double>();
-  p.bias = t[4].cast<double>();
-  p.alpha = t[5].cast<double>();
-  p.tau = t[6].cast<double>();
-  p.w_req = t[7].cast<double>();
-  p.w_opt = t[8].cast<double>();
-  p.max_share = t[9].cast<double>();
-  p.renormalize = t[10].cast<bool>();
-  return p;
-}
-
-FusedOptions options(py::ssize_t n, py::ssize_t k, const std::string& scale, int threads) {
-  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
-  if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
-  FusedOptions o;
-  o.n = static_cast<std::size_t>(n);
-  o.k = static_cast<std::size_t>(k);
-  o.scale = parse_scale(scale);
-  o.threads = threads;
-  return o;
-}
-
 // One field's texts of a batch, owned.
 struct Field {
   std::vector<int32_t> terms;
@@ -376,6 +349,33 @@ class FusedText {
 };
 
 }  // namespace
+
+// (w_description, w_parameters, w_response, w_examples, bias, alpha, tau, w_req, w_opt,
+// param_max_share, renormalize), as toolsift.search.fused builds it from ScoringParams.
+MftrParams parse_params(const py::tuple& t) {
+  if (t.size() != 11) throw std::invalid_argument("params: expected an 11-tuple");
+  MftrParams p;
+  for (int i = 0; i < 4; ++i) p.weights[i] = t[i].cast<double>();
+  p.bias = t[4].cast<double>();
+  p.alpha = t[5].cast<double>();
+  p.tau = t[6].cast<double>();
+  p.w_req = t[7].cast<double>();
+  p.w_opt = t[8].cast<double>();
+  p.max_share = t[9].cast<double>();
+  p.renormalize = t[10].cast<bool>();
+  return p;
+}
+
+FusedOptions options(py::ssize_t n, py::ssize_t k, const std::string& scale, int threads) {
+  if (n < 1) throw std::invalid_argument("n must be >= 1, got " + std::to_string(n));
+  if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+  FusedOptions o;
+  o.n = static_cast<std::size_t>(n);
+  o.k = static_cast<std::size_t>(k);
+  o.scale = parse_scale(scale);
+  o.threads = threads;
+  return o;
+}
 
 void register_fused(py::module_& m) {
   // 2: search_hybrid takes each need field's dense candidates apart and returns the hits'

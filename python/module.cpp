@@ -23,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("a"));
   toolsift::py_bridge::register_int8(m);
   toolsift::py_bridge::register_embed(m);
+  toolsift::py_bridge::register_hybrid_text(m);
   toolsift::py_bridge::register_fields(m);
   toolsift::py_bridge::register_index(m);
 }

@@ -226,6 +226,8 @@ class StaticEncoder:
 
     #: Not looked up in the embedding cache: encoding a text is cheaper than reading it back.
     cache_worthy = False
+    #: A text's first this many token ids make its vector.
+    max_tokens = _MAX_TOKENS
 
     def __init__(self, table: str | os.PathLike[str] | StaticTable | None = None, *,
                  tokenizer: str | os.PathLike[str] | None = None) -> None:
@@ -328,6 +330,23 @@ class StaticEncoder:
         enc._fingerprint, enc._fingerprint_of = None, fingerprint
         return enc
 
+    def merged_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes int8[tokens, dim], mult float32[tokens])``, read-only: every token's row
+        with :meth:`with_rows`' rows in place, premultiplied as :func:`mean_rows` reads
+        them (the overlay is merged into a copy of the table now if it was not yet; the
+        same rows, so the same sums). What the engine's one-call search reads."""
+        if self._over is not None:
+            merged = self.table
+            self._codes, self._row_mult = freeze(merged.codes), freeze((merged.weights * merged.scales).astype(np.float32))
+            self._over = None  # after the rows it reads: a racing call sees either whole
+        return self._codes, self._row_mult
+
+    @property
+    def wordpiece(self) -> FastWordPiece | None:
+        """The WordPiece fast path of this encoder's tokenizer (``None``: every text goes
+        to ``tokenizers``)."""
+        return self._fast
+
     def _rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(codes, mult, ids)`` for :func:`mean_rows`: the table's own, or, with
         refitted rows, a compact table of the rows of ``ids`` (refitted rows first) and
@@ -338,10 +357,8 @@ class StaticEncoder:
             return self._codes, self._row_mult, ids
         self._calls += 1
         if self._calls > _OVERLAY_CALLS:  # a busy encoder: the merged table, once
-            merged = self.table
-            self._codes, self._row_mult = freeze(merged.codes), freeze((merged.weights * merged.scales).astype(np.float32))
-            self._over = None  # after the rows it reads: a racing call sees either whole
-            return self._codes, self._row_mult, ids
+            codes, mult = self.merged_rows()
+            return codes, mult, ids
         _, over_codes, over_mult = over
         # A query's few tokens are gathered in their order (no sort); a batch's distinct ones.
         uniq, inv = (ids, None) if ids.size <= _GATHER_ALL else np.unique(ids, return_inverse=True)

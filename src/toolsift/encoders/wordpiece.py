@@ -60,6 +60,11 @@ class FastWordPiece:
         self._added_starts = frozenset(t[0] for t in added)
         self._cache: dict[str, tuple[int, ...]] = {}
 
+    def engine_args(self) -> tuple[dict[str, int], int, str, int, tuple[str, ...]]:
+        """``(vocab, unk id, continuing-subword prefix, max word chars, added tokens)``:
+        what the C++ twin (``_core.HybridText``, toolsift/wordpiece.h) is built from."""
+        return self._vocab, self._unk, self._prefix, self._max_chars, self._added
+
     @classmethod
     def from_file(cls, path: Path) -> FastWordPiece | None:
         """The fast path for ``path``, or ``None`` if it is not a BERT-uncased tokenizer."""

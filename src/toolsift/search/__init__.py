@@ -21,6 +21,7 @@ from ..schema import FIELDS, Query, query_text
 from .candidates import Candidates, find_candidates, pack
 from . import fused, fused_hybrid
 from .explain import explain_hits, explain_ranked
+from .hybrid_text import text_searcher
 from .hits import Hit, rank
 from .plan import QueryPlan, plan_queries
 from .query import QueryLike, as_query, check_explain, check_k, is_raw
@@ -80,16 +81,27 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
     """Search: the top ``k`` hits of each query, each scored with its own parameters
     (:meth:`IndexConfig.params_for`: raw text and structured queries differ).
     ``explain="why"`` fills only each hit's ``why`` (see :func:`~.hits.rank`)."""
+    steps = None
     if len(queries) == 1 and not explain and is_raw(queries[0]):
         # The usual call: one raw-text query on BM25 fields, one engine call.
         hits = fused.search_text(st, config, queries[0].text, k)
         if hits is not None:
             return [hits]
+        # On a hybrid index, a one-step request in one engine call too (.hybrid_text).
+        search = text_searcher(st, config, retrievers(st, config)) if st.dense else None
+        if search is not None:
+            from .needs import request_steps
+
+            steps = request_steps(st, config, queries)
+            if steps == [None]:
+                hits = search(queries[0].text, k)
+                if hits is not None:
+                    return [hits]
     structured = [not is_raw(q) for q in queries]
     # One kind of query (a single search always is) resolves only its own parameters
     # (structured_scoring compares the params with the shipped ones).
     if not any(structured):
-        return _run(st, config, queries, k=k, explain=explain, params=config.params)
+        return _run(st, config, queries, k=k, explain=explain, params=config.params, steps=steps)
     raw_p, st_p = config.params, config.structured_scoring
     if all(structured) or raw_p == st_p:
         return _run(st, config, queries, k=k, explain=explain, params=st_p)
@@ -103,7 +115,7 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
 
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,
-         params) -> list[list[Hit]]:
+         params, steps: list[list[str] | None] | None = None) -> list[list[Hit]]:
     if fused.usable(st, config, False):
         # Every field BM25: one engine call (the same hits; tests/test_fused.py), and with
         # an explanation the k hits explained without the Numba kernel (tests/test_explain.py).
@@ -115,7 +127,8 @@ def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, e
     # at import) load with the first search off the fused BM25 path.
     from .needs import request_steps, run_steps, shares_bm25
 
-    steps = request_steps(st, config, queries)
+    if steps is None:  # (run() may have split the request already)
+        steps = request_steps(st, config, queries)
     if any(s is not None for s in steps):
         # Raw requests that split into steps search their dense halves per step (.needs);
         # the others take the general path unchanged. Results come back in order.

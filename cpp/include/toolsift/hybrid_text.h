@@ -1,0 +1,81 @@
+// One raw-text query on a hybrid index in one engine call: the BM25 words
+// (toolsift/query_words.h), the static query vector (WordPiece ids, the token table's
+// rows summed and normalised, int8 codes: toolsift/embed.h), each need field's dense
+// candidates (an exact int8 top-n scan, with the 4-bit prefilter where there is one) and
+// FusedSearcher's hybrid search. The same answer as toolsift.search.fused_hybrid for one
+// raw query (tests/test_hybrid_text.py compares them on every query of the five sets).
+// A text this path does not take (not ASCII, a word not taught yet, a text WordPiece's
+// fast path refuses) is reported, and the caller takes the Python path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "toolsift/fused.h"
+#include "toolsift/int8_coarse.h"
+#include "toolsift/int8_dot.h"
+#include "toolsift/query_words.h"
+#include "toolsift/wordpiece.h"
+
+namespace toolsift {
+
+// A static encoder's token table: row t is codes[t * d ...] times mult[t].
+struct TokenTable {
+  const int8_t* codes = nullptr;
+  const float* mult = nullptr;
+  std::size_t n_tokens = 0;
+  std::size_t d = 0;
+  std::size_t max_tokens = 256;  // a text's first max_tokens ids count
+};
+
+// How one need field's dense half finds its candidates (DenseRetriever.candidates on a
+// field without IVF): its top `depth` tools by cosine over the non-empty rows `live`
+// (row j is catalogue row live_rows[j]); a row per tool (groups null: the key is the row)
+// or several (groups[row] is the tool).
+struct DenseCandidates {
+  bool adds = false;                    // false: the field adds no dense candidate
+  Int8Rows live{nullptr, nullptr, 0, 0};
+  const int64_t* live_rows = nullptr;   // [live.n]
+  const Int8Coarse* coarse = nullptr;   // the prefilter of `live`, or null
+  const int64_t* groups = nullptr;      // [all rows] tool of each row, or null
+  std::size_t depth = 0;                // candidates asked for: max(dense depth, k) is taken
+};
+
+class HybridText {
+ public:
+  enum class Status { kHits, kUnknownWords, kNotTaken };
+
+  // half[f] / cand[f]: need field f's dense half as FusedSearcher takes it (q_codes and
+  // q_scales are filled per search) and its candidate rule. Every pointer is the index's
+  // own and outlives this object (the binding keeps the owners).
+  HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece wordpiece, const TokenTable& table,
+             const DenseHalf half[3], const DenseCandidates cand[3], const MftrParams& params,
+             const FusedOptions& options, bool params_field, bool lowercase, int threads);
+
+  // The hits of the ASCII text [text, text + n): kHits with `out` filled; kUnknownWords
+  // with `unknown` holding the BM25 words not taught yet (learn them, then call again);
+  // kNotTaken when WordPiece's fast path refuses the text.
+  Status search(const char* text, std::size_t n, std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const;
+
+  void learn(const std::string& word, const int32_t* ids, std::size_t n_ids) { words_.learn(word, ids, n_ids); }
+
+  // The WordPiece ids of an ASCII text, or false (tests compare them with tokenizers).
+  bool token_ids(const char* text, std::size_t n, std::vector<int32_t>& out) const { return wp_.ids(text, n, out); }
+
+ private:
+  std::shared_ptr<const FusedSearcher> searcher_;
+  WordPiece wp_;
+  TokenTable table_;
+  DenseHalf half_[3];
+  DenseCandidates cand_[3];
+  MftrParams params_;
+  FusedOptions options_;
+  bool params_field_;
+  QueryWords words_;
+  int threads_;
+};
+
+}  // namespace toolsift

@@ -1,0 +1,111 @@
+// toolsift/hybrid_text.h: one raw-text query on a hybrid index, as
+// toolsift.search.fused_hybrid.run_hybrid does it for one raw query, in one call.
+#include "toolsift/hybrid_text.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "toolsift/embed.h"
+#include "toolsift/group_top.h"
+
+namespace toolsift {
+
+HybridText::HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece wordpiece, const TokenTable& table,
+                       const DenseHalf half[3], const DenseCandidates cand[3], const MftrParams& params,
+                       const FusedOptions& options, bool params_field, bool lowercase, int threads)
+    : searcher_(std::move(searcher)), wp_(std::move(wordpiece)), table_(table), params_(params), options_(options),
+      params_field_(params_field), words_(lowercase, std::size_t{1} << 17), threads_(threads) {
+  for (int f = 0; f < 3; ++f) {
+    half_[f] = half[f];
+    cand_[f] = cand[f];
+  }
+}
+
+HybridText::Status HybridText::search(const char* text, std::size_t n, std::size_t k, FusedHits& out,
+                                      std::vector<std::string>& unknown) const {
+  thread_local std::vector<int32_t> terms, tokens;
+  thread_local std::vector<int64_t> token_ids, extra[3];
+  thread_local std::vector<float> vec, scores, best;
+  thread_local std::vector<int8_t> q_codes;
+  thread_local std::vector<int64_t> touched;
+  terms.clear();
+  tokens.clear();
+  // BM25: the request's words (toolsift.search.plan._plan_one_raw's term batch).
+  if (!words_.terms(text, n, terms, unknown)) return Status::kUnknownWords;
+  // The static query vector (StaticEncoder.encode of one text, then quantize_trusted).
+  if (!wp_.ids(text, n, tokens)) return Status::kNotTaken;
+  if (tokens.size() > table_.max_tokens) tokens.resize(table_.max_tokens);
+  token_ids.assign(tokens.begin(), tokens.end());
+  for (const int64_t t : token_ids) {
+    if (t < 0 || static_cast<std::size_t>(t) >= table_.n_tokens) return Status::kNotTaken;
+  }
+  const std::size_t d = table_.d;
+  vec.assign(d, 0.0f);
+  const int64_t ptr[2] = {0, static_cast<int64_t>(token_ids.size())};
+  static_mean_rows(table_.codes, d, table_.mult, ptr, 1, token_ids.data(), vec.data(), 1);
+  q_codes.assign(d, 0);
+  float q_scale = 0.0f;
+  quantize_rows(vec.data(), 1, d, q_codes.data(), &q_scale, 1);
+
+  // Each need field's dense candidates (DenseRetriever.candidates -> DenseField.top_tools).
+  HybridInputs h;
+  int64_t extra_ptr[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+  for (int f = 0; f < 3; ++f) {
+    h.need[f] = half_[f];
+    if (!half_[f].hybrid || !half_[f].has_cos) continue;  // BM25, or every row empty: no cosine
+    h.need[f].q_codes = q_codes.data();
+    h.need[f].q_scales = &q_scale;
+    const DenseCandidates& c = cand_[f];
+    extra[f].clear();
+    if (!c.adds) continue;
+    const std::size_t depth = std::max(c.depth, k);
+    if (c.live.n > 0) {
+      if (c.groups == nullptr) {  // a row per tool: int8_top over the live rows, keys = rows
+        const std::size_t m = std::min(depth, c.live.n);
+        extra[f].resize(m);
+        int64_t count = 0;
+        if (c.coarse != nullptr) {
+          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *c.coarse, c.live_rows, m, extra[f].data(), &count, 1);
+        } else {
+          int8_top(q_codes.data(), &q_scale, 1, c.live, c.live_rows, m, extra[f].data(), &count, 1);
+        }
+        extra[f].resize(static_cast<std::size_t>(count));
+      } else {  // rows grouped by tool: a tool scores as its best row
+        const std::size_t n_tools = searcher_->n_tools();
+        const std::size_t m = std::min(depth, n_tools);
+        if (m > 0) {
+          scores.resize(c.live.n);
+          int8_scan(q_codes.data(), &q_scale, 1, c.live, scores.data(), 1);
+          if (best.size() != n_tools) best.assign(n_tools, 0.0f);  // top_positive_keys leaves it zeroed
+          extra[f].resize(m);
+          const std::size_t got =
+              top_positive_keys(scores.data(), c.live_rows, c.live.n, c.groups, m, best.data(), touched, extra[f].data());
+          extra[f].resize(got);
+        }
+      }
+    }
+    extra_ptr[f][1] = static_cast<int64_t>(extra[f].size());
+    h.extra_ptr[f] = extra_ptr[f];
+    h.extra_ids[f] = extra[f].data();
+  }
+
+  // FusedText's batch of one text, with the hybrid inputs.
+  const std::vector<int64_t> offsets{0, static_cast<int64_t>(terms.size())}, one_ptr{0, 1}, none_off{0}, none_ptr{0, 0};
+  const FieldQueries one{QueryBatch{terms.data(), offsets.data(), 1}, one_ptr.data()};
+  const FieldQueries none{QueryBatch{terms.data(), none_off.data(), 0}, none_ptr.data()};
+  const uint8_t penalize = 0;
+  FusedBatch b;
+  for (int f = 0; f < 3; ++f) b.need[f] = one;
+  b.params = params_field_ ? one : none;
+  b.penalize = &penalize;
+  b.n_queries = 1;
+  b.hybrid = &h;
+  searcher_->check(b);
+  FusedOptions o = options_;
+  o.k = k;
+  o.threads = threads_;
+  searcher_->search(b, params_, o, out);
+  return Status::kHits;
+}
+
+}  // namespace toolsift

@@ -1,0 +1,212 @@
+// Binding of toolsift::HybridText (toolsift/hybrid_text.h): argument checks, owners and
+// GIL handling only. The arrays it reads are an index's own (read-only); the binding keeps
+// them alive as long as the engine object.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "toolsift/hybrid_text.h"
+
+namespace toolsift::py_bridge {
+
+namespace {
+
+using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+// One need field: None (a BM25 field), or (codes int8[rows, d] | None, scales float32[rows],
+// tool_ptr int64[n_tools + 1] | None, w_bm, w_cos, adds, live_codes int8[live, d],
+// live_scales float32[live], live_rows int64[live], coarse | None, groups int64[rows] | None,
+// depth): the field's dense half as search_hybrid takes it (codes None: every row empty) and
+// how its candidates are found (DenseField.top_tools on its live rows).
+struct NeedArgs {
+  I8Array codes, live_codes;
+  F32Array scales, live_scales;
+  I64Array tool_ptr, live_rows, groups;
+  py::object coarse;
+  DenseHalf half;
+  DenseCandidates cand;
+};
+
+template <class A>
+A read_only(const py::handle& h, const char* what) {
+  A a = h.cast<A>();
+  if (a.writeable()) throw std::invalid_argument(std::string(what) + " must be read-only (an index's own array)");
+  return a;
+}
+
+void need_args(const py::object& spec, std::size_t n_tools, std::size_t d, NeedArgs& a) {
+  if (spec.is_none()) return;
+  const auto t = spec.cast<py::tuple>();
+  if (t.size() != 12) throw std::invalid_argument("HybridText: a dense need field is a 12-tuple");
+  a.half.hybrid = true;
+  a.half.w_bm = t[3].cast<float>();
+  a.half.w_cos = t[4].cast<float>();
+  if (t[0].is_none()) return;  // every row empty: cosine 0, no candidates
+  a.half.has_cos = true;
+  a.codes = read_only<I8Array>(t[0], "codes");
+  a.scales = read_only<F32Array>(t[1], "scales");
+  if (a.codes.ndim() != 2 || static_cast<std::size_t>(a.codes.shape(1)) != d) {
+    throw std::invalid_argument("codes must be 2-d with the token table's dim");
+  }
+  require_1d(a.scales, "scales");
+  const auto n_rows = static_cast<std::size_t>(a.codes.shape(0));
+  if (static_cast<std::size_t>(a.scales.shape(0)) != n_rows) throw std::invalid_argument("scales: one per row");
+  if (t[2].is_none()) {
+    if (n_rows != n_tools) throw std::invalid_argument("a dense half without tool_ptr needs one row per tool");
+  } else {
+    a.tool_ptr = read_only<I64Array>(t[2], "tool_ptr");
+    require_1d(a.tool_ptr, "tool_ptr");
+    const int64_t* tp = a.tool_ptr.data();
+    if (static_cast<std::size_t>(a.tool_ptr.shape(0)) != n_tools + 1 || tp[0] != 0 ||
+        static_cast<std::size_t>(tp[n_tools]) > n_rows) {
+      throw std::invalid_argument("tool_ptr must have n_tools + 1 entries within the rows");
+    }
+    for (std::size_t i = 0; i < n_tools; ++i) {
+      if (tp[i + 1] < tp[i]) throw std::invalid_argument("tool_ptr decreases");
+    }
+    a.half.tool_ptr = tp;
+  }
+  a.half.rows = {a.codes.data(), a.scales.data(), n_rows, d};
+  a.cand.adds = t[5].cast<bool>();
+  a.live_codes = read_only<I8Array>(t[6], "live_codes");
+  a.live_scales = read_only<F32Array>(t[7], "live_scales");
+  a.live_rows = read_only<I64Array>(t[8], "live_rows");
+  require_1d(a.live_scales, "live_scales");
+  require_1d(a.live_rows, "live_rows");
+  const auto n_live = static_cast<std::size_t>(a.live_rows.shape(0));
+  if (a.live_codes.ndim() != 2 || static_cast<std::size_t>(a.live_codes.shape(0)) != n_live ||
+      static_cast<std::size_t>(a.live_codes.shape(1)) != d || static_cast<std::size_t>(a.live_scales.shape(0)) != n_live) {
+    throw std::invalid_argument("live_codes/live_scales must have one row of the table's dim per live row");
+  }
+  const int64_t* lr = a.live_rows.data();
+  for (std::size_t i = 0; i < n_live; ++i) {
+    if (lr[i] < 0 || static_cast<std::size_t>(lr[i]) >= n_rows) throw std::invalid_argument("live_rows out of range");
+  }
+  a.coarse = t[9];
+  a.cand.coarse = coarse_of(a.coarse, a.live_codes, a.live_scales);
+  if (!t[10].is_none()) {
+    a.groups = read_only<I64Array>(t[10], "groups");
+    require_1d(a.groups, "groups");
+    if (static_cast<std::size_t>(a.groups.shape(0)) != n_rows) throw std::invalid_argument("groups: one per row");
+    const int64_t* g = a.groups.data();
+    for (std::size_t i = 0; i < n_rows; ++i) {
+      if (g[i] < 0 || static_cast<std::size_t>(g[i]) >= n_tools) throw std::invalid_argument("groups out of range");
+    }
+    a.cand.groups = g;
+  } else if (n_rows != n_tools) {
+    throw std::invalid_argument("a field without groups needs one row per tool");
+  }
+  const auto depth = t[11].cast<py::ssize_t>();
+  if (depth < 0) throw std::invalid_argument("depth must be >= 0");
+  a.cand.depth = static_cast<std::size_t>(depth);
+  a.cand.live = {a.live_codes.data(), a.live_scales.data(), n_live, d};
+  a.cand.live_rows = lr;
+}
+
+class PyHybridText {
+ public:
+  PyHybridText(std::shared_ptr<FusedSearcher> searcher, const py::dict& vocab, int32_t unk, std::string prefix,
+               py::ssize_t max_chars, std::vector<std::string> added, const py::object& table_codes,
+               const py::object& table_mult, py::ssize_t max_tokens, const std::vector<py::object>& need,
+               const py::tuple& params, py::ssize_t n, const std::string& scale, bool params_field, bool lowercase,
+               int threads) {
+    if (!searcher) throw std::invalid_argument("HybridText: searcher is None");
+    if (need.size() != 3) throw std::invalid_argument("HybridText: needs the three need fields");
+    if (max_chars < 1 || max_tokens < 1) throw std::invalid_argument("max_chars and max_tokens must be >= 1");
+    std::unordered_map<std::string, int32_t> map;
+    map.reserve(vocab.size());
+    for (const auto& item : vocab) map.emplace(item.first.cast<std::string>(), item.second.cast<int32_t>());
+    codes_ = read_only<I8Array>(table_codes, "table codes");
+    mult_ = read_only<F32Array>(table_mult, "table mult");
+    if (codes_.ndim() != 2 || codes_.shape(1) < 1) throw std::invalid_argument("table codes must be 2-d");
+    require_1d(mult_, "table mult");
+    if (mult_.shape(0) != codes_.shape(0)) throw std::invalid_argument("table mult: one per token");
+    for (const auto& item : map) {
+      if (item.second < 0 || item.second >= codes_.shape(0)) throw std::invalid_argument("vocab id out of the table");
+    }
+    if (unk < 0 || unk >= codes_.shape(0)) throw std::invalid_argument("unk id out of the table");
+    const auto d = static_cast<std::size_t>(codes_.shape(1));
+    TokenTable table{codes_.data(), mult_.data(), static_cast<std::size_t>(codes_.shape(0)), d,
+                     static_cast<std::size_t>(max_tokens)};
+    DenseHalf half[3];
+    DenseCandidates cand[3];
+    for (int f = 0; f < 3; ++f) {
+      need_args(need[static_cast<std::size_t>(f)], searcher->n_tools(), d, need_[f]);
+      half[f] = need_[f].half;
+      cand[f] = need_[f].cand;
+    }
+    engine_ = std::make_unique<HybridText>(
+        std::move(searcher), WordPiece(std::move(map), unk, std::move(prefix), static_cast<std::size_t>(max_chars),
+                                       std::move(added)),
+        table, half, cand, parse_params(params), options(n, 1, scale, 1), params_field, lowercase, threads);
+  }
+
+  // (tool int64[], score float32[], matched bool[], lexical bool[], cos float32[hits, 3]);
+  // a list of the BM25 words not taught yet; or None (not ASCII, or WordPiece's fast path
+  // refuses the text).
+  py::object search_text(const py::str& text, py::ssize_t k) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+    if (data == nullptr) throw py::error_already_set();
+    FusedHits out;
+    std::vector<std::string> unknown;
+    HybridText::Status status;
+    {
+      py::gil_scoped_release release;
+      status = engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown);
+    }
+    if (status == HybridText::Status::kNotTaken) return py::none();
+    if (status == HybridText::Status::kUnknownWords) return py::cast(unknown);
+    const auto hits = static_cast<py::ssize_t>(out.tool.size());
+    py::array_t<bool> matched(hits), lexical(hits);
+    for (py::ssize_t i = 0; i < hits; ++i) {
+      matched.mutable_data()[i] = out.matched[static_cast<std::size_t>(i)] != 0;
+      lexical.mutable_data()[i] = out.lexical[static_cast<std::size_t>(i)] != 0;
+    }
+    py::array_t<float> cos({hits, py::ssize_t{3}}, out.cos.data());
+    return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, lexical, cos);
+  }
+
+  void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
+
+  py::object token_ids(const py::str& text) const {
+    if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+    if (data == nullptr) throw py::error_already_set();
+    std::vector<int32_t> ids;
+    if (!engine_->token_ids(data, static_cast<std::size_t>(n), ids)) return py::none();
+    return py::cast(ids);
+  }
+
+ private:
+  I8Array codes_;
+  F32Array mult_;
+  NeedArgs need_[3];
+  std::unique_ptr<HybridText> engine_;
+};
+
+}  // namespace
+
+void register_hybrid_text(py::module_& m) {
+  py::class_<PyHybridText>(m, "HybridText", "One raw-text query on a hybrid index in one call (toolsift/hybrid_text.h).")
+      .def(py::init<std::shared_ptr<FusedSearcher>, const py::dict&, int32_t, std::string, py::ssize_t,
+                    std::vector<std::string>, const py::object&, const py::object&, py::ssize_t,
+                    const std::vector<py::object>&, const py::tuple&, py::ssize_t, const std::string&, bool, bool,
+                    int>(),
+           py::arg("searcher"), py::arg("vocab"), py::arg("unk"), py::arg("prefix"), py::arg("max_chars"),
+           py::arg("added"), py::arg("table_codes"), py::arg("table_mult"), py::arg("max_tokens"), py::arg("need"),
+           py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"), py::arg("lowercase"),
+           py::arg("threads"))
+      .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"))
+      .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
+      .def("token_ids", &PyHybridText::token_ids, py::arg("text"));
+}
+
+}  // namespace toolsift::py_bridge

@@ -1,0 +1,137 @@
+"""One raw-text request on a hybrid index in one engine call.
+
+:mod:`.fused_hybrid` already scores a one-step request in one engine call, but the
+request's analysis, its static query vector, its int8 codes and each need field's dense
+candidates were made in Python around it: on a small catalogue that glue was most of the
+search (docs/results/hybrid-text-2026-11-28.md). ``_core.HybridText``
+(cpp/include/toolsift/hybrid_text.h) does all of it in C++: the BM25 words (taught once
+per word by this analyzer and vocabulary, as :mod:`.fused` teaches ``FusedText``), the
+WordPiece ids (a C++ twin of :class:`~toolsift.encoders.wordpiece.FastWordPiece`), the
+token table's rows summed and quantized (the same C++ functions the static encoder
+calls), each need field's exact top-n scan (with its 4-bit prefilter) and
+``FusedSearcher``'s hybrid search. Python applies the null-floor rule to the hits'
+evidence (:mod:`.evidence`) and wraps them.
+
+The answer is :func:`.fused_hybrid.run_hybrid`'s for one raw query, bit for bit
+(tests/test_hybrid_text.py: every query of the five benchmark sets). Requests that split
+into steps, texts outside WordPiece's fast path (not ASCII, control characters, added
+tokens), dense fields probed through an IVF, a transformer query encoder and anything
+:func:`.fused_hybrid.usable` turns away take the Python path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _core
+from ..config import IndexConfig
+from ..encoders.static import StaticEncoder
+from ..index.dense_field import PREFILTER
+from ..index.query_table import query_encoder_for
+from ..index.state import IndexState
+from ..cpus import available_cpus
+from ..kernels.launch import SERIAL_WORK
+from .evidence import hit_evidence
+from .fused import _NEED_FIELDS, _params_tuple, searcher
+from .fused_hybrid import usable
+from .hits import Hit, _plain_hit
+from .retrievers import HybridRetriever, dense_half
+
+__all__ = ["TextSearch", "text_searcher"]
+
+_KEY = ("hybrid-text",)
+#: Whether the loaded core has the one-call path (an older core takes the Python path).
+_ENGINE = hasattr(_core, "HybridText")
+
+def text_searcher(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
+    """``search(text, k) -> hits | None`` for one-step raw requests on ``st`` with
+    ``config`` (``None`` from it: this text takes the Python path), or ``None`` when the
+    index does not take this path at all. Made once per state and configuration."""
+    got = st.retrievers.get(_KEY)
+    if got is None or got[0] is not config:
+        got = (config, _make(st, config, fr) if _ENGINE else None)
+        st.retrievers[_KEY] = got  # same value if two first searches race
+    return got[1]
+
+
+def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
+    if not st.dense or not usable(st, fr, False):
+        return None
+    enc = query_encoder_for(st, config)
+    if type(enc) is not StaticEncoder or enc.wordpiece is None:
+        return None
+    need = []
+    max_rows = 0
+    for f in _NEED_FIELDS:
+        spec = _need_spec(fr[f])
+        if spec is False:
+            return None
+        need.append(spec)
+        if isinstance(spec, tuple) and spec[6] is not None:
+            max_rows = max(max_rows, spec[6].shape[0])
+    codes, mult = enc.merged_rows()
+    vocab, unk, prefix, max_chars, added = enc.wordpiece.engine_args()
+    # A scan big enough to split over threads (kernels.launch's rule) gets the index's threads.
+    threads = 1 if max_rows * codes.shape[1] // 1000 < SERIAL_WORK else (config.threads or available_cpus())
+    engine = _core.HybridText(searcher(st), vocab, unk, prefix, max_chars, list(added), codes, mult,
+                              enc.max_tokens, need, _params_tuple(config.params), config.candidates, config.scale,
+                              config.no_argument_params == "intent", config.analyzer.lowercase, threads)
+    return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS])
+
+
+class TextSearch:
+    """One index state's one-call search: ``search(text, k)`` gives the hits, or ``None``
+    when the text takes the Python path. ``engine`` is the ``_core.HybridText``."""
+
+    __slots__ = ("engine", "_catalog", "_tokenize", "_ids", "_halves")
+
+    def __init__(self, engine, st: IndexState, config: IndexConfig, halves: list) -> None:
+        self.engine = engine
+        self._catalog = st.catalog
+        self._tokenize, self._ids = config.analyzer.tokenize, st.vocab.lookup
+        self._halves = halves
+
+    def __call__(self, text: str, k: int) -> list[Hit] | None:
+        engine = self.engine
+        got = engine.search_text(text, k)
+        while type(got) is list:
+            # Words the engine has not met: their term ids, from this analyzer and vocabulary.
+            for word in got:
+                engine.learn(word, [self._ids(t, -1) for t in self._tokenize(word)])
+            got = engine.search_text(text, k)
+        if got is None:
+            return None
+        tool, score, found, lexical, cos = got
+        found = hit_evidence(found, lexical, cos, self._halves)
+        catalog = self._catalog
+        return [_plain_hit(catalog[t], s, r + 1, m, None)
+                for r, (t, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found))]
+
+
+def _need_spec(r) -> tuple | None | bool:
+    """A need field as ``_core.HybridText`` takes it: ``None`` for a BM25 field, the
+    12-tuple of python/bind_hybrid_text.cpp for a hybrid one, ``False`` when the field
+    keeps the Python path (its candidates come from an IVF probe)."""
+    if type(r) is not HybridRetriever:
+        return None
+    # HybridRetriever.mix's float32 weights, as fused_hybrid._dense_spec passes them.
+    w_bm, w_cos = float(np.float32(r.weight)), float(np.float32(1.0 - r.weight))
+    if r.dense_empty:
+        return (None, None, None, w_bm, w_cos, False, None, None, None, None, None, 0)
+    d = r.dense
+    dn = d.dn
+    if dn.ivf is not None and d.adds_candidates:
+        return False
+    live, m = dn.live_rows()
+    coarse = dn.coarse() if PREFILTER and dn.groups is None else None
+    return (dn.matrix.codes, dn.matrix.scales, _frozen(d.tool_ptr), w_bm, w_cos, d.adds_candidates, m.codes,
+            m.scales, live, coarse, _frozen(dn.groups), r.dense_depth)
+
+
+def _frozen(a: np.ndarray | None) -> np.ndarray | None:
+    """``a`` read-only (a read-only copy when it is writable: the engine keeps it)."""
+    if a is None or not a.flags.writeable:
+        return a
+    out = a.copy()
+    out.flags.writeable = False
+    return out

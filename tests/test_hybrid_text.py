@@ -1,0 +1,198 @@
+"""The one-call hybrid search of a raw request (toolsift.search.hybrid_text, the C++
+``HybridText``) against the fused hybrid path it replaces for one-step raw requests
+(toolsift.search.fused_hybrid.run_hybrid, itself held to the general path by
+tests/test_fused_hybrid.py): the same tools, ranks, ``matched`` flags and the very same
+float32 scores, on every raw query of the five benchmark sets; its C++ WordPiece against
+``tokenizers``; the texts and indexes it hands back to the Python path."""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from toolsift import Query, ToolIndex
+from toolsift.presets import preset_config
+from toolsift.search import fused_hybrid, retrievers
+from toolsift.search.hybrid_text import text_searcher
+from toolsift.search.needs import request_steps
+
+from ._fused_cases import MFTR
+from ._fused_cases import mftr as _mftr
+from ._fused_cases import ultratool as _ultratool
+
+
+def _exact(got, want, what: str) -> None:
+    assert [(h.id, h.rank, h.matched, h.score) for h in got] == [(h.id, h.rank, h.matched, h.score) for h in want], what
+
+
+def _compare(index, texts: list[str], k: int) -> tuple[int, int]:
+    """Every one-step raw text through the one-call path against run_hybrid; returns
+    (texts the engine answered, texts it handed back)."""
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    search = text_searcher(st, cfg, fr)
+    assert search is not None
+    taken = handed = 0
+    for text in texts:
+        q = Query.from_text(text)
+        if request_steps(st, cfg, [q]) != [None]:
+            continue
+        got = search(text, k)
+        if got is None:
+            handed += 1
+            continue
+        (want,) = fused_hybrid.run_hybrid(st, cfg, [q], fr, k=k, params=cfg.params)
+        _exact(got, want, text)
+        taken += 1
+    return taken, handed
+
+
+# Whole-dataset comparisons embed thousands of tools: APIBank (101 tools) in the fast
+# tier, the larger sets in the slow tier (CI runs both).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "apibank" else pytest.mark.slow) for n in MFTR])
+def test_hybrid_text_equals_fused_hybrid_mftr(name):
+    tools, raw, _ = _mftr(name)
+    index = ToolIndex.build(tools, config=preset_config("hybrid"))
+    taken, handed = _compare(index, raw, k=10)
+    assert taken > 0.9 * (taken + handed), (taken, handed)
+
+
+@pytest.mark.slow
+def test_hybrid_text_equals_fused_hybrid_ultratool():
+    tools, raw, _ = _ultratool()
+    index = ToolIndex.build(tools, config=preset_config("hybrid"))
+    taken, handed = _compare(index, raw, k=10)
+    assert taken > 0.9 * (taken + handed), (taken, handed)
+
+
+@pytest.fixture(scope="module")
+def apibank():
+    tools, raw, _ = _mftr("apibank")
+    return ToolIndex.build(tools, config=preset_config("hybrid")), raw
+
+
+def test_hybrid_text_settings(apibank):
+    """A small candidate cut, k beyond the catalogue, another hybrid weight and dense
+    candidate rule, a need field left BM25, no intent in the parameters field."""
+    index, raw = apibank
+    base = index.config
+    retr = dict(base.retrievers)
+    retr["response"] = "bm25"
+    for cfg in (replace(base, candidates=3), replace(base, hybrid_weight=0.25, dense_candidates=5,
+                                                     dense_candidates_from=("response",)),
+                replace(base, retrievers=tuple(retr.items())), replace(base, no_argument_params="zero")):
+        ix = SimpleNamespace(_state=index._state, config=cfg)
+        for k in (1, 10, 500):
+            taken, _ = _compare(ix, raw[:40], k=k)
+            assert taken > 30, (cfg, k)
+
+
+def test_search_takes_the_one_call_path_and_answers_alike(apibank, monkeypatch):
+    index, raw = apibank
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    one_step = [t for t in raw if request_steps(st, cfg, [Query.from_text(t)]) == [None]][:30]
+    want = [fused_hybrid.run_hybrid(st, cfg, [Query.from_text(t)], fr, k=10, params=cfg.params)[0] for t in one_step]
+    calls = []
+    engine = text_searcher(st, cfg, fr).engine
+    monkeypatch.setattr(text_searcher(st, cfg, fr), "engine", _Counting(engine, calls))
+    for text, w in zip(one_step, want):
+        _exact(index.search(text, k=10), w, text)
+    assert len(calls) >= len(one_step)
+
+
+class _Counting:
+    def __init__(self, engine, calls):
+        self._engine, self._calls = engine, calls
+
+    def search_text(self, text, k):
+        self._calls.append(text)
+        return self._engine.search_text(text, k)
+
+    def learn(self, word, ids):
+        self._engine.learn(word, ids)
+
+
+@pytest.mark.parametrize("text", ["réserver un vol pour Paris", "book a [CLS] flight", "book a\x07 flight",
+                                  "book a [MASK] flight"])
+def test_texts_outside_the_fast_path_take_the_python_path(apibank, text):
+    index, _ = apibank
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    assert text_searcher(st, cfg, fr)(text, 10) is None
+    (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
+    _exact(index.search(text, k=10), want, text)
+
+
+def test_an_added_token_in_another_case_is_plain_text(apibank):
+    """``[MASK]`` is matched verbatim only (not normalised): in lower case it is words and
+    punctuation, which the one-call path takes, with run_hybrid's answer."""
+    index, _ = apibank
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    text = "BOOK A [mask] FLIGHT"
+    got = text_searcher(st, cfg, fr)(text, 10)
+    assert got is not None
+    (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
+    _exact(got, want, text)
+
+
+def test_wordpiece_twin_equals_tokenizers(apibank):
+    """The C++ WordPiece gives tokenizers' ids on every text its fast path takes: the
+    benchmark's queries and tool texts, and random strings of words, digits, punctuation,
+    whitespace and over-long words."""
+    from toolsift.index.query_table import query_encoder_for
+
+    index, raw = apibank
+    st, cfg = index._state, index.config
+    engine = text_searcher(st, cfg, retrievers(st, cfg)).engine
+    tok = query_encoder_for(st, cfg)._tokenizer
+    rng = random.Random(0)
+    pieces = ["book", "flights", "Paris", "unbelievably", "x" * 120, "3.5", "$", "(", "e-mail", "don't", "\t", "\n",
+              "  ", "_", "~", "{", "ATM", "re-schedule", "CamelCaseWord", "a1b2c3", "[", "]", "##ing"]
+    texts = raw + [t.description for t in st.catalog] + [
+        "".join(rng.choice(pieces) + rng.choice(["", " ", ",", ". "]) for _ in range(rng.randint(0, 30)))
+        for _ in range(500)]
+    checked = 0
+    for text in texts:
+        got = engine.token_ids(text)
+        if got is None:
+            continue
+        assert got == tok.encode(text, add_special_tokens=False).ids, text
+        checked += 1
+    assert checked > 0.8 * len(texts)
+
+
+def test_concurrent_searches_answer_as_one_at_a_time(apibank):
+    index, raw = apibank
+    texts = raw[:60]
+    want = {t: [(h.id, h.score) for h in index.search(t, k=10)] for t in texts}
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        order = texts[:]
+        random.Random(seed).shuffle(order)
+        try:
+            for t in order:
+                assert [(h.id, h.score) for h in index.search(t, k=10)] == want[t]
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_ivf_fields_keep_the_python_path(demo_catalog):
+    index = ToolIndex.build(demo_catalog, config=replace(preset_config("hybrid"), ivf_min_docs=1))
+    st, cfg = index._state, index.config
+    assert any(d.ivf is not None for d in st.dense.values())
+    assert text_searcher(st, cfg, retrievers(st, cfg)) is None
+    assert index.search("snap a photo of the porch", k=3)

@@ -175,6 +175,17 @@ class PyHybridText {
 
   void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
 
+  void set_coarse(int f, const py::object& coarse) {
+    if (f < 0 || f > 2) throw std::invalid_argument("field must be 0, 1 or 2");
+    NeedArgs& a = need_[f];
+    if (!a.half.has_cos || a.cand.groups != nullptr) {
+      throw std::invalid_argument("only a need field with one row per tool and a cosine takes a prefilter");
+    }
+    const Int8Coarse* c = coarse_of(coarse, a.live_codes, a.live_scales);
+    a.coarse = coarse;  // kept alive with the engine (a prefilter once set is never dropped)
+    engine_->set_coarse(f, c);
+  }
+
   py::object token_ids(const py::str& text) const {
     if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
     Py_ssize_t n = 0;
@@ -206,6 +217,7 @@ void register_hybrid_text(py::module_& m) {
            py::arg("threads"))
       .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"))
       .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
+      .def("set_coarse", &PyHybridText::set_coarse, py::arg("field"), py::arg("coarse"))
       .def("token_ids", &PyHybridText::token_ids, py::arg("text"));
 }
 

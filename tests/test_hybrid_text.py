@@ -167,6 +167,29 @@ def test_wordpiece_twin_equals_tokenizers(apibank):
     assert checked > 0.8 * len(texts)
 
 
+@pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index
+def test_the_prefilter_joins_after_enough_searches_with_the_same_hits():
+    """The pooled catalogue's description field is large enough for the 4-bit prefilter
+    (COARSE_MIN_ROWS), which the one-call path takes on after COARSE_AFTER_SCANS searches:
+    the hits before and after are the fused hybrid path's."""
+    from toolsift.evaluate.pooled import load_pseudo
+    from toolsift.index.dense_field import COARSE_AFTER_SCANS
+
+    ds = load_pseudo("pooled")
+    index = ToolIndex.build(ds.tools, config=preset_config("hybrid"))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    search = text_searcher(st, cfg, fr)
+    assert search._scanned, "the description field should take a prefilter"
+    texts = [q.text for q in ds.queries if request_steps(st, cfg, [Query.from_text(q.text)]) == [None]]
+    texts = texts[:COARSE_AFTER_SCANS + 40]
+    for i, text in enumerate(texts):
+        got = search(text, 10)
+        (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
+        _exact(got, want, f"{i}: {text}")
+    assert search._scanned == [] and fr["description"].dense.dn.coarse() is not None
+
+
 def test_concurrent_searches_answer_as_one_at_a_time(apibank):
     index, raw = apibank
     texts = raw[:60]

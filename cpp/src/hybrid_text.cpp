@@ -18,6 +18,7 @@ HybridText::HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece 
   for (int f = 0; f < 3; ++f) {
     half_[f] = half[f];
     cand_[f] = cand[f];
+    coarse_[f].store(cand[f].coarse, std::memory_order_relaxed);
   }
 }
 
@@ -64,8 +65,9 @@ HybridText::Status HybridText::search(const char* text, std::size_t n, std::size
         const std::size_t m = std::min(depth, c.live.n);
         extra[f].resize(m);
         int64_t count = 0;
-        if (c.coarse != nullptr) {
-          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *c.coarse, c.live_rows, m, extra[f].data(), &count, 1);
+        const Int8Coarse* coarse = coarse_[f].load(std::memory_order_acquire);
+        if (coarse != nullptr) {
+          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *coarse, c.live_rows, m, extra[f].data(), &count, 1);
         } else {
           int8_top(q_codes.data(), &q_scale, 1, c.live, c.live_rows, m, extra[f].data(), &count, 1);
         }

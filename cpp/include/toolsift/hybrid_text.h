@@ -8,6 +8,7 @@
 // fast path refuses) is reported, and the caller takes the Python path.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,7 +40,7 @@ struct DenseCandidates {
   bool adds = false;                    // false: the field adds no dense candidate
   Int8Rows live{nullptr, nullptr, 0, 0};
   const int64_t* live_rows = nullptr;   // [live.n]
-  const Int8Coarse* coarse = nullptr;   // the prefilter of `live`, or null
+  const Int8Coarse* coarse = nullptr;   // the prefilter of `live`, or null (set_coarse may add it)
   const int64_t* groups = nullptr;      // [all rows] tool of each row, or null
   std::size_t depth = 0;                // candidates asked for: max(dense depth, k) is taken
 };
@@ -62,6 +63,10 @@ class HybridText {
 
   void learn(const std::string& word, const int32_t* ids, std::size_t n_ids) { words_.learn(word, ids, n_ids); }
 
+  // Gives need field f's scan its prefilter (built from that field's live rows) from the
+  // next search on; safe while other threads search (the same result with or without).
+  void set_coarse(int f, const Int8Coarse* coarse) { coarse_[f].store(coarse, std::memory_order_release); }
+
   // The WordPiece ids of an ASCII text, or false (tests compare them with tokenizers).
   bool token_ids(const char* text, std::size_t n, std::vector<int32_t>& out) const { return wp_.ids(text, n, out); }
 
@@ -71,6 +76,7 @@ class HybridText {
   TokenTable table_;
   DenseHalf half_[3];
   DenseCandidates cand_[3];
+  std::atomic<const Int8Coarse*> coarse_[3];
   MftrParams params_;
   FusedOptions options_;
   bool params_field_;

@@ -87,13 +87,14 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
         hits = fused.search_text(st, config, queries[0].text, k)
         if hits is not None:
             return [hits]
-        # On a hybrid index, a one-step request in one engine call too (.hybrid_text).
-        search = text_searcher(st, config, retrievers(st, config)) if st.dense else None
-        if search is not None:
+        # On a hybrid index, a one-step request in one engine call too (.hybrid_text);
+        # the split is kept for _run when the request has steps.
+        if st.dense:
             from .needs import request_steps
 
             steps = request_steps(st, config, queries)
-            if steps == [None]:
+            search = text_searcher(st, config, retrievers(st, config)) if steps == [None] else None
+            if search is not None:
                 hits = search(queries[0].text, k)
                 if hits is not None:
                     return [hits]

@@ -33,6 +33,9 @@ _NO_GROUPS = np.zeros(0, np.int64)  # top_positive_trusted's "every row is its o
 #: (``_core.int8_coarse``): below it the int8 rows fit in L2 and are read as fast as the
 #: 4-bit codes (docs/results/dense-scan-2026-11-28.md).
 COARSE_MIN_ROWS = 4096
+#: Scores (float32) a grouped field's exact scan holds at once: query rows are scanned a
+#: block at a time (16 MB), whatever their number.
+_SCAN_BLOCK = 1 << 22
 #: Whether top_tools uses the prefilter (the results are the same either way; off only
 #: to measure the scan without it).
 PREFILTER = True
@@ -254,8 +257,14 @@ class DenseField:
             return top_trusted(q_codes, q_scales, m.codes, m.scales, live, n, coarse=self._scan_coarse())
         from ..kernels.select import top_positive_trusted
 
-        scores = scan_trusted(q_codes, q_scales, m.codes, m.scales)
-        return [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]
+        # A few query rows at a time: 200 null-floor texts against 294,823 response rows
+        # were a 236 MB score matrix at once (the peak of a 1M index's save).
+        step = max(1, _SCAN_BLOCK // max(live.size, 1))
+        out = []
+        for a in range(0, q_codes.shape[0], step):
+            scores = scan_trusted(q_codes[a:a + step], q_scales[a:a + step], m.codes, m.scales)
+            out += [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]
+        return out
 
     def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of

@@ -172,3 +172,25 @@ def test_expand_rows_equals_a_scatter_twin(seed):
     expand_rows(codes, scales, pos, chunk=int(rng.integers(1, 9)))
     np.testing.assert_array_equal(codes, want)
     np.testing.assert_array_equal(scales, want_s)
+
+
+def test_grouped_scan_in_blocks_equals_one_block(monkeypatch):
+    """A grouped field's exact top-n scans its query rows a block at a time (bounded
+    memory for 200 null-floor texts): the same tools as one scan of every row."""
+    from toolsift.index import dense_field
+    from toolsift.index.dense import Int8Matrix
+    from toolsift.index.dense_field import DenseField
+    from toolsift.kernels.int8 import quantize_rows
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((300, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    groups = np.sort(rng.choice(120, 300)).astype(np.int64)
+    dn = DenseField(Int8Matrix.quantize(x), groups, 120)
+    q = rng.standard_normal((37, 16)).astype(np.float32)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    qc, qs = quantize_rows(q)
+    whole = dn.top_tools(qc, qs, 9)
+    monkeypatch.setattr(dense_field, "_SCAN_BLOCK", 700)  # 2 query rows a block of 300 rows
+    blocks = dn.top_tools(qc, qs, 9)
+    assert [np.sort(a).tolist() for a in whole] == [np.sort(b).tolist() for b in blocks]

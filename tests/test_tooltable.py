@@ -225,3 +225,30 @@ def test_updates_on_a_loaded_index_equal_a_fresh_build(demo_catalog, tmp_path):
     assert _hits(loaded, QUERIES + ["how much money"], k=8) == _hits(fresh, QUERIES + ["how much money"], k=8)
     with pytest.raises(Exception, match="duplicate"):
         loaded.add_tools([tools[0]])
+
+
+def test_payloads_of_a_mapped_table_are_read_from_the_file(apibank_tools, tmp_path):
+    """A memory-mapped tool table reads each tool's JSON from its file (os.pread), not
+    through the mapping (whose fault-around made ~64 KB resident per tool decoded): the
+    same tools as the built catalogue and as decoding through the mapping; a payload
+    offset outside the file is a typed error."""
+    import os
+
+    built = ToolIndex.build(apibank_tools, preset="bm25")
+    path = built.save(tmp_path / "idx")
+    loaded = ToolIndex.load(path)
+    cat = loaded.catalog
+    assert isinstance(cat, StoredCatalog)
+    assert (cat._file is not None) == hasattr(os, "pread")
+    via_map = StoredCatalog(cat.table, where="mapped")
+    assert via_map._file is None
+    n = len(cat)
+    for i in (0, 1, n // 2, n - 1):
+        assert cat[i].to_dict() == via_map[i].to_dict() == built.catalog[i].to_dict()
+    assert [t.to_dict() for t in cat] == [t.to_dict() for t in built.catalog]
+    if cat._file is not None:
+        offs, at = cat._file._chunks[0]
+        cat._file._chunks[0] = (offs, at + cat._file._size)  # the values said to lie past the file's end
+        cat._decoded[0] = None
+        with pytest.raises(IndexCorruptError, match="outside its file"):
+            cat[0]

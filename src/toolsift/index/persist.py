@@ -204,8 +204,10 @@ def _load_tools(ddir: Path, manifest: dict, *, mmap: bool, save_id: str | None, 
         # Tools stay as JSON in the (memory-mapped) table until one is asked for.
         # With verified checksums the payloads are what the save wrote from validated
         # tools, so decoding need not validate them again.
-        return StoredCatalog(open_table(ddir, "tools.arrow", mmap=mmap, save_id=save_id), name=name,
-                             where=f"{ddir}/tools.arrow", trusted=verify)
+        base: list[int] = []
+        table = open_table(ddir, "tools.arrow", mmap=mmap, save_id=save_id, base_out=base)
+        return StoredCatalog(table, name=name, where=f"{ddir}/tools.arrow", trusted=verify,
+                             payload_file=(ddir / "tools.arrow", base[0]) if base else None)
     # Format 1: id + JSON only, so the layout columns need every tool decoded.
     tools_t = open_table(ddir, "tools.arrow", mmap=False, save_id=save_id,
                          columns={"id": _is_string, "payload": _is_string})

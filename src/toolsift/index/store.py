@@ -441,8 +441,10 @@ def _check_files(body: dict[str, Any], mpath: Path, ddir: Path, *, verify: bool)
 
 
 def open_table(directory: str | os.PathLike, name: str, *, mmap: bool, save_id: str | None = None,
-               columns: Mapping[str, Any] | None = None) -> pa.Table:
-    """Open one Arrow IPC file of an index; memory-mapped (zero-copy) when ``mmap``.
+               columns: Mapping[str, Any] | None = None, base_out: list[int] | None = None) -> pa.Table:
+    """Open one Arrow IPC file of an index; memory-mapped (zero-copy) when ``mmap``
+    (``base_out``: gets the mapping's address, so a buffer's file offset is its address
+    minus it).
 
     Cheap structural checks always run: Arrow's own validation (offsets in range, valid
     UTF-8), the ``save_id`` the file was written by (when given), and the type of each
@@ -455,6 +457,9 @@ def open_table(directory: str | os.PathLike, name: str, *, mmap: bool, save_id: 
     try:
         source = pa.memory_map(str(path), "r") if mmap else pa.OSFile(str(path), "rb")
         with source:
+            if mmap and base_out is not None and path.stat().st_size:
+                base_out.append(source.read_buffer(1).address)
+                source.seek(0)
             reader = ipc.open_file(source)
             # Buffers of a memory map share its mapped region, which outlives close().
             table = reader.read_all()

@@ -24,6 +24,7 @@ comes from the other columns without touching the JSON.
 from __future__ import annotations
 
 import bisect
+import os
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -146,13 +147,18 @@ class StoredCatalog(Catalog):
         table: Columns as :data:`TOOL_SCHEMA` (chunked or not; may be memory-mapped).
         name: A label for messages and manifests.
         where: The file the table came from, named in errors.
+        payload_file: ``(path, mapping address)`` of a memory-mapped table's file: a
+            tool's JSON is then read from the file (``os.pread``) instead of through the
+            mapping. Touching a mapped page maps its neighbours too (the kernel's fault-
+            around, 64 KB), so decoding the hits of 660 searches of a 1M-tool index made
+            608 MB of tools.arrow resident (scale-1M-2026-11-28c.md).
 
     Raises:
         IndexCorruptError: Missing or mistyped columns, null or duplicate ids.
     """
 
     def __init__(self, table: pa.Table, *, name: str = "catalog", where: str = "tools.arrow",
-                 trusted: bool = False) -> None:
+                 trusted: bool = False, payload_file: tuple[Any, int] | None = None) -> None:
         self.name = name
         self._trusted = trusted
         self._where = where
@@ -181,6 +187,7 @@ class StoredCatalog(Catalog):
         self._decoded: list[Tool | None] = [None] * n
         self._ids: list[str] | None = None
         self._pos: dict[str, int] | None = None
+        self._file = _PayloadFile(payload_file, self._chunks) if payload_file and hasattr(os, "pread") else None
 
     # ------------------------------------------------------------ no decoding
     def __len__(self) -> int:
@@ -223,7 +230,8 @@ class StoredCatalog(Catalog):
     # ----------------------------------------------------------------- decoding
     def _decode(self, i: int) -> Tool:
         c = bisect.bisect_right(self._starts, i) - 1
-        raw = self._chunks[c][i - self._starts[c]].as_py()
+        raw = self._chunks[c][i - self._starts[c]].as_py() if self._file is None else \
+            self._file.read(c, i - self._starts[c])
         # The id from its own chunk: the full id list costs 0.2 s at a million tools.
         expected = self._id_chunks[c][i - self._starts[c]].as_py()
         where = f"{self._where}[{i}]"
@@ -314,3 +322,34 @@ class StoredCatalog(Catalog):
 
     def __repr__(self) -> str:
         return f"StoredCatalog(name={self.name!r}, tools={len(self)})"
+
+
+class _PayloadFile:
+    """Reads one payload of a memory-mapped tool table from its file (``os.pread``): the
+    same bytes, without mapping the pages around them (StoredCatalog's ``payload_file``)."""
+
+    def __init__(self, payload_file: tuple[Any, int], chunks: list[pa.Array]) -> None:
+        path, base = payload_file
+        self._fd = os.open(path, os.O_RDONLY)
+        self._size = os.fstat(self._fd).st_size
+        # Per chunk: its value offsets (a view of the mapping) and its values' file offset.
+        self._chunks = []
+        for chunk in chunks:
+            _, offsets, values = chunk.buffers()
+            offs = np.frombuffer(offsets, np.int64)[chunk.offset:chunk.offset + len(chunk) + 1]
+            self._chunks.append((offs, values.address - base if values is not None else 0))
+
+    def read(self, c: int, j: int) -> bytes:
+        offs, at = self._chunks[c]
+        lo, hi = int(offs[j]), int(offs[j + 1])
+        if not 0 <= at + lo <= at + hi <= self._size:
+            raise IndexCorruptError(f"tool payload {j} of chunk {c} lies outside its file")
+        got = os.pread(self._fd, hi - lo, at + lo)
+        if len(got) != hi - lo:
+            raise IndexCorruptError(f"tool payload {j} of chunk {c}: short read")
+        return got
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)

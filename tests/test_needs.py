@@ -164,3 +164,19 @@ def test_fast_path_equals_the_reference(demo_catalog, monkeypatch, kind):
     got = runs()
     monkeypatch.setattr(needs, "run_steps", run_steps_reference)  # search.run imports it per call
     assert got == runs()
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r", "\r\n", "\u2028", "\x0c"])
+def test_a_list_split_by_any_line_break_is_several_steps(sep):
+    """The pre-checks look for every line break str.splitlines splits at: a bulleted list
+    sent with carriage returns (or a Unicode line separator) splits as one with newlines."""
+    from types import SimpleNamespace
+
+    from toolsift import Query
+    from toolsift.decompose.steps import may_split
+    from toolsift.search.needs import request_steps
+
+    text = sep.join(["- book a flight to Rome", "- send an email to my boss"])
+    assert may_split(text)
+    st, cfg = SimpleNamespace(dense={"description": None}), SimpleNamespace(split_steps=True)
+    assert request_steps(st, cfg, [Query.from_text(text)]) == [["book a flight to Rome", "send an email to my boss"]]

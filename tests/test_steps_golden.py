@@ -1,5 +1,7 @@
 """The step splitter, bit for bit: every output against digests of the implementation
-before it was made fast (commit 126fbc7's decompose/steps.py and search/needs.py).
+before it was made fast (commit 126fbc7's decompose/steps.py and search/needs.py), with one
+deliberate change since: the pre-checks see every line break ``str.splitlines`` splits at,
+not only "\n" (36 edge inputs' ``may_split`` went from False to True; nothing else moved).
 
 Per input the digest covers ``_steps(text, 8)`` (each step's full text and its request
 clause, which :func:`split_steps` and ``decompose`` return), ``split_steps(text,

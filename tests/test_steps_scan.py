@@ -86,10 +86,13 @@ def test_whole_word_matches_re():
 
 
 # The pre-checks as they were (126fbc7): one alternation each.
-_OLD_GATE = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
+# The old alternations, with every line break str.splitlines splits at (not only "\n": a
+# deliberate fix since, tests/test_needs.py).
+_BREAKS = "[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]"
+_OLD_GATE = re.compile(_BREAKS + r"|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
                        r"finally|lastly|subsequently|additionally|also|well)\b|,\s{0,5}[A-Za-z]|"
                        r"[;:]\s{0,5}(?:once|when|after|before|as)\b", re.IGNORECASE)
-_OLD_MAY = re.compile(r"\n|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
+_OLD_MAY = re.compile(_BREAKS + r"|[.!?;]+[\"')\]]{0,3}\s|\d[).]|\b(?:and|but|plus|then|after|afterwards?|next|"
                       r"finally|lastly|subsequently|additionally|also|well)\b|[,:;]\s{0,5}" + steps._SUBORD + r"\b",
                       re.IGNORECASE)
 

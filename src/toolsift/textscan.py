@@ -34,7 +34,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-__all__ = ["WHITESPACE", "WORD_CHARS", "any_word", "exists", "finditer_at", "near_words", "scan", "whole_word"]
+__all__ = ["LINE_BREAKS", "WHITESPACE", "WORD_CHARS", "any_word", "exists", "finditer_at", "has_line_break",
+           "near_words", "scan", "whole_word"]
+
+#: What ``str.splitlines`` breaks a text at (the splitter's line rule splits there).
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def has_line_break(text: str) -> bool:
+    """Whether ``text.splitlines()`` gives more than one line's worth of breaks to look at."""
+    return any(c in text for c in LINE_BREAKS)
 
 #: The ASCII characters ``\s`` matches (``re``'s own answer, so it never drifts).
 WHITESPACE = frozenset(c for c in map(chr, range(128)) if re.match(r"\s", c))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..schema import MAX_TEXT_CHARS
-from ..textscan import exists, finditer_at, scan, whole_word
+from ..textscan import exists, finditer_at, has_line_break, scan, whole_word
 from .lexicon import _REQUEST, _VERBS, _strip_polite
 from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _COMMA_WORD, _DONE, _IF,
                             _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ, _SUBORD,
@@ -358,11 +358,11 @@ def may_split(text: str) -> bool:
     length (a cheap check for search paths: most short queries need no splitter)."""
     low = _lower(text)
     if low is None:
-        return bool("\n" in text or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text)
+        return bool(has_line_break(text) or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text)
                     or _SUBORD_AFTER.search(text) or _CLAUSE_WORD.search(text) or _comma_clause(text))
     # ASCII text: the same checks, the likeliest first, with str.find where it is faster
     # (_SUBORD_AFTER needs a comma, semicolon or colon and a subordinator's word).
-    return ("\n" in text or whole_word(low, _CLAUSE_WORDS) or _PUNCT_SPACE.search(text) is not None
+    return (has_line_break(text) or whole_word(low, _CLAUSE_WORDS) or _PUNCT_SPACE.search(text) is not None
             or _number_mark(text)
             or ("," in text or ";" in text or ":" in text) and _has_any(low, _NEEDS[_THEN_CLAUSE])
             and _SUBORD_AFTER.search(text) is not None

@@ -44,7 +44,7 @@ from ..index.dense_field import encode_texts
 from ..index.query_table import query_encoder_for
 from ..index.state import IndexState
 from ..schema import FIELDS, Query
-from ..textscan import whole_word
+from ..textscan import has_line_break, whole_word
 from .candidates import NEED_FIELDS, Candidates, find_candidates, pack
 from .hits import Hit, rank
 from .plan import FieldTexts, QueryPlan, plan_queries, read_only
@@ -78,7 +78,7 @@ _CLAUSE_WORD = re.compile(r"\b(?:" + "|".join(_CLAUSE_WORDS) + r")\b", re.IGNORE
 
 def _may_split(text: str) -> bool:
     """The coarse pre-check above: False only when ``text`` is one step."""
-    if ("\n" in text or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text) or _COMMA_LETTER.search(text)
+    if (has_line_break(text) or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text) or _COMMA_LETTER.search(text)
             or _SUBORD_AFTER.search(text)):
         return True
     if text.isascii():

@@ -18,22 +18,6 @@ using F32In = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 [[noreturn]] void bad(const std::string& msg) { throw std::invalid_argument(msg); }
 
-// (w_description, w_parameters, w_response, w_examples, bias, alpha, tau, w_req, w_opt,
-// param_max_share, renormalize): toolsift.search.fused._params_tuple's order.
-MftrParams mftr_params(const py::tuple& t) {
-  if (t.size() != 11) bad("params: expected an 11-tuple");
-  MftrParams p;
-  for (int i = 0; i < 4; ++i) p.weights[i] = t[i].cast<double>();
-  p.bias = t[4].cast<double>();
-  p.alpha = t[5].cast<double>();
-  p.tau = t[6].cast<double>();
-  p.w_req = t[7].cast<double>();
-  p.w_opt = t[8].cast<double>();
-  p.max_share = t[9].cast<double>();
-  p.renormalize = t[10].cast<bool>();
-  return p;
-}
-
 std::size_t length(const py::array& a, const char* what) {
   require_1d(a, what);
   return static_cast<std::size_t>(a.shape(0));
@@ -84,7 +68,7 @@ py::array_t<float> score_pairs(const I64Array& query_in, const I64Array& tool_in
                                const U8Array& penalize_in, const F32In& need_sims_in, const F32In& ap_sims_in,
                                const I64Array& param_ptr, const U8Array& param_required, const U8Array& tool_bits,
                                const py::tuple& params, int threads) {
-  const MftrParams p = mftr_params(params);
+  const MftrParams p = parse_params(params);
   const Tools tools = tool_table(param_ptr, param_required, tool_bits);
   const I64Array query = stable(query_in), tool = stable(tool_in), need_off = stable(need_off_in),
                  ap_off = stable(ap_off_in), n_needs = stable(n_needs_in), n_args = stable(n_args_in);
@@ -154,7 +138,7 @@ void score_tables(const std::vector<F32In>& need_in, const I64Array& need_ptr_in
                   const I64Array& param_ptr, const U8Array& param_required, const U8Array& tool_bits,
                   const py::tuple& params, int threads, py::array tables) {
   if (need_in.size() != 3) bad("need: the description, response and examples scores");
-  const MftrParams p = mftr_params(params);
+  const MftrParams p = parse_params(params);
   const Tools tools = tool_table(param_ptr, param_required, tool_bits);
   const std::size_t nt = tools.table.n_tools;
   const I64Array need_ptr = stable(need_ptr_in), arg_ptr = stable(arg_ptr_in), rows = stable(rows_in);

@@ -298,21 +298,12 @@ class FusedText {
     if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
     FusedOptions o = options_;
     o.k = static_cast<std::size_t>(k);
-    const std::vector<int64_t> offsets{0, static_cast<int64_t>(terms.size())}, one_ptr{0, 1}, none_off{0},
-        none_ptr{0, 0};
-    const FieldQueries one{QueryBatch{terms.data(), offsets.data(), 1}, one_ptr.data()};
-    const FieldQueries none{QueryBatch{terms.data(), none_off.data(), 0}, none_ptr.data()};
-    const uint8_t penalize = 0;
-    FusedBatch b;
-    for (int f = 0; f < 3; ++f) b.need[f] = one;
-    b.params = params_field_ ? one : none;
-    b.penalize = &penalize;
-    b.n_queries = 1;
-    searcher_->check(b);
+    const OneTextBatch one(terms, params_field_);
+    searcher_->check(one.batch);
     FusedHits out;
     {
       py::gil_scoped_release release;
-      searcher_->search(b, params_, o, out);
+      searcher_->search(one.batch, params_, o, out);
     }
     const py::tuple no_args;
     auto* tp = reinterpret_cast<PyTypeObject*>(hit_type_.ptr());

@@ -91,22 +91,12 @@ HybridText::Status HybridText::search(const char* text, std::size_t n, std::size
     h.extra_ids[f] = extra[f].data();
   }
 
-  // FusedText's batch of one text, with the hybrid inputs.
-  const std::vector<int64_t> offsets{0, static_cast<int64_t>(terms.size())}, one_ptr{0, 1}, none_off{0}, none_ptr{0, 0};
-  const FieldQueries one{QueryBatch{terms.data(), offsets.data(), 1}, one_ptr.data()};
-  const FieldQueries none{QueryBatch{terms.data(), none_off.data(), 0}, none_ptr.data()};
-  const uint8_t penalize = 0;
-  FusedBatch b;
-  for (int f = 0; f < 3; ++f) b.need[f] = one;
-  b.params = params_field_ ? one : none;
-  b.penalize = &penalize;
-  b.n_queries = 1;
-  b.hybrid = &h;
-  searcher_->check(b);
+  const OneTextBatch one(terms, params_field_, &h);
+  searcher_->check(one.batch);
   FusedOptions o = options_;
   o.k = k;
   o.threads = threads_;
-  searcher_->search(b, params_, o, out);
+  searcher_->search(one.batch, params_, o, out);
   return Status::kHits;
 }
 

@@ -68,6 +68,34 @@ struct FusedBatch {
   const HybridInputs* hybrid = nullptr;  // null: every field BM25
 };
 
+// The batch of one raw text (toolsift.search.plan._plan_one_raw): its terms in the three
+// need fields and, with params_field, in the parameters field (else no parameter text); no
+// penalty; `hybrid` as given. It points into itself: made in place, never copied or moved.
+class OneTextBatch {
+ public:
+  OneTextBatch(const std::vector<int32_t>& terms, bool params_field, const HybridInputs* hybrid = nullptr)
+      : offsets_{0, static_cast<int64_t>(terms.size())} {
+    const FieldQueries one{QueryBatch{terms.data(), offsets_, 1}, one_ptr_};
+    const FieldQueries none{QueryBatch{terms.data(), none_off_, 0}, none_ptr_};
+    for (int f = 0; f < 3; ++f) batch.need[f] = one;
+    batch.params = params_field ? one : none;
+    batch.penalize = &penalize_;
+    batch.n_queries = 1;
+    batch.hybrid = hybrid;
+  }
+  OneTextBatch(const OneTextBatch&) = delete;
+  OneTextBatch& operator=(const OneTextBatch&) = delete;
+
+  FusedBatch batch;
+
+ private:
+  int64_t offsets_[2];
+  int64_t one_ptr_[2] = {0, 1};
+  int64_t none_off_[1] = {0};
+  int64_t none_ptr_[2] = {0, 0};
+  uint8_t penalize_ = 0;
+};
+
 struct FusedOptions {
   std::size_t n = 100;  // candidates per text and field
   std::size_t k = 10;   // hits per query

@@ -91,3 +91,31 @@ def test_a_damaged_floor_record_is_a_corrupt_index(demo_index, tmp_path, record)
                null_floors=record)
     with pytest.raises(IndexCorruptError, match="null_floors"):
         ToolIndex.load(tmp_path / "ix")
+
+
+def test_floors_are_made_after_the_files_are_written(demo_catalog, tmp_path, monkeypatch):
+    """A save makes the floors once every table is written (a manifest value given as a
+    callable, toolsift.index.store.write_index_dir), so their memory (a 1M index's IVF
+    prefilter) is not added to the writing's; the manifest records the same floors as
+    floor_record of the index, and a callable answering None leaves its entry out."""
+    from toolsift.index import store
+    from toolsift.search.evidence import floor_record
+
+    index = ToolIndex.build(demo_catalog)
+    want = floor_record(index._state, index.config)
+    written: list[str] = []
+    real_write = store._write_table
+    monkeypatch.setattr(store, "_write_table", lambda path, table: (written.append(path.name), real_write(path, table)))
+    import toolsift.toolindex as ti
+
+    real_floor = ti.floor_record
+
+    def floor_after_tables(st, config):
+        assert "tools.arrow" in written and any(n.startswith("dense.") for n in written)
+        return real_floor(st, config)
+
+    monkeypatch.setattr(ti, "floor_record", floor_after_tables)
+    path = index.save(tmp_path / "ix")
+    assert json.loads((path / "manifest.json").read_text())["null_floors"] == want
+    save_index(tmp_path / "none", index._state, index.config, null_floors=lambda: None)
+    assert "null_floors" not in json.loads((tmp_path / "none" / "manifest.json").read_text())

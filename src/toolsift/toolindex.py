@@ -444,8 +444,10 @@ class ToolIndex:
         # a completed search); an index saved without it builds it on first use.
         # So are the dense fields' null floors (made now if no search has needed them yet).
         st = self._state
-        return save_index(path, st, self._config, encoder=self._encoder_info,
-                          null_floors=floor_record(st, self._config))
+        # The floors are made after the files are written (save_index), off the peak.
+        config = self._config
+        return save_index(path, st, config, encoder=self._encoder_info,
+                          null_floors=lambda: floor_record(st, config))
 
     @property
     def encoder_info(self) -> dict[str, Any] | None:

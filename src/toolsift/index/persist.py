@@ -21,6 +21,7 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -73,14 +74,17 @@ class LoadedIndex(NamedTuple):
 
 
 def save_index(path: str | os.PathLike, st: IndexState, config: IndexConfig, *,
-               encoder: dict[str, Any] | None = None, null_floors: dict[str, Any] | None = None) -> Path:
+               encoder: dict[str, Any] | None = None,
+               null_floors: dict[str, Any] | Callable[[], dict[str, Any] | None] | None = None) -> Path:
     """Write index state ``st`` to directory ``path`` atomically (replacing an existing one).
 
     ``encoder`` (``{"fingerprint", "dim"}``, :func:`toolsift.index.embed.encoder_record`)
     is recorded in the manifest when the index has dense fields, so a load can tell
     whether the encoder in use made its vectors; so are ``null_floors``
     (:func:`toolsift.search.evidence.floor_record`), so a loaded index's first search
-    need not make them.
+    need not make them; given as a callable, they are made once the files are written (a
+    1M index's floors build the IVF prefilter, 183 MB, which then no longer adds to the
+    writing's peak: scale-1M-2026-11-28c.md).
 
     Returns:
         The absolute path written.

@@ -187,6 +187,9 @@ def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table | B
     SHA-256 per file), ``generation``, ``save_id``, ``data`` (the subfolder) and a
     ``manifest_sha256`` over its own canonical JSON, and replaces ``manifest.json`` in one
     atomic step. Then the previous generation and leftovers of killed saves are removed.
+    A manifest value may be a callable: it is called once the tables are written (work whose
+    memory would otherwise add to theirs at the save's peak), and an entry it answers
+    ``None`` is left out.
 
     Raises:
         IndexFormatError: ``target`` is a file, or a non-empty directory that is not an
@@ -219,7 +222,9 @@ def write_index_dir(target: str | os.PathLike, tables: Mapping[str, pa.Table | B
                 _write_table(path, table.replace_schema_metadata(meta))
                 files[name] = {"bytes": path.stat().st_size, "sha256": _sha256(path)}
             _fsync(ddir)
-            body = dict(manifest, format=FORMAT_NAME, format_version=FORMAT_VERSION, generation=generation,
+            late = {k: v() for k, v in manifest.items() if callable(v)}
+            body = dict({k: late.get(k, v) for k, v in manifest.items() if late.get(k, v) is not None},
+                        format=FORMAT_NAME, format_version=FORMAT_VERSION, generation=generation,
                         save_id=save_id, data=data, files=files)
             body["manifest_sha256"] = hashlib.sha256(_canonical(body)).hexdigest()
             text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"

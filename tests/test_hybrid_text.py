@@ -219,3 +219,15 @@ def test_ivf_fields_keep_the_python_path(demo_catalog):
     assert any(d.ivf is not None for d in st.dense.values())
     assert text_searcher(st, cfg, retrievers(st, cfg)) is None
     assert index.search("snap a photo of the porch", k=3)
+
+
+def test_scans_split_over_threads_answer_alike(monkeypatch):
+    """With the threshold at 0 the index's threads reach the engine's scans (which split
+    only scans of many row blocks, toolsift/parallel.h): the same hits."""
+    import toolsift.search.hybrid_text as ht
+
+    tools, raw, _ = _mftr("apibank")
+    monkeypatch.setattr(ht, "SERIAL_WORK", 0)
+    index = ToolIndex.build(tools, config=replace(preset_config("hybrid"), threads=2))
+    taken, _ = _compare(index, raw[:40], k=10)
+    assert taken > 30

@@ -67,9 +67,9 @@ HybridText::Status HybridText::search(const char* text, std::size_t n, std::size
         int64_t count = 0;
         const Int8Coarse* coarse = coarse_[f].load(std::memory_order_acquire);
         if (coarse != nullptr) {
-          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *coarse, c.live_rows, m, extra[f].data(), &count, 1);
+          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *coarse, c.live_rows, m, extra[f].data(), &count, threads_);
         } else {
-          int8_top(q_codes.data(), &q_scale, 1, c.live, c.live_rows, m, extra[f].data(), &count, 1);
+          int8_top(q_codes.data(), &q_scale, 1, c.live, c.live_rows, m, extra[f].data(), &count, threads_);
         }
         extra[f].resize(static_cast<std::size_t>(count));
       } else {  // rows grouped by tool: a tool scores as its best row
@@ -77,7 +77,7 @@ HybridText::Status HybridText::search(const char* text, std::size_t n, std::size
         const std::size_t m = std::min(depth, n_tools);
         if (m > 0) {
           scores.resize(c.live.n);
-          int8_scan(q_codes.data(), &q_scale, 1, c.live, scores.data(), 1);
+          int8_scan(q_codes.data(), &q_scale, 1, c.live, scores.data(), threads_);
           if (best.size() != n_tools) best.assign(n_tools, 0.0f);  // top_positive_keys leaves it zeroed
           extra[f].resize(m);
           const std::size_t got =

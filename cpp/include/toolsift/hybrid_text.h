@@ -51,7 +51,9 @@ class HybridText {
 
   // half[f] / cand[f]: need field f's dense half as FusedSearcher takes it (q_codes and
   // q_scales are filled per search) and its candidate rule. Every pointer is the index's
-  // own and outlives this object (the binding keeps the owners).
+  // own and outlives this object (the binding keeps the owners). `threads`: for the scans
+  // (1 unless the largest is big enough to split, as toolsift.kernels.launch decides) and
+  // the engine call.
   HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece wordpiece, const TokenTable& table,
              const DenseHalf half[3], const DenseCandidates cand[3], const MftrParams& params,
              const FusedOptions& options, bool params_field, bool lowercase, int threads);

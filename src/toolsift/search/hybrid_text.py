@@ -43,6 +43,7 @@ _KEY = ("hybrid-text",)
 #: Whether the loaded core has the one-call path (an older core takes the Python path).
 _ENGINE = hasattr(_core, "HybridText")
 
+
 def text_searcher(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
     """``search(text, k) -> hits | None`` for one-step raw requests on ``st`` with
     ``config`` (``None`` from it: this text takes the Python path), or ``None`` when the

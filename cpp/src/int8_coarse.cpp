@@ -316,6 +316,28 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
   *count = static_cast<int64_t>(heap.size());
 }
 
+
+// The prefiltered probe of every query row (int8_probe_top_coarse, int8_probe_top_rows):
+// query i's probed lists as row ranges of `lists`, then top_one over them.
+void probe_top_each(const int8_t* q, const float* q_scales, std::size_t m, const Int8Rows& lists,
+                    const Int8Coarse& coarse, const int64_t* list_ptr, const int64_t* list_ids,
+                    const int64_t* probe_ptr, const int64_t* probes, std::size_t n, int64_t* out, int64_t* counts,
+                    int threads, const Int8Rows* src) {
+  parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+    Scratch s;
+    std::vector<Range> ranges;
+    for (std::size_t i = i0; i < i1; ++i) {
+      ranges.clear();
+      for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
+        ranges.push_back({static_cast<std::size_t>(list_ptr[probes[p]]),
+                          static_cast<std::size_t>(list_ptr[probes[p] + 1])});
+      }
+      top_one(q + i * lists.d, q_scales[i], lists, coarse, list_ids, ranges.data(), ranges.size(), n, out + i * n,
+              counts + i, s, src);
+    }
+  });
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -409,19 +431,8 @@ void int8_probe_top_coarse(const int8_t* q, const float* q_scales, std::size_t m
 #ifdef TOOLSIFT_X86
   if (int8_coarse_supported() && lists.d > 0 && lists.d <= kCoarseMaxDim && coarse.n == lists.n &&
       coarse.d == lists.d && n > 0) {
-    parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
-      Scratch s;
-      std::vector<Range> ranges;
-      for (std::size_t i = i0; i < i1; ++i) {
-        ranges.clear();
-        for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
-          ranges.push_back({static_cast<std::size_t>(list_ptr[probes[p]]),
-                            static_cast<std::size_t>(list_ptr[probes[p] + 1])});
-        }
-        top_one(q + i * lists.d, q_scales[i], lists, coarse, list_ids, ranges.data(), ranges.size(), n,
-                out + i * n, counts + i, s);
-      }
-    });
+    probe_top_each(q, q_scales, m, lists, coarse, list_ptr, list_ids, probe_ptr, probes, n, out, counts, threads,
+                   nullptr);
     return;
   }
 #endif
@@ -437,19 +448,8 @@ void int8_probe_top_rows(const int8_t* q, const float* q_scales, std::size_t m, 
 #ifdef TOOLSIFT_X86
   if (int8_coarse_supported() && matrix.d > 0 && matrix.d <= kCoarseMaxDim && coarse.n == n_listed &&
       coarse.d == matrix.d && n > 0) {
-    parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
-      Scratch s;
-      std::vector<Range> ranges;
-      for (std::size_t i = i0; i < i1; ++i) {
-        ranges.clear();
-        for (int64_t p = probe_ptr[i]; p < probe_ptr[i + 1]; ++p) {
-          ranges.push_back({static_cast<std::size_t>(list_ptr[probes[p]]),
-                            static_cast<std::size_t>(list_ptr[probes[p] + 1])});
-        }
-        top_one(q + i * matrix.d, q_scales[i], lists, coarse, list_ids, ranges.data(), ranges.size(), n,
-                out + i * n, counts + i, s, &matrix);
-      }
-    });
+    probe_top_each(q, q_scales, m, lists, coarse, list_ptr, list_ids, probe_ptr, probes, n, out, counts, threads,
+                   &matrix);
     return;
   }
 #endif

@@ -4,7 +4,6 @@ the path before the change), in every search path, saved and loaded, and updated
 
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 import pytest
@@ -15,24 +14,7 @@ from toolsift.index.dense_rows import expand_rows
 from toolsift.index.embed import encoder_wrapper
 from toolsift.schema import Parameter
 
-
-class _HashEncoder:
-    """Deterministic cheap encoder: a unit vector per distinct text plus a shared
-    component per first word. ``cache_worthy`` picks the build's embedding path."""
-
-    dim = 32
-
-    def __init__(self, cache_worthy: bool) -> None:
-        self.cache_worthy = cache_worthy
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            a = np.random.default_rng(zlib.crc32(t.encode())).standard_normal(self.dim)
-            b = np.random.default_rng(zlib.crc32(t.split()[0].encode())).standard_normal(self.dim)
-            v = (a + 2 * b).astype(np.float32)
-            out.append(v / np.linalg.norm(v))
-        return np.array(out, np.float32).reshape(len(texts), self.dim)
+from ._hash_encoder import HashEncoder
 
 
 _WORDS = ["send", "fetch", "create", "delete", "list", "update", "search", "book", "convert", "translate"]
@@ -86,7 +68,7 @@ def test_compact_fields_score_as_every_row(config, cache_worthy):
     description and parameters keep every row. Hits (ids and scores) equal the index
     that keeps every document's row, for raw, multi-step and structured queries, with
     and without explanations (the fused engine and the general path)."""
-    enc = _HashEncoder(cache_worthy)
+    enc = HashEncoder(cache_worthy)
     with encoder_wrapper(lambda e, c: enc):
         _check_same_hits(config)
 
@@ -116,7 +98,7 @@ def test_all_empty_field_has_no_rows_and_round_trips(tmp_path):
     save and load keep the row maps (format 3's ``tool`` column) and the hits."""
     tools = [Tool(id=t.id, name=t.name, description=t.description, response=t.response, examples=(),
                   parameters=t.parameters) for t in _tools(0, 120)]
-    enc = _HashEncoder(True)
+    enc = HashEncoder(True)
     with encoder_wrapper(lambda e, c: enc):
         index = ToolIndex.build(tools, config=HYBRID)
         assert index._state.dense["examples"].matrix.n_rows == 0
@@ -138,7 +120,7 @@ def test_updates_of_a_compact_field_equal_a_fresh_build(cache_worthy):
     """Adding, replacing and removing tools keeps a compact field compact (new tools'
     empty documents get no row) and scores as a fresh build."""
     tools = _tools(0, 200)
-    enc = _HashEncoder(cache_worthy)
+    enc = HashEncoder(cache_worthy)
     with encoder_wrapper(lambda e, c: enc):
         index = ToolIndex.build(tools, config=HYBRID)
         new = _tools(500, 30, tag=" new")

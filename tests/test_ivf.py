@@ -3,7 +3,6 @@ search on real MiniLM vectors, persistence (zero-copy) and incremental updates."
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,8 @@ from toolsift.kernels.ivf import assign_kernel
 from toolsift.kernels.ivf_reference import assign_reference, probe_reference
 from toolsift.kernels.launch import launch, using_threads
 from toolsift.schema import Parameter
+
+from ._hash_encoder import HashEncoder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ivf_apigen.npz"
 
@@ -318,22 +319,6 @@ def test_retriever_uses_the_ivf_and_matches_exact_search(apigen):
 
 # ------------------------------------------------------------------ index: build, save, load, update
 
-class _HashEncoder:
-    """Deterministic cheap encoder for index tests: a random unit vector per distinct
-    text plus a shared component per first word, so there is structure to cluster."""
-
-    dim = 32
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            a = np.random.default_rng(zlib.crc32(t.encode())).standard_normal(self.dim)
-            b = np.random.default_rng(zlib.crc32(t.split()[0].encode())).standard_normal(self.dim)
-            v = (a + 2 * b).astype(np.float32)
-            out.append(v / np.linalg.norm(v))
-        return np.array(out, np.float32).reshape(len(texts), self.dim)
-
-
 _WORDS = ["send", "fetch", "create", "delete", "list", "update", "search", "book", "convert", "translate"]
 
 
@@ -356,7 +341,7 @@ CFG = IndexConfig(retrievers=(("description", "hybrid"), ("parameters", "bm25"),
 
 @pytest.fixture()
 def hashed():
-    enc = _HashEncoder()
+    enc = HashEncoder()
     with encoder_wrapper(lambda e, c: enc):
         yield
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .busy import busy
+from .conftest import interleaved
 
 K = 10
 
@@ -56,21 +57,14 @@ def _search_rounds(calls, texts, forget, rounds, kernel_log, flag_of):
     """Interleaved searches; kernel_log collects the scan times of the running variant."""
     from toolsift.index import dense_field
 
-    names = list(calls)
-    out = {n: [] for n in names}
-    clock = time.perf_counter
-    for r in range(rounds):
-        forget()
-        for i, text in enumerate(texts):
-            s = (i + r) % len(names)
-            for name in names[s:] + names[:s]:
-                dense_field.PREFILTER = flag_of.get(name, True)
-                kernel_log.current = name
-                t0 = clock()
-                calls[name](text)
-                out[name].append(clock() - t0)
-    dense_field.PREFILTER = True
-    return {n: np.asarray(v) for n, v in out.items()}
+    def before(name):
+        dense_field.PREFILTER = flag_of.get(name, True)
+        kernel_log.current = name
+
+    try:
+        return interleaved(calls, texts, forget, rounds, before)
+    finally:
+        dense_field.PREFILTER = True
 
 
 class _KernelLog:

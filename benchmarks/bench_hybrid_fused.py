@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .busy import busy
+from .conftest import interleaved
 
 K = 10
 
@@ -75,21 +76,6 @@ def _systems():
     return len(cat), texts, calls, lambda: [c() for c in clears]
 
 
-def _interleaved(calls: dict, texts: list[str], forget, rounds: int) -> dict[str, np.ndarray]:
-    names = list(calls)
-    out = {n: [] for n in names}
-    clock = time.perf_counter
-    for r in range(rounds):
-        forget()
-        for i, text in enumerate(texts):
-            s = (i + r) % len(names)
-            for name in names[s:] + names[:s]:
-                t0 = clock()
-                calls[name](text)
-                out[name].append(clock() - t0)
-    return {n: np.asarray(v) for n, v in out.items()}
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--queries", type=int, default=500)
@@ -106,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             for fn in calls.values():
                 for t in texts[:50]:
                     fn(t)
-            lat = _interleaved(calls, texts, forget, args.rounds)
+            lat = interleaved(calls, texts, forget, args.rounds)
         base = np.percentile(lat["bm25 fields"], 50)
         for name, s in lat.items():
             p50, p99 = np.percentile(s, 50) * 1e3, np.percentile(s, 99) * 1e3

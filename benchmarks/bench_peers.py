@@ -41,7 +41,7 @@ from toolsift import Catalog, ToolIndex
 from toolsift.presets import default_preset, preset_config
 
 from .busy import busy
-from .conftest import DATA, report
+from .conftest import DATA, interleaved, report
 from .results import Figure, write_json
 from .synthetic import flat_document
 
@@ -157,26 +157,6 @@ def _systems(tools: Catalog) -> _Systems:
     return got
 
 
-def _interleaved(calls: dict, texts: list[str], forget) -> dict[str, np.ndarray]:
-    """Seconds per call of every system, query by query, the order rotating; ``forget()``
-    before each round drops toolsift's memo of whole query texts, so every round analyses
-    each request afresh as a new request would be (the memo of single words stays warm, as
-    in a running service)."""
-    names = list(calls)
-    out = {n: [] for n in names}
-    clock = time.perf_counter
-    for r in range(ROUNDS):
-        forget()
-        for i, text in enumerate(texts):
-            s = (i + r) % len(names)
-            for name in names[s:] + names[:s]:
-                fn = calls[name]
-                t0 = clock()
-                fn(text)
-                out[name].append(clock() - t0)
-    return {n: np.asarray(v) for n, v in out.items()}
-
-
 @pytest.mark.parametrize("condition", CONDITIONS)
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_peers(benchmark, sets, workload, condition):
@@ -188,7 +168,7 @@ def test_peers(benchmark, sets, workload, condition):
         for fn in calls.values():  # warm: first calls, caches, the thread pool
             for t in texts[:20]:
                 fn(t)
-        lat = benchmark.pedantic(lambda: _interleaved(calls, texts, systems.forget), rounds=1, iterations=1)
+        lat = benchmark.pedantic(lambda: interleaved(calls, texts, systems.forget, ROUNDS), rounds=1, iterations=1)
     for name, seconds in lat.items():
         _FIGURES.append(Figure.latency(f"{workload}: {name}", condition, seconds,
                                        extra={"load_avg_1m": load, "tools": len(tools), "queries": len(texts)}))

@@ -77,6 +77,34 @@ def bm25s_searcher(catalog, k: int):
     return search
 
 
+def interleaved(calls: dict, texts: list[str], forget, rounds: int, before=None) -> dict:
+    """Seconds per call of every system (``calls``: name -> fn(text)), query by query with
+    the systems' order rotating, so all of them meet the same machine. ``forget()`` runs
+    before each round (it drops toolsift's memo of whole query texts, so every round
+    analyses each request afresh, as a new request would be; the memo of single words stays
+    warm, as in a running service); ``before(name)``, when given, before each call. Returns
+    ``{name: float64[len(texts) * rounds]}``."""
+    import time
+
+    import numpy as np
+
+    names = list(calls)
+    out: dict = {n: [] for n in names}
+    clock = time.perf_counter
+    for r in range(rounds):
+        forget()
+        for i, text in enumerate(texts):
+            s = (i + r) % len(names)
+            for name in names[s:] + names[:s]:
+                if before is not None:
+                    before(name)
+                fn = calls[name]
+                t0 = clock()
+                fn(text)
+                out[name].append(clock() - t0)
+    return {n: np.asarray(v) for n, v in out.items()}
+
+
 @pytest.fixture(scope="session")
 def combined():
     """All four mftr-* tool sets in one ~6,400-tool catalogue, and all their queries."""

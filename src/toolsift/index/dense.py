@@ -124,6 +124,9 @@ def _values_offset(table: pa.Table, column: str) -> int:
 
 def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
     # combine_chunks() copies even a lone chunk of a nested type; take it as is instead.
+    # No chunk at all (a field without rows): combine_chunks() would import pandas for it.
+    if col.num_chunks == 0:
+        return pa.nulls(0, col.type)
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 

@@ -35,6 +35,7 @@ from ..kernels.buffers import aligned_empty, freeze, frozen
 from ..kernels.launch import SERIAL_WORK, current_threads, launch
 from .dense import Int8Matrix
 from .arrowcols import column
+from .store import column_values
 
 if TYPE_CHECKING:
     from ..config import IndexConfig
@@ -338,7 +339,7 @@ class IvfIndex:
             values = col.chunk(0).values
             if values.type != pa.from_numpy_dtype(dtype) or values.null_count:
                 raise ValueError(f"column {name!r} must hold {np.dtype(dtype).name} values, got {values.type}")
-            arrays[name] = values.to_numpy(zero_copy_only=True)
+            arrays[name] = column_values(values, dtype)  # to_numpy would import pandas
         info, dim = arrays["info"], matrix.dim
         if info.size != 2 or info[0] != dim or arrays["centroids"].size % dim:
             raise ValueError(f"centroids do not have the matrix's dimension {dim}")

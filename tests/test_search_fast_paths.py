@@ -206,6 +206,30 @@ def test_hybrid_single_search_equals_its_batch_row(demo_catalog):
         assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in want]
 
 
+@pytest.mark.parametrize("preset", ["hybrid", "bm25"])
+def test_search_of_text_equals_the_query_path(demo_catalog, preset):
+    """``ToolIndex.search(text)`` makes no Query on the engine's one-call paths and splits
+    a multi-step request once (search.search_text); ``search(Query.from_text(text))``
+    takes search.run. Same hits, scores, ranks and evidence; the same error for bad text."""
+    from toolsift.errors import QueryError
+
+    index = ToolIndex.build(demo_catalog, preset=preset)
+    texts = ["send an email to my boss", "get the weather in Paris, then send an email to Bob",
+             "First book a flight to Rome. After that, reserve a hotel and email me the receipt.",
+             "Wetter in Zürich morgen", "?!", "zzzz qqqq"]
+    for text in texts:
+        for k in (1, 5, 30):
+            got = index.search(text, k=k)
+            want = index.search(Query.from_text(text), k=k)
+            assert [_bare(h) for h in got] == [_bare(h) for h in want], text
+    for bad in ("", "   ", "x" * 100_001, "bad \ud800 surrogate"):
+        with pytest.raises(QueryError) as by_text:
+            index.search(bad)
+        with pytest.raises(QueryError) as by_query:
+            index.search(Query.from_text(bad))
+        assert str(by_text.value) == str(by_query.value)
+
+
 def _bare(h: Hit) -> tuple:
     return h.tool.id, h.score, h.rank, h.matched, h.why
 

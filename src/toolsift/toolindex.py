@@ -350,10 +350,9 @@ class ToolIndex:
             # adapters package) load only when a budget or another format is asked for,
             # so the first query of a process does not pay for importing them.
             if not explain and type(query) is str:
-                # Raw text on BM25 fields: one engine call (checked as Query.from_text checks it).
-                hits = _search.search_text(st, cfg, query, k)
-                if hits is not None:
-                    return hits
+                # Raw text: no Query made on the engine's one-call paths (checked as
+                # Query.from_text checks it).
+                return _search.search_text(st, cfg, query, k)
             return _search.run(st, cfg, [as_query(query, "query")], k=k, explain=explain)[0]
         return search_one(st, cfg, as_query(query, "query"), k=k, explain=explain, token_budget=token_budget,
                           format=format, complete=complete)

@@ -66,14 +66,31 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
     return got
 
 
-def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
-    """``run(st, config, [text], k=k, explain=False)[0]`` for a raw-text query when every
-    field is BM25 (one engine call, no :class:`Query` made), else ``None``.
+def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit]:
+    """``run(st, config, [Query.from_text(text)], k=k, explain=False)[0]``: the hits of
+    one raw-text query. On BM25 fields, and for a one-step request on a hybrid index, one
+    engine call with no :class:`Query` made; a request that splits into steps is split
+    once, here.
 
     Raises:
         QueryError: ``text`` is not a valid query (:func:`~toolsift.schema.query_text`).
     """
-    return fused.search_text(st, config, query_text(text), k)
+    text = query_text(text)
+    hits = fused.search_text(st, config, text, k)
+    if hits is not None:
+        return hits
+    steps = None
+    if st.dense:
+        from .needs import text_steps
+
+        steps = text_steps(st, config, text)
+        if steps is None:
+            search = text_searcher(st, config, retrievers(st, config))
+            if search is not None:
+                hits = search(text, k)
+                if hits is not None:
+                    return hits
+    return _run(st, config, [Query.from_text(text)], k=k, explain=False, params=config.params, steps=[steps])[0]
 
 
 def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,

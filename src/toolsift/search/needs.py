@@ -52,7 +52,7 @@ from .query import is_raw
 from .retrievers import Bm25Retriever, HybridRetriever
 from .score import score
 
-__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps", "shares_bm25"]
+__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps", "shares_bm25", "text_steps"]
 
 #: At most this many steps per request (surplus clauses join the last step).
 MAX_STEPS = 8
@@ -113,6 +113,11 @@ def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> 
     if not (config.split_steps and st.dense):
         return [None] * len(queries)
     return [_steps_of(q.text) if is_raw(q) else None for q in queries]
+
+
+def text_steps(st: IndexState, config: IndexConfig, text: str) -> list[str] | None:
+    """:func:`request_steps` of one raw-text query ``text`` (no :class:`Query` made)."""
+    return _steps_of(text) if config.split_steps and st.dense else None
 
 
 def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,

@@ -104,14 +104,40 @@ py::tuple search(const FusedSearcher& self, const std::vector<I32Array>& need_te
   return py::make_tuple(ptr, tool, score, matched);
 }
 
+// A dense field's tool -> rows pointer (tool t owns rows ptr[t]:ptr[t+1]), copied and
+// checked once (from 0, nondecreasing), which search_hybrid then takes as it is: at a
+// million tools the pointer is 8 MB, and copying and checking an array on every search
+// cost more CPU than the search's scoring (docs/results/scale-1M-2026-11-28d.md). Python
+// reads it as a read-only int64 array (the buffer protocol, no copy).
+class RowPtr {
+ public:
+  explicit RowPtr(const I64Array& ptr) : v_(copy_1d<int64_t>(ptr, "RowPtr")) {
+    if (v_.empty() || v_[0] != 0) throw std::invalid_argument("RowPtr: a pointer has n + 1 >= 1 entries from 0");
+    for (std::size_t i = 0; i + 1 < v_.size(); ++i) {
+      if (v_[i + 1] < v_[i]) throw std::invalid_argument("RowPtr: the pointer decreases at " + std::to_string(i));
+    }
+  }
+  const std::vector<int64_t>& values() const noexcept { return v_; }
+  py::buffer_info buffer() const {
+    return py::buffer_info(const_cast<int64_t*>(v_.data()), static_cast<py::ssize_t>(sizeof(int64_t)),
+                           py::format_descriptor<int64_t>::format(), 1, {static_cast<py::ssize_t>(v_.size())},
+                           {static_cast<py::ssize_t>(sizeof(int64_t))}, /*readonly=*/true);
+  }
+
+ private:
+  std::vector<int64_t> v_;
+};
+
 // One hybrid need field's dense half as search_hybrid takes it: None (a BM25 field), or
-// (codes int8[rows, d], scales float32[rows], tool_ptr int64[n_tools + 1] | None,
+// (codes int8[rows, d], scales float32[rows], tool_ptr RowPtr | int64[n_tools + 1] | None,
 // q_codes int8[texts, d], q_scales float32[texts], w_bm, w_cos), codes None when every
-// row is empty. The matrices are read in place (an index's own are read-only).
+// row is empty. The matrices are read in place (an index's own are read-only); a RowPtr
+// was checked when made, an array is copied and checked here.
 struct DenseArgs {
   I8Array codes, q_codes;
   F32Array scales, q_scales;
   I64Array tool_ptr;
+  py::object rows_kept;  // the RowPtr read, held for the call
   DenseHalf half;
 };
 
@@ -141,6 +167,13 @@ void dense_args(const py::object& spec, std::size_t n_texts, std::size_t n_tools
   if (d >= 131072) throw std::invalid_argument("dim must be below 131072 (int32 accumulation)");
   if (t[2].is_none()) {
     if (n_rows != n_tools) throw std::invalid_argument("a dense half without tool_ptr needs one row per tool");
+  } else if (py::isinstance<RowPtr>(t[2])) {
+    const auto& rp = t[2].cast<const RowPtr&>().values();  // from 0, nondecreasing (checked when made)
+    if (rp.size() != n_tools + 1 || static_cast<std::size_t>(rp.back()) > n_rows) {
+      throw std::invalid_argument("tool_ptr must have n_tools + 1 entries within the rows");
+    }
+    a.rows_kept = t[2];
+    a.half.tool_ptr = rp.data();
   } else {
     a.tool_ptr = stable(t[2].cast<I64Array>());
     require_1d(a.tool_ptr, "tool_ptr");
@@ -387,6 +420,11 @@ void register_fused(py::module_& m) {
            py::arg("extra"),
            "search() with hybrid need fields (see python/fused.cpp): its tuple, then lexical bool[hits] and "
            "cos float32[hits, 3].");
+  py::class_<RowPtr>(m, "RowPtr", py::buffer_protocol(),
+                     "A tool -> rows pointer checked once, for search_hybrid's dense halves (np.asarray: read-only).")
+      .def(py::init<const I64Array&>(), py::arg("ptr"))
+      .def_buffer(&RowPtr::buffer)
+      .def("__len__", [](const RowPtr& r) { return r.values().size(); });
   py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
                     py::object, py::dict, bool>(),

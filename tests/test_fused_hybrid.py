@@ -138,3 +138,57 @@ def test_engine_evidence_outputs_equal_the_candidates_they_describe():
                 lo = int(np.diff(ptr)[ft.owner[:i]].sum())
                 want[ptr[q]:ptr[q + 1]] = np.maximum(want[ptr[q]:ptr[q + 1]], sims[lo:lo + ptr[q + 1] - ptr[q]])
             assert np.array_equal(cos[added, j], want[added]), f
+
+
+def test_row_ptr_is_checked_once_and_searches_as_the_array():
+    """A dense half's tool -> rows pointer as ``_core.RowPtr`` (copied and checked when
+    made, then taken per search without a copy or a pass over it) gives the hits the
+    plain array gives; a bad pointer is refused when made, one that does not fit the
+    field when searched."""
+    import numpy as np
+
+    from toolsift import _core, demo_catalog_path, load_catalog
+    from toolsift.search.plan import plan_queries
+
+    with pytest.raises(ValueError, match="decreases"):
+        _core.RowPtr(np.array([0, 2, 1], np.int64))
+    with pytest.raises(ValueError, match="from 0"):
+        _core.RowPtr(np.array([1, 2], np.int64))
+    with pytest.raises(ValueError, match="from 0"):
+        _core.RowPtr(np.zeros(0, np.int64))
+    src = np.array([0, 1, 1, 3], np.int64)
+    rp = _core.RowPtr(src)
+    view = np.asarray(rp)
+    src[1] = 2  # a copy: the caller's array may change afterwards
+    assert view.tolist() == [0, 1, 1, 3] and not view.flags.writeable and len(rp) == 4
+
+    # The demo catalogue's examples are rows grouped by tool (three a tool).
+    index = ToolIndex.build(load_catalog(demo_catalog_path()), config=preset_config("hybrid"))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    grouped = [f for f in fused_hybrid._NEED_FIELDS if fr[f].dense.tool_ptr is not None and not fr[f].dense_empty]
+    assert grouped and all(isinstance(fr[f].dense.tool_rows, _core.RowPtr) for f in grouped)
+    texts = ["email the quarterly report to my manager", "book a meeting with the design team",
+             "what is the weather in Paris tomorrow", "convert 20 dollars to euros", "zzzz qqqq"]
+    plan = plan_queries(st, cfg, [Query.from_text(t) for t in texts])
+    n, k = cfg.candidates, 10
+    need = [plan.fields[f].terms for f in fused_hybrid._NEED_FIELDS]
+    par = plan.fields["parameters"]
+
+    def call(spec_of):
+        return fused_hybrid.searcher(st).search_hybrid(
+            [t.terms for t in need], [t.offsets for t in need], plan.need_ptr, par.terms.terms, par.terms.offsets,
+            plan.arg_ptr, plan.penalize, fused_hybrid._params_tuple(cfg.params), n, k, cfg.scale, 1,
+            [spec_of(f) for f in fused_hybrid._NEED_FIELDS], fused_hybrid._dense_candidates(plan, fr, n, k))
+
+    def with_ptr(f, ptr):
+        spec = fused_hybrid._dense_spec(plan, f, fr[f])
+        return spec if f not in grouped else spec[:2] + (ptr(fr[f].dense),) + spec[3:]
+
+    got = call(lambda f: with_ptr(f, lambda d: d.tool_rows))
+    want = call(lambda f: with_ptr(f, lambda d: np.array(d.tool_ptr)))  # a writable array: copied, checked per call
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w, equal_nan=g.dtype.kind == "f")
+    short = _core.RowPtr(np.asarray(fr[grouped[0]].dense.tool_ptr)[:-1])
+    with pytest.raises(ValueError, match="n_tools \\+ 1"):
+        call(lambda f: with_ptr(f, lambda d: short) if f == grouped[0] else with_ptr(f, lambda d: d.tool_rows))

@@ -100,7 +100,7 @@ def _dense_spec(plan: QueryPlan, field: str, r: FieldRetriever) -> tuple | None:
         # What does not change between searches, made once per retriever.
         w_bm, w_cos = float(np.float32(r.weight)), float(np.float32(1.0 - r.weight))
         m = r.dense.dn.matrix
-        half = r.__dict__["_engine_half"] = (m.codes, m.scales, r.dense.tool_ptr, w_bm, w_cos)
+        half = r.__dict__["_engine_half"] = (m.codes, m.scales, r.dense.tool_rows, w_bm, w_cos)
     if r.dense_empty or not plan.fields[field].texts:
         return (None, None, None, None, None, half[3], half[4])
     q_codes, q_scales = _codes(plan.fields[field])

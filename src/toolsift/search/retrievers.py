@@ -99,10 +99,19 @@ class DenseRetriever(FieldRetriever):
         # A parameter's similarity means "how well some argument matches it": a negative
         # cosine would pull the parameter score below that of a parameter nobody matched.
         self.floor_docs = floor_docs
-        if dn.groups is None:
-            self.tool_ptr = None
-        else:
-            self.tool_ptr = np.searchsorted(dn.groups, np.arange(dn.n_tools + 1)).astype(np.int64)
+        #: Tool ``t`` owns rows ``tool_ptr[t]:tool_ptr[t+1]`` (None: row ``t`` is tool ``t``).
+        #: ``tool_rows`` is the same pointer as the engine takes it, checked once
+        #: (``_core.RowPtr``; ``tool_ptr`` is a read-only view of it): the fused search
+        #: would otherwise copy and check the whole array on every search, 8 MB at 1M tools.
+        self.tool_ptr: np.ndarray | None = None
+        self.tool_rows: object = None
+        if dn.groups is not None:
+            ptr = np.searchsorted(dn.groups, np.arange(dn.n_tools + 1)).astype(np.int64)
+            from .. import _core
+
+            row_ptr = getattr(_core, "RowPtr", None)  # (a core built before it: the array)
+            self.tool_rows = row_ptr(ptr) if row_ptr is not None else ptr
+            self.tool_ptr = np.asarray(self.tool_rows) if row_ptr is not None else ptr
 
     def candidates(self, ft: FieldTexts, n: int, *, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         nq = ft.ptr.size - 1

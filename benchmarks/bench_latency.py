@@ -33,6 +33,7 @@ from toolsift import IndexConfig, ToolIndex
 
 from .busy import busy
 from .conftest import report
+from .paths import PythonSteps
 from .results import Figure, per_call, table, write_json
 from .synthetic import flat_document
 
@@ -258,26 +259,6 @@ def stress_requests():
     return load_pseudo("stress", data_dir()).queries
 
 
-class _FirstNeeds:
-    """An index searched through the first multi-step implementation
-    (:func:`toolsift.search.needs_reference.run_steps_reference`, same hits): the
-    before of the multi-step speed-up, timed in the same run."""
-
-    def __init__(self, index: ToolIndex) -> None:
-        self.index = index
-
-    def search(self, q, k):
-        # search() imports run_steps from .needs on each call (the splitter loads lazily).
-        import toolsift.search.needs as needs
-        from toolsift.search.needs_reference import run_steps_reference
-
-        fast, needs.run_steps = needs.run_steps, run_steps_reference
-        try:
-            return self.index.search(q, k=k)
-        finally:
-            needs.run_steps = fast
-
-
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_stress_paired_with_bm25(benchmark, bm25_index, hybrid_index, stress_requests, condition):
     """Long multi-step requests: hybrid (one dense reading per step and one for the whole
@@ -298,7 +279,7 @@ def test_stress_paired_with_bm25(benchmark, bm25_index, hybrid_index, stress_req
     reqs = _spread(list(stress_requests), N_QUERIES)
     texts = [r.text for r in reqs]
     names = ("bm25", "hybrid", "hybrid first implementation", "hybrid one vector")
-    indexes = (bm25_index, hybrid_index, _FirstNeeds(hybrid_index), one)
+    indexes = (bm25_index, hybrid_index, PythonSteps(hybrid_index, first=True), one)
     runs: dict[str, dict] = {n: {} for n in names}
     cpu = {n: np.empty(len(texts)) for n in names}
 

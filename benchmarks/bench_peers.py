@@ -14,6 +14,10 @@ Workloads (the shared sets' real texts, k = 10, one thread):
 * ``multistep-long``: the seeded multi-step requests of ``toolsift eval stress`` (3-4
   pooled queries joined, :mod:`toolsift.evaluate.stress`) of 40-80 words, same tools.
 
+On the two long workloads the default index is also timed with its multi-step requests
+on the Python path (``toolsift default, Python steps``: :func:`toolsift.search.needs.run_steps`
+instead of the one engine call; the same hits), the before of that change.
+
 Each peer gets the catalogue the way its docs tell a user to: bm25s one flat document
 per tool (:func:`benchmarks.synthetic.flat_document`), tokenised per call as
 ``bench_latency`` does; ratel-ai a ``ToolRegistry(method="bm25")`` fed OpenAI function
@@ -42,6 +46,7 @@ from toolsift.presets import default_preset, preset_config
 
 from .busy import busy
 from .conftest import DATA, interleaved, report
+from .paths import PythonSteps
 from .results import Figure, write_json
 from .synthetic import flat_document
 
@@ -52,6 +57,8 @@ K = 10
 ROUNDS = 3
 N_QUERIES = int(os.environ.get("TOOLSIFT_BENCH_QUERIES", "500"))
 WORKLOADS = ("apibank", "gorilla", "pooled", "ultratool-long", "multistep-long")
+#: On the long workloads, the default index with multi-step requests on the Python path.
+PYTHON_STEPS = "toolsift default, Python steps"
 
 _FIGURES: list[Figure] = []
 _META: dict = {}
@@ -115,11 +122,12 @@ class _Systems:
         from toolsift.evaluate.cold import openai_tool
 
         self.calls = {}
+        self.default: ToolIndex | None = None
         bm25 = ToolIndex.build(tools, config=preset_config("bm25", threads=1))
         indexes = [bm25]
         self.calls["toolsift bm25"] = lambda q: bm25.search(q, k=K)
         if default_preset() != "bm25":  # the default preset, when it is not the same index
-            default = ToolIndex.build(tools, config=preset_config(None, threads=1))
+            default = self.default = ToolIndex.build(tools, config=preset_config(None, threads=1))
             indexes.append(default)
             self.calls[f"toolsift default ({default_preset()})"] = lambda q: default.search(q, k=K)
         # The analyzers' per-text memos (toolsift.analyze), emptied before each round.
@@ -162,7 +170,10 @@ def _systems(tools: Catalog) -> _Systems:
 def test_peers(benchmark, sets, workload, condition):
     tools, texts = sets[workload]
     systems = _systems(tools)
-    calls = systems.calls
+    calls = dict(systems.calls)
+    if workload.endswith("-long") and systems.default is not None:
+        # The before of the one-call multi-step path, timed in the same run (same hits).
+        calls[PYTHON_STEPS] = lambda q, ix=PythonSteps(systems.default): ix.search(q, k=K)
     load = os.getloadavg()[0]
     with busy(BUSY_PROCESSES if condition == "busy" else 0):
         for fn in calls.values():  # warm: first calls, caches, the thread pool

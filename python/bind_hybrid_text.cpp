@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "toolsift/combine_needs.h"
 #include "toolsift/hybrid_text.h"
 
 namespace toolsift::py_bridge {
@@ -161,6 +162,10 @@ class PyHybridText {
       py::gil_scoped_release release;
       status = engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown);
     }
+    return hits_tuple(status, out, unknown);
+  }
+
+  static py::object hits_tuple(HybridText::Status status, FusedHits& out, const std::vector<std::string>& unknown) {
     if (status == HybridText::Status::kNotTaken) return py::none();
     if (status == HybridText::Status::kUnknownWords) return py::cast(unknown);
     const auto hits = static_cast<py::ssize_t>(out.tool.size());
@@ -171,6 +176,33 @@ class PyHybridText {
     }
     py::array_t<float> cos({hits, py::ssize_t{3}}, out.cos.data());
     return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, lexical, cos);
+  }
+
+  // search_text's answer for a multi-step request: readings[0] the whole request, then its
+  // steps (toolsift/hybrid_text.h search_steps); None when a reading is not ASCII or
+  // WordPiece's fast path refuses one.
+  py::object search_steps(const std::vector<py::str>& readings, py::ssize_t k) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    if (readings.empty()) throw std::invalid_argument("search_steps needs at least one reading");
+    std::vector<const char*> texts;
+    std::vector<std::size_t> lens;
+    for (const py::str& text : readings) {
+      if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
+      Py_ssize_t n = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+      if (data == nullptr) throw py::error_already_set();
+      texts.push_back(data);
+      lens.push_back(static_cast<std::size_t>(n));
+    }
+    FusedHits out;
+    std::vector<std::string> unknown;
+    HybridText::Status status;
+    {
+      py::gil_scoped_release release;
+      status = engine_->search_steps(texts.data(), lens.data(), texts.size(), static_cast<std::size_t>(k), out,
+                                     unknown);
+    }
+    return hits_tuple(status, out, unknown);
   }
 
   void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
@@ -203,9 +235,27 @@ class PyHybridText {
   std::unique_ptr<HybridText> engine_;
 };
 
+// combine_needs(block float32[readings, candidates]) -> (scores float32[candidates],
+// chosen int64[candidates]): toolsift/combine_needs.h.
+py::tuple combine_needs_py(const py::array_t<float, py::array::c_style | py::array::forcecast>& block) {
+  if (block.ndim() != 2) throw std::invalid_argument("combine_needs: block must be 2-d [readings, candidates]");
+  const auto n = static_cast<std::size_t>(block.shape(0)), m = static_cast<std::size_t>(block.shape(1));
+  if (n == 0 && m > 0) throw std::invalid_argument("combine_needs: at least one reading");
+  py::array_t<float> out(static_cast<py::ssize_t>(m));
+  py::array_t<int64_t> chosen(static_cast<py::ssize_t>(m));
+  {
+    py::gil_scoped_release release;
+    combine_needs(block.data(), n, m, out.mutable_data(), chosen.mutable_data());
+  }
+  return py::make_tuple(out, chosen);
+}
+
 }  // namespace
 
 void register_hybrid_text(py::module_& m) {
+  m.def("combine_needs", &combine_needs_py, py::arg("block"),
+        "Each candidate's combined score over a multi-step request's readings, and the reading it took "
+        "(toolsift/combine_needs.h).");
   py::class_<PyHybridText>(m, "HybridText", "One raw-text query on a hybrid index in one call (toolsift/hybrid_text.h).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::dict&, int32_t, std::string, py::ssize_t,
                     std::vector<std::string>, const py::object&, const py::object&, py::ssize_t,
@@ -216,6 +266,7 @@ void register_hybrid_text(py::module_& m) {
            py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"), py::arg("lowercase"),
            py::arg("threads"))
       .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"))
+      .def("search_steps", &PyHybridText::search_steps, py::arg("readings"), py::arg("k"))
       .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
       .def("set_coarse", &PyHybridText::set_coarse, py::arg("field"), py::arg("coarse"))
       .def("token_ids", &PyHybridText::token_ids, py::arg("text"));

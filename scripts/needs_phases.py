@@ -1,5 +1,8 @@
 """Where a multi-step request's search time goes: CPU time of the calling thread per
-stage of :func:`toolsift.search.needs.run_steps`, per request, on the stress set.
+stage, per request, on the stress set: the splitter (``request_steps``) and the one engine
+call (``TextSearch.steps``, toolsift.search.hybrid_text), or with ``--python`` the stages
+of the Python path (:func:`toolsift.search.needs.run_steps`) that the engine call replaced
+(which that run takes for every request).
 
 Builds the ``hybrid`` preset over the 6,417 pooled mftr tools (one thread; the embedding
 cache makes it seconds), warms up, then searches the first ``N`` stress requests once
@@ -7,7 +10,7 @@ each (``toolsift eval stress``, seed 0; ~85% of them split), timing each stage w
 ``time.thread_time`` (wrappers add ~1 us a call). Stages nest: ``run_steps`` includes
 the stages below it; ``request_steps`` (the splitter) runs before it.
 
-Run: ``TOOLSIFT_DATA=../shared/data python scripts/needs_phases.py [N]`` (default 400).
+Run: ``TOOLSIFT_DATA=../shared/data python scripts/needs_phases.py [N] [--python]`` (default 400).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 STAGES = ("plan_queries", "reading_vectors", "find_candidates", "pack", "score", "combine_needs", "rank")
 
 
-def main(n: int) -> None:
+def main(n: int, python: bool) -> None:
+    import toolsift.search.hybrid_text as hybrid_text
     import toolsift.search.needs as needs
     from benchmarks.conftest import SETS, _load
     from benchmarks.synthetic import data_dir
@@ -46,8 +50,13 @@ def main(n: int) -> None:
     tools = [t for ds in SETS for t in _load(ds)[0]]
     index = ToolIndex.build(Catalog(tools, name="mftr-all"), config=preset_config("hybrid", threads=1))
     texts = [r.text for r in load_pseudo("stress", data_dir()).queries][:n]
-    for name in STAGES:
-        timed(needs, name)
+    if python:
+        # The engine hands every multi-step request back: run_steps takes them all.
+        hybrid_text.TextSearch.steps = lambda self, readings, k: None  # type: ignore[method-assign]
+        for name in STAGES:
+            timed(needs, name)
+    else:
+        timed(hybrid_text.TextSearch, "steps")
     # search() imports both from needs at call time: wrapping them there is enough.
     timed(needs, "request_steps")
     timed(needs, "run_steps")
@@ -65,4 +74,5 @@ def main(n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+    args = [a for a in sys.argv[1:] if a != "--python"]
+    main(int(args[0]) if args else 400, "--python" in sys.argv[1:])

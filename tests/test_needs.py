@@ -12,7 +12,8 @@ from toolsift import ToolIndex
 from toolsift.config import IndexConfig
 from toolsift.decompose import split_steps
 from toolsift.presets import preset_config
-from toolsift.search.needs import combine_needs, per_need_shift
+from toolsift.search.needs import combine_needs
+from toolsift.search.needs_reference import per_need_shift
 
 MULTI = "1. create a calendar event for friday\n2. send an email to bob\n3. look up the stock price of AAPL"
 SINGLE = ["send an email to my boss", "what's the weather like in Paris tomorrow",

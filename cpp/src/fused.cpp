@@ -228,6 +228,45 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   }
 }
 
+void mix_cos(float* row, const float* cos, std::size_t n, float w_bm, float w_cos) noexcept {
+  if (cos == nullptr) {
+    for (std::size_t i = 0; i < n; ++i) row[i] = row[i] * w_bm;
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = row[i] * w_bm;
+    const float c = std::max(cos[i], 0.0f) * w_cos;
+    row[i] = a + c;
+  }
+}
+
+void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int64_t* cand, std::size_t nc,
+               std::vector<int64_t>& rows, std::vector<float>& row_cos, float* out) {
+  if (d.tool_ptr == nullptr) {
+    const int64_t ptr[2] = {0, static_cast<int64_t>(nc)};
+    int8_gather(qc, qs, 1, d.rows, ptr, cand, out, 1);
+    return;
+  }
+  rows.clear();
+  for (std::size_t i = 0; i < nc; ++i) {
+    for (int64_t j = d.tool_ptr[cand[i]]; j < d.tool_ptr[cand[i] + 1]; ++j) rows.push_back(j);
+  }
+  row_cos.resize(rows.size());
+  const int64_t ptr[2] = {0, static_cast<int64_t>(rows.size())};
+  if (!rows.empty()) int8_gather(qc, qs, 1, d.rows, ptr, rows.data(), row_cos.data(), 1);
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < nc; ++i) {
+    const int64_t m = d.tool_ptr[cand[i] + 1] - d.tool_ptr[cand[i]];
+    float best = 0.0f;
+    if (m > 0) {
+      best = row_cos[j];
+      for (int64_t x = 1; x < m; ++x) best = std::max(best, row_cos[j + static_cast<std::size_t>(x)]);
+    }
+    out[i] = best;
+    j += static_cast<std::size_t>(m);
+  }
+}
+
 void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scratch& s) const {
   // toolsift.search.candidates._mix_dense: the same int8 gathers (one row per tool, or
   // every row of each candidate and the max per tool) and HybridRetriever.mix's float32
@@ -242,43 +281,15 @@ void FusedSearcher::mix_dense(const HybridInputs& h, int64_t n0, int64_t nn, Scr
     for (int64_t r = 0; r < nn; ++r) {
       float* row = s.sims[f].data() + static_cast<std::size_t>(r) * nc;
       if (!d.has_cos) {
-        for (std::size_t i = 0; i < nc; ++i) row[i] = row[i] * d.w_bm;
+        mix_cos(row, nullptr, nc, d.w_bm, d.w_cos);
         continue;
       }
       const std::size_t t = static_cast<std::size_t>(n0 + r);
-      const int8_t* qc = d.q_codes + t * d.rows.d;
-      const float* qs = d.q_scales + t;
       s.cos.resize(nc);
-      if (d.tool_ptr == nullptr) {
-        const int64_t ptr[2] = {0, static_cast<int64_t>(nc)};
-        int8_gather(qc, qs, 1, d.rows, ptr, cand.data(), s.cos.data(), 1);
-      } else {
-        s.rows.clear();
-        for (const int64_t tool : cand) {
-          for (int64_t j = d.tool_ptr[tool]; j < d.tool_ptr[tool + 1]; ++j) s.rows.push_back(j);
-        }
-        s.row_cos.resize(s.rows.size());
-        const int64_t ptr[2] = {0, static_cast<int64_t>(s.rows.size())};
-        if (!s.rows.empty()) int8_gather(qc, qs, 1, d.rows, ptr, s.rows.data(), s.row_cos.data(), 1);
-        std::size_t j = 0;
-        for (std::size_t i = 0; i < nc; ++i) {
-          const int64_t m = d.tool_ptr[cand[i] + 1] - d.tool_ptr[cand[i]];
-          float best = 0.0f;
-          if (m > 0) {
-            best = s.row_cos[j];
-            for (int64_t x = 1; x < m; ++x) best = std::max(best, s.row_cos[j + static_cast<std::size_t>(x)]);
-          }
-          s.cos[i] = best;
-          j += static_cast<std::size_t>(m);
-        }
-      }
+      dense_cos(d, d.q_codes + t * d.rows.d, d.q_scales + t, cand.data(), nc, s.rows, s.row_cos, s.cos.data());
       float* cm = s.cos_max[f].data();
       for (std::size_t i = 0; i < nc; ++i) cm[i] = std::max(cm[i], s.cos[i]);
-      for (std::size_t i = 0; i < nc; ++i) {
-        const float a = row[i] * d.w_bm;
-        const float c = std::max(s.cos[i], 0.0f) * d.w_cos;
-        row[i] = a + c;
-      }
+      mix_cos(row, s.cos.data(), nc, d.w_bm, d.w_cos);
     }
   }
 }

@@ -137,6 +137,11 @@ class FusedSearcher {
   std::size_t n_tools() const noexcept { return n_tools_; }
   const InvertedIndex& need_index(std::size_t f) const noexcept { return *need_[f]; }
   const InvertedIndex& param_index() const noexcept { return *params_; }
+  // The parameter documents of tool t are [param_ptr()[t], param_ptr()[t + 1]), with their
+  // required flags; tool_bits()[t] has bit f set when tool t has field f (weight order).
+  const int64_t* param_ptr() const noexcept { return param_ptr_.data(); }
+  const uint8_t* param_required() const noexcept { return param_required_.data(); }
+  const uint8_t* tool_bits() const noexcept { return tool_bits_.data(); }
 
   // Validates a batch against the indexes (term ids, CSR pointers); throws
   // std::invalid_argument naming the first problem.
@@ -163,6 +168,18 @@ class FusedSearcher {
   mutable std::mutex mu_;
   mutable std::vector<std::unique_ptr<Scratch>> free_;
 };
+
+// HybridRetriever.mix, the one definition of a hybrid field's score: row[i] = row[i] * w_bm
+// + max(cos[i], 0) * w_cos in float32, in that order (cos null: an all-empty dense half,
+// row[i] * w_bm).
+void mix_cos(float* row, const float* cos, std::size_t n, float w_bm, float w_cos) noexcept;
+
+// A dense half's cosine of each of the nc tools cand[] for one query row (codes qc, scale
+// *qs): the int8 gather of the tool's row, or with tool_ptr the max over its rows (0 for a
+// tool without rows), as toolsift.search.retrievers.DenseRetriever.gather. rows and
+// row_cos are scratch.
+void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int64_t* cand, std::size_t nc,
+               std::vector<int64_t>& rows, std::vector<float>& row_cos, float* out);
 
 // The MFTR score of one candidate: toolsift.kernels.mftr's kernel body, the same float64
 // operations in the same order. Need r's (description, response, examples) similarities

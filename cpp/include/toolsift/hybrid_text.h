@@ -63,6 +63,17 @@ class HybridText {
   // kNotTaken when WordPiece's fast path refuses the text.
   Status search(const char* text, std::size_t n, std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const;
 
+  // A multi-step request (toolsift.search.needs.run_steps) in one call: readings[0] is the
+  // whole request (its BM25 words and its vector, as search() takes them), readings[1:]
+  // its steps (their vectors only); text r is [texts[r], texts[r] + lens[r]), ASCII. Every
+  // reading's dense candidates (one scan of each need field for all readings), their
+  // union with the request's BM25 candidates, BM25 scored once, each reading's hybrid
+  // field scores and MFTR score, combine_needs over the readings and the top k: the
+  // hits' combined scores, and in `out.cos` each need field's best cosine over the
+  // readings where its dense half added the hit. Statuses as search().
+  Status search_steps(const char* const* texts, const std::size_t* lens, std::size_t n_readings, std::size_t k,
+                      FusedHits& out, std::vector<std::string>& unknown) const;
+
   void learn(const std::string& word, const int32_t* ids, std::size_t n_ids) { words_.learn(word, ids, n_ids); }
 
   // Gives need field f's scan its prefilter (built from that field's live rows) from the

@@ -68,9 +68,9 @@ def retrievers(st: IndexState, config: IndexConfig) -> dict[str, FieldRetriever]
 
 def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit]:
     """``run(st, config, [Query.from_text(text)], k=k, explain=False)[0]``: the hits of
-    one raw-text query. On BM25 fields, and for a one-step request on a hybrid index, one
-    engine call with no :class:`Query` made; a request that splits into steps is split
-    once, here.
+    one raw-text query. On BM25 fields, and for a request on a hybrid index (with or
+    without steps), one engine call with no :class:`Query` made; a request that splits
+    into steps is split once, here.
 
     Raises:
         QueryError: ``text`` is not a valid query (:func:`~toolsift.schema.query_text`).
@@ -81,15 +81,15 @@ def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[
         return hits
     steps = None
     if st.dense:
-        from .needs import text_steps
+        from .needs import readings_of, text_steps
 
         steps = text_steps(st, config, text)
-        if steps is None:
-            search = text_searcher(st, config, retrievers(st, config))
-            if search is not None:
-                hits = search(text, k)
-                if hits is not None:
-                    return hits
+        search = text_searcher(st, config, retrievers(st, config))
+        if search is not None:
+            # A request with steps in one engine call too (.hybrid_text, TextSearch.steps).
+            got = search(text, k) if steps is None else search.steps(readings_of(text, steps), k)
+            if got is not None:
+                return got
     return _run(st, config, [Query.from_text(text)], k=k, explain=False, params=config.params, steps=[steps])[0]
 
 
@@ -104,15 +104,16 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
         hits = fused.search_text(st, config, queries[0].text, k)
         if hits is not None:
             return [hits]
-        # On a hybrid index, a one-step request in one engine call too (.hybrid_text);
-        # the split is kept for _run when the request has steps.
+        # On a hybrid index, a request in one engine call too (.hybrid_text), with or
+        # without steps; the split is kept for _run when the engine does not take it.
         if st.dense:
-            from .needs import request_steps
+            from .needs import readings_of, request_steps
 
             steps = request_steps(st, config, queries)
-            search = text_searcher(st, config, retrievers(st, config)) if steps == [None] else None
+            search = text_searcher(st, config, retrievers(st, config))
             if search is not None:
-                hits = search(queries[0].text, k)
+                text = queries[0].text
+                hits = search(text, k) if steps[0] is None else search.steps(readings_of(text, steps[0]), k)
                 if hits is not None:
                     return [hits]
     structured = [not is_raw(q) for q in queries]

@@ -98,13 +98,22 @@ class TextSearch:
         self._searches = 0
 
     def __call__(self, text: str, k: int) -> list[Hit] | None:
+        return self._hits(self.engine.search_text, text, k)
+
+    def steps(self, readings: list[str], k: int) -> list[Hit] | None:
+        """The hits of a raw request that splits into steps, given its readings (the whole
+        request, then each step: :func:`.needs.readings_of`), as :func:`.needs.run_steps`
+        gives them, bit for bit; ``None`` when a reading takes the Python path."""
+        return self._hits(self.engine.search_steps, readings, k)
+
+    def _hits(self, call, arg, k: int) -> list[Hit] | None:
         engine = self.engine
-        got = engine.search_text(text, k)
+        got = call(arg, k)
         while type(got) is list:
             # Words the engine has not met: their term ids, from this analyzer and vocabulary.
             for word in got:
                 engine.learn(word, [self._ids(t, -1) for t in self._tokenize(word)])
-            got = engine.search_text(text, k)
+            got = call(arg, k)
         if got is None:
             return None
         if self._scanned:
@@ -114,7 +123,6 @@ class TextSearch:
         catalog = self._catalog
         return [_plain_hit(catalog[t], s, r + 1, m, None)
                 for r, (t, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found))]
-
 
     def _count(self) -> None:
         # A field's prefilter costs a few ms to build and saves ~0.1 ms a scan: it is

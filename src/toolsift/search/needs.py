@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _core
 from ..analyze import TermBatch
 from ..config import IndexConfig
 from ..csr import ranges, row_of
@@ -52,7 +53,8 @@ from .query import is_raw
 from .retrievers import Bm25Retriever, HybridRetriever
 from .score import score
 
-__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "request_steps", "run_steps", "shares_bm25", "text_steps"]
+__all__ = ["MAX_STEPS", "combine_needs", "reading_vectors", "readings_of", "request_steps", "run_steps", "shares_bm25",
+           "text_steps"]
 
 #: At most this many steps per request (surplus clauses join the last step).
 MAX_STEPS = 8
@@ -120,6 +122,11 @@ def text_steps(st: IndexState, config: IndexConfig, text: str) -> list[str] | No
     return _steps_of(text) if config.split_steps and st.dense else None
 
 
+def readings_of(text: str, steps: list[str]) -> list[str]:
+    """A multi-step request's readings: the whole request (the unsplit search), then each step."""
+    return [text, *steps] if WHOLE_AS_NEED else list(steps)
+
+
 def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,
               k: int, explain: bool | str, params) -> list[list[Hit]]:
     """The hits of raw multi-step ``queries`` (``steps[i]``: query ``i``'s steps; see the
@@ -135,7 +142,7 @@ def run_steps(st: IndexState, config: IndexConfig, queries: list[Query], steps: 
     """
     plan = plan_queries(st, config, queries)
     # The readings of each request: the whole request first (the unsplit search), then its steps.
-    readings = [[q.text, *s] if WHOLE_AS_NEED else list(s) for s, q in zip(steps, queries)]
+    readings = [readings_of(q.text, s) for s, q in zip(steps, queries)]
     step_ptr = np.zeros(len(queries) + 1, np.int64)
     np.cumsum([len(s) for s in readings], out=step_ptr[1:])
     flat = [t for s in readings for t in s]
@@ -232,54 +239,25 @@ def reading_vectors(st: IndexState, config: IndexConfig, plan: QueryPlan, readin
 
 
 def combine_needs(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The one definition of the combination over a request's readings.
+    """The combination over a request's readings (``_core.combine_needs``,
+    cpp/src/combine_needs.cpp, the one definition; its NumPy twin is
+    :func:`.needs_reference.combine_needs_reference`, and tests compare the two bit for bit).
 
     ``block``: ``float32[readings, candidates]`` MFTR scores, reading 0 the whole request.
 
     * Order: every reading gets its share of the list. A candidate's place is its best
       rank in any reading's own ranking, so the list takes every reading's best, then every
       reading's second best, and so on (a per-need quota, the interleave of the readings'
-      lists). Within a round, by the per-need shifted score (:func:`per_need_shift`), then
-      by reading 0's score, then by candidate (catalogue order): every reading's best is
-      in the first round and the first hit is always reading 0's, the unsplit search's.
-    * Score: a candidate's best shifted score (the MFTR scale: each reading's scores moved
-      so that its best scores the best of any reading), capped so that the scores strictly
-      decrease down the list (float32; a capped score sits one float32 step below the one
-      above it). So a hit's score never exceeds what its best reading gives it, and any
-      sort by score keeps the order.
+      lists). Within a round, by the per-need shifted score (each reading's scores moved,
+      in float64, so that its best scores the best of any reading), then by reading 0's
+      score, then by candidate (catalogue order): every reading's best is in the first
+      round and the first hit is always reading 0's, the unsplit search's.
+    * Score: a candidate's best shifted score (the MFTR scale), capped so that the scores
+      strictly decrease down the list (float32; a capped score sits one float32 step below
+      the one above it). So a hit's score never exceeds what its best reading gives it, and
+      any sort by score keeps the order.
 
     Returns the scores (``float32``) and per candidate the reading its shifted score came
     from. One reading: its own scores (ties one float32 step apart).
     """
-    b = block.astype(np.float64)
-    shifted = per_need_shift(b)
-    best = shifted.max(axis=0)
-    n, m = b.shape
-    by_reading = np.argsort(-b, axis=1, kind="stable")
-    rank = np.empty((n, m), np.int64)
-    np.put_along_axis(rank, by_reading, np.broadcast_to(np.arange(m, dtype=np.int64), (n, m)), axis=1)
-    order = np.lexsort((np.arange(m), -b[0], -best, rank.min(axis=0)))
-    out = np.empty(m, np.float32)
-    out[order] = _strictly_decreasing(best[order].astype(np.float32))
-    return out, shifted.argmax(axis=0)
-
-
-def _strictly_decreasing(s: np.ndarray) -> np.ndarray:
-    """``s`` (float32) with each value capped one float32 step below the previous output
-    (``out[i] = min(s[i], nextafter(out[i-1], -inf))``), in one vectorised pass over the
-    floats as ordered integers."""
-    bits = s.view(np.int32).astype(np.int64)
-    key = np.where(bits >= 0, bits, -(bits & 0x7FFFFFFF))  # monotone in the float's value
-    floor = -0x7F800000  # -inf: nothing is stepped below it (no NaN bit patterns)
-    i = np.arange(key.size, dtype=np.int64)
-    key = np.maximum(np.minimum.accumulate(key + i) - i, floor)
-    bits = np.where(key >= 0, key, (-key) | 0x80000000)
-    return bits.astype(np.uint32).view(np.float32)
-
-
-def per_need_shift(block: np.ndarray) -> np.ndarray:
-    """``[needs, candidates]`` scores, each need's row shifted so that its best candidate
-    scores exactly the best score of any need (float64 in, float64 out: the shift of a
-    row's best is exact)."""
-    top = block.max(axis=1, keepdims=True)
-    return block - top + top.max()
+    return _core.combine_needs(block)

@@ -22,7 +22,7 @@ from .needs import WHOLE_AS_NEED, combine_readings, reading_vectors
 from .plan import FieldTexts, QueryPlan, plan_queries, read_only
 from .score import score
 
-__all__ = ["run_steps_reference"]
+__all__ = ["combine_needs_reference", "per_need_shift", "run_steps_reference", "strictly_decreasing"]
 
 
 def run_steps_reference(st: IndexState, config: IndexConfig, queries: list[Query], steps: list[list[str]], fr, *,
@@ -93,3 +93,58 @@ def _expand(plan: QueryPlan, of: np.ndarray, vecs: np.ndarray, codes: tuple[np.n
     queries = [plan.queries[q] for q in of.tolist()]
     arg_names = [plan.arg_names[q] for q in of.tolist()]
     return QueryPlan(queries, fields, arg_names, read_only(plan.penalize[of]))
+
+
+def combine_needs_reference(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`.needs.combine_needs` in NumPy: the independent twin of its C++ definition
+    (cpp/src/combine_needs.cpp), which the tests compare with it bit for bit.
+
+    ``block``: ``float32[readings, candidates]`` MFTR scores, reading 0 the whole request.
+
+    * Order: every reading gets its share of the list. A candidate's place is its best
+      rank in any reading's own ranking, so the list takes every reading's best, then every
+      reading's second best, and so on (a per-need quota, the interleave of the readings'
+      lists). Within a round, by the per-need shifted score (:func:`per_need_shift`), then
+      by reading 0's score, then by candidate (catalogue order): every reading's best is
+      in the first round and the first hit is always reading 0's, the unsplit search's.
+    * Score: a candidate's best shifted score (the MFTR scale: each reading's scores moved
+      so that its best scores the best of any reading), capped so that the scores strictly
+      decrease down the list (float32; a capped score sits one float32 step below the one
+      above it). So a hit's score never exceeds what its best reading gives it, and any
+      sort by score keeps the order.
+
+    Returns the scores (``float32``) and per candidate the reading its shifted score came
+    from. One reading: its own scores (ties one float32 step apart).
+    """
+    b = block.astype(np.float64)
+    shifted = per_need_shift(b)
+    best = shifted.max(axis=0)
+    n, m = b.shape
+    by_reading = np.argsort(-b, axis=1, kind="stable")
+    rank = np.empty((n, m), np.int64)
+    np.put_along_axis(rank, by_reading, np.broadcast_to(np.arange(m, dtype=np.int64), (n, m)), axis=1)
+    order = np.lexsort((np.arange(m), -b[0], -best, rank.min(axis=0)))
+    out = np.empty(m, np.float32)
+    out[order] = strictly_decreasing(best[order].astype(np.float32))
+    return out, shifted.argmax(axis=0)
+
+
+def strictly_decreasing(s: np.ndarray) -> np.ndarray:
+    """``s`` (float32) with each value capped one float32 step below the previous output
+    (``out[i] = min(s[i], nextafter(out[i-1], -inf))``), in one vectorised pass over the
+    floats as ordered integers."""
+    bits = s.view(np.int32).astype(np.int64)
+    key = np.where(bits >= 0, bits, -(bits & 0x7FFFFFFF))  # monotone in the float's value
+    floor = -0x7F800000  # -inf: nothing is stepped below it (no NaN bit patterns)
+    i = np.arange(key.size, dtype=np.int64)
+    key = np.maximum(np.minimum.accumulate(key + i) - i, floor)
+    bits = np.where(key >= 0, key, (-key) | 0x80000000)
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def per_need_shift(block: np.ndarray) -> np.ndarray:
+    """``[needs, candidates]`` scores, each need's row shifted so that its best candidate
+    scores exactly the best score of any need (float64 in, float64 out: the shift of a
+    row's best is exact)."""
+    top = block.max(axis=1, keepdims=True)
+    return block - top + top.max()

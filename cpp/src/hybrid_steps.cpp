@@ -1,0 +1,276 @@
+// HybridText::search_steps (toolsift/hybrid_text.h): a multi-step raw request as
+// toolsift.search.needs.run_steps searches it, in one call. The BM25 half is one text's
+// (FusedSearcher::search_one's steps for a batch of one raw text: every field's top-n, the
+// union, the top-up, every field's scores of the candidates), computed once; the dense
+// half is every reading's; the field mix (mix_cos), the MFTR score (mftr_score) and the
+// combination over readings (combine_needs) are the engine's one definitions.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "scoring_detail.h"
+#include "toolsift/combine_needs.h"
+#include "toolsift/embed.h"
+#include "toolsift/group_top.h"
+#include "toolsift/hybrid_text.h"
+
+namespace toolsift {
+
+namespace {
+
+// One field's dense row of raw BM25 sums (all zero between searches) and what it touched.
+struct Sums {
+  std::vector<float> acc, best;
+  std::vector<int32_t> touched;
+};
+
+}  // namespace
+
+HybridText::Status HybridText::search_steps(const char* const* texts, const std::size_t* lens, std::size_t n_readings,
+                                            std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const {
+  thread_local std::vector<int32_t> terms, tokens;
+  thread_local std::vector<int64_t> token_ids, token_ptr, dense_cand[3], cand, lex, merged, top_ids, top_counts,
+      docs, touched_keys;
+  thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block, final,
+      cos_max[3], ap;
+  thread_local std::vector<int8_t> q_codes;
+  thread_local std::vector<int64_t> rows;
+  thread_local std::vector<uint8_t> found;
+  thread_local std::vector<uint32_t> order;
+  thread_local Sums sums[4];
+  const std::size_t R = n_readings;
+  if (R == 0) return Status::kNotTaken;
+  terms.clear();
+  // BM25: the whole request's words, as search() takes them.
+  if (!words_.terms(texts[0], lens[0], terms, unknown)) return Status::kUnknownWords;
+  // Every reading's static vector and int8 codes (StaticEncoder.encode, quantize_rows).
+  const std::size_t d = table_.d;
+  token_ids.clear();
+  token_ptr.assign(1, 0);
+  for (std::size_t r = 0; r < R; ++r) {
+    tokens.clear();
+    if (!wp_.ids(texts[r], lens[r], tokens)) return Status::kNotTaken;
+    if (tokens.size() > table_.max_tokens) tokens.resize(table_.max_tokens);
+    for (const int32_t t : tokens) {
+      if (t < 0 || static_cast<std::size_t>(t) >= table_.n_tokens) return Status::kNotTaken;
+      token_ids.push_back(t);
+    }
+    token_ptr.push_back(static_cast<int64_t>(token_ids.size()));
+  }
+  vecs.assign(R * d, 0.0f);
+  static_mean_rows(table_.codes, d, table_.mult, token_ptr.data(), R, token_ids.data(), vecs.data(), 1);
+  q_codes.assign(R * d, 0);
+  q_scales.assign(R, 0.0f);
+  quantize_rows(vecs.data(), R, d, q_codes.data(), q_scales.data(), 1);
+
+  const OneTextBatch one(terms, params_field_);
+  searcher_->check(one.batch);
+  const FusedSearcher& fs = *searcher_;
+  const std::size_t n_tools = fs.n_tools();
+
+  // The request's BM25 candidates in every field (FusedSearcher::search_one).
+  const std::size_t m_terms = terms.size();
+  bool summed[4];
+  cand.clear();
+  for (int f = 0; f < 4; ++f) {
+    const InvertedIndex& idx = f < 3 ? fs.need_index(static_cast<std::size_t>(f)) : fs.param_index();
+    summed[f] = idx.n_docs() <= options_.sum_docs;
+    if (f == 3 && !params_field_) continue;
+    if (summed[f]) {
+      Sums& s = sums[f];
+      if (s.acc.size() < idx.n_docs()) s.acc.resize(idx.n_docs(), 0.0f);
+      if (s.best.size() < idx.n_groups()) s.best.resize(idx.n_groups(), 0.0f);
+      idx.sum_text(terms.data(), m_terms, s.acc.data(), s.touched);
+      idx.top_from_sums(s.acc.data(), s.touched, terms.data(), m_terms, options_.n, options_.scale, true,
+                        s.best.data(), cand);
+    } else {
+      idx.top_text(terms.data(), m_terms, options_.n, options_.scale, true, Prune::kAuto, cand);
+    }
+  }
+  std::sort(cand.begin(), cand.end());
+  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  lex.assign(cand.begin(), cand.end());
+
+  // Every reading's dense candidates in each need field (DenseField.top_tools over all
+  // readings' codes at once), joined to the BM25 ones.
+  bool added = false;
+  for (int f = 0; f < 3; ++f) {
+    auto& dc = dense_cand[f];
+    dc.clear();
+    const DenseCandidates& c = cand_[f];
+    if (!half_[f].hybrid || !half_[f].has_cos || !c.adds || c.live.n == 0) continue;
+    const std::size_t depth = std::max(c.depth, k);
+    if (c.groups == nullptr) {
+      const std::size_t m = std::min(depth, c.live.n);
+      top_ids.resize(R * m);
+      top_counts.assign(R, 0);
+      const Int8Coarse* coarse = coarse_[f].load(std::memory_order_acquire);
+      if (coarse != nullptr) {
+        int8_top_coarse(q_codes.data(), q_scales.data(), R, c.live, *coarse, c.live_rows, m, top_ids.data(),
+                        top_counts.data(), threads_);
+      } else {
+        int8_top(q_codes.data(), q_scales.data(), R, c.live, c.live_rows, m, top_ids.data(), top_counts.data(),
+                 threads_);
+      }
+      for (std::size_t r = 0; r < R; ++r) {
+        dc.insert(dc.end(), top_ids.begin() + static_cast<std::ptrdiff_t>(r * m),
+                  top_ids.begin() + static_cast<std::ptrdiff_t>(r * m + static_cast<std::size_t>(top_counts[r])));
+      }
+    } else {
+      const std::size_t m = std::min(depth, n_tools);
+      if (m > 0) {
+        scan.resize(R * c.live.n);
+        int8_scan(q_codes.data(), q_scales.data(), R, c.live, scan.data(), threads_);
+        if (best_key.size() != n_tools) best_key.assign(n_tools, 0.0f);  // top_positive_keys leaves it zeroed
+        top_ids.resize(m);
+        for (std::size_t r = 0; r < R; ++r) {
+          const std::size_t got = top_positive_keys(scan.data() + r * c.live.n, c.live_rows, c.live.n, c.groups, m,
+                                                    best_key.data(), touched_keys, top_ids.data());
+          dc.insert(dc.end(), top_ids.begin(), top_ids.begin() + static_cast<std::ptrdiff_t>(got));
+        }
+      }
+    }
+    std::sort(dc.begin(), dc.end());
+    dc.erase(std::unique(dc.begin(), dc.end()), dc.end());
+    cand.insert(cand.end(), dc.begin(), dc.end());
+    added = added || !dc.empty();
+  }
+  if (added) {
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  }
+  // Top-up to min(k, n_tools) in catalogue order; the added tools are not "found".
+  const std::size_t want = std::min(k, n_tools);
+  found.assign(cand.size(), 1);
+  if (cand.size() < want) {
+    merged.clear();
+    found.clear();
+    std::size_t i = 0, extra = want - cand.size();
+    for (int64_t t = 0; i < cand.size() || extra > 0; ++t) {
+      if (i < cand.size() && cand[i] == t) {
+        merged.push_back(t);
+        found.push_back(1);
+        ++i;
+      } else if (extra > 0) {
+        merged.push_back(t);
+        found.push_back(0);
+        --extra;
+      } else {
+        merged.insert(merged.end(), cand.begin() + static_cast<std::ptrdiff_t>(i), cand.end());
+        found.insert(found.end(), cand.size() - i, 1);
+        break;
+      }
+    }
+    cand.swap(merged);
+  }
+  const std::size_t nc = cand.size();
+
+  // Every field's BM25 scores of the candidates, once.
+  for (int f = 0; f < 3; ++f) {
+    const InvertedIndex& idx = fs.need_index(static_cast<std::size_t>(f));
+    bm[f].resize(nc);
+    if (!summed[f]) {
+      idx.gather_texts(one.batch.need[f].texts, 0, 1, cand.data(), nc, options_.scale, true, bm[f].data());
+      continue;
+    }
+    const detail::Scaler scaled(options_.scale, idx.upper_bound(terms.data(), m_terms), idx.params().k1);
+    const float* acc = sums[f].acc.data();
+    for (std::size_t i = 0; i < nc; ++i) {
+      const float v = idx.group_sum(acc, cand[i]);
+      bm[f][i] = v == 0.0f ? 0.0f : scaled(v);
+    }
+  }
+  const int64_t* pp = fs.param_ptr();
+  const int64_t na = params_field_ ? 1 : 0;
+  std::size_t nd = 0;
+  if (na > 0) {
+    docs.clear();
+    for (const int64_t t : cand) {
+      for (int64_t j = pp[t]; j < pp[t + 1]; ++j) docs.push_back(j);
+    }
+    nd = docs.size();
+    par.resize(nd);
+    const InvertedIndex& idx = fs.param_index();
+    if (nd > 0 && !summed[3]) {
+      idx.gather_texts(one.batch.params.texts, 0, 1, docs.data(), nd, options_.scale, false, par.data());
+    } else if (nd > 0) {
+      const detail::Scaler scaled(options_.scale, idx.upper_bound(terms.data(), m_terms), idx.params().k1);
+      const float* acc = sums[3].acc.data();
+      for (std::size_t j = 0; j < nd; ++j) {
+        const float v = std::max(0.0f, acc[docs[j]]);
+        par[j] = v == 0.0f ? 0.0f : scaled(v);
+      }
+    }
+  }
+  for (int f = 0; f < 4; ++f) {
+    if (!sums[f].touched.empty()) InvertedIndex::clear_sums(sums[f].acc.data(), sums[f].touched);
+  }
+
+  // Per reading: each hybrid field's cosines mixed in, then MFTR per candidate.
+  block.resize(R * nc);
+  for (int f = 0; f < 3; ++f) {
+    sims[f].resize(nc);
+    cos_max[f].clear();
+    if (half_[f].hybrid && half_[f].has_cos) cos_max[f].assign(nc, -std::numeric_limits<float>::infinity());
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    for (int f = 0; f < 3; ++f) {
+      const DenseHalf& h = half_[f];
+      std::copy(bm[f].begin(), bm[f].end(), sims[f].begin());
+      if (!h.hybrid) continue;
+      if (!h.has_cos) {
+        mix_cos(sims[f].data(), nullptr, nc, h.w_bm, h.w_cos);
+        continue;
+      }
+      cos.resize(nc);
+      dense_cos(h, q_codes.data() + r * d, q_scales.data() + r, cand.data(), nc, rows, row_cos, cos.data());
+      float* cm = cos_max[f].data();
+      for (std::size_t i = 0; i < nc; ++i) cm[i] = std::max(cm[i], cos[i]);
+      mix_cos(sims[f].data(), cos.data(), nc, h.w_bm, h.w_cos);
+    }
+    float* score = block.data() + r * nc;
+    std::size_t local = 0;
+    for (std::size_t i = 0; i < nc; ++i) {
+      const int64_t t = cand[i];
+      const int64_t n_par = pp[t + 1] - pp[t];
+      const float* ab = nullptr;
+      if (na > 0 && n_par > 0) ab = par.data() + local;  // one argument: its row is the block
+      score[i] = mftr_score(sims[0].data() + i, sims[1].data() + i, sims[2].data() + i, static_cast<int64_t>(nc), 1, ab,
+                            na, fs.param_required() + pp[t], n_par, fs.tool_bits()[static_cast<std::size_t>(t)], false,
+                            params_);
+      local += static_cast<std::size_t>(n_par);
+    }
+  }
+
+  // Every need's share of the list, then the top k: score descending, then catalogue order.
+  final.resize(nc);
+  combine_needs(block.data(), R, nc, final.data(), nullptr);
+  order.resize(nc);
+  for (std::size_t i = 0; i < nc; ++i) order[i] = static_cast<uint32_t>(i);
+  const std::size_t kk = std::min(k, nc);
+  const auto better = [&](uint32_t x, uint32_t y) { return final[x] > final[y] || (final[x] == final[y] && x < y); };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), better);
+  out.ptr = {0, static_cast<int64_t>(kk)};
+  out.tool.resize(kk);
+  out.score.resize(kk);
+  out.matched.resize(kk);
+  out.lexical.resize(kk);
+  out.cos.assign(3 * kk, std::numeric_limits<float>::quiet_NaN());
+  for (std::size_t j = 0; j < kk; ++j) {
+    const uint32_t i = order[j];
+    const int64_t t = cand[i];
+    out.tool[j] = t;
+    out.score[j] = final[i];
+    out.matched[j] = found[i];
+    out.lexical[j] = std::binary_search(lex.begin(), lex.end(), t) ? 1 : 0;
+    for (int f = 0; f < 3; ++f) {
+      if (cos_max[f].empty()) continue;
+      if (std::binary_search(dense_cand[f].begin(), dense_cand[f].end(), t)) {
+        out.cos[3 * j + static_cast<std::size_t>(f)] = cos_max[f][i];
+      }
+    }
+  }
+  return Status::kHits;
+}
+
+}  // namespace toolsift

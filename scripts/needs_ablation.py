@@ -43,9 +43,9 @@ def _ordered_by(transform):
         final = t.max(axis=0)
         order = np.lexsort((-b[0], -final))
         out = np.empty(final.size, np.float32)
-        from toolsift.search.needs import _strictly_decreasing
+        from toolsift.search.needs_reference import strictly_decreasing
 
-        out[order] = _strictly_decreasing(final[order].astype(np.float32))
+        out[order] = strictly_decreasing(final[order].astype(np.float32))
         return out, t.argmax(axis=0)
     return combine
 
@@ -118,11 +118,17 @@ def main() -> int:
     from toolsift.evaluate.embcache import eval_encoder_cache
     from toolsift.evaluate.pooled import load_pseudo, run_pooled
     from toolsift.search import needs
+    from toolsift.search.hybrid_text import TextSearch
+    from toolsift.search.needs_reference import per_need_shift
+
+    # The variants patch the Python multi-step path (toolsift.search.needs): the one engine
+    # call would answer the default's requests without it.
+    TextSearch.steps = lambda self, readings, k: None  # type: ignore[method-assign]
 
     ds = load_pseudo("stress", args.data, seed=args.seed, n=args.n)
     qrels = ds.qrels()
     keep = needs.combine_needs
-    shift = _ordered_by(needs.per_need_shift)
+    shift = _ordered_by(per_need_shift)
     variants = {  # name: (method, combination over the readings, whole request as reading 0)
         "default (BM25 fields)": ("default-bm25", keep, True),
         "bm25s-fulldoc": ("bm25s-fulldoc", keep, True),

@@ -53,6 +53,12 @@ def main() -> int:
     from toolsift.evaluate.embcache import eval_encoder_cache
     from toolsift.evaluate.pooled import PooledDataset, load_pseudo, run_pooled
     from toolsift.search import needs
+    from toolsift.search.hybrid_text import TextSearch
+    from toolsift.search.needs_reference import per_need_shift
+
+    # The variants patch the Python multi-step path (toolsift.search.needs): the one engine
+    # call would answer the default's requests without it.
+    TextSearch.steps = lambda self, readings, k: None  # type: ignore[method-assign]
 
     ds = load_pseudo("stress", args.data, seed=args.seed, n=args.n)
     pooled = {q.id: q for q in load_pseudo("pooled", args.data).queries}
@@ -70,7 +76,7 @@ def main() -> int:
     from needs_ablation import _ordered_by
 
     keep = needs.combine_needs
-    shift = _ordered_by(needs.per_need_shift)
+    shift = _ordered_by(per_need_shift)
 
     def oracle_split(t, max_steps=8):
         return oracle.get(t) or real_split(t, max_steps=max_steps)

@@ -31,12 +31,19 @@ struct Tools {
   ToolTable table;
 };
 
-Tools tool_table(const I64Array& param_ptr, const U8Array& required, const U8Array& bits) {
+// `every_tool` false: only the sizes here; the caller checks the entries of each tool it
+// names (tool_entries), as score_pairs does for its pairs' few hundred tools: a search
+// through score_packed_pairs would otherwise pass over the whole table per call (1M
+// entries at a million tools; docs/results/scale-1M-2026-11-28d.md).
+Tools tool_table(const I64Array& param_ptr, const U8Array& required, const U8Array& bits, bool every_tool = true) {
   Tools t{stable(param_ptr), stable(required), stable(bits), {}};
   const std::size_t np = length(t.param_ptr, "param_ptr");
   if (np < 1) bad("param_ptr must have n_tools + 1 entries");
   const std::size_t nt = np - 1;
   const int64_t* pp = t.param_ptr.data();
+  if (length(t.bits, "tool_bits") != nt) bad("tool_bits must have one entry per tool");
+  t.table = {pp, t.required.data(), t.bits.data(), nt};
+  if (!every_tool) return t;
   if (pp[0] < 0) bad("param_ptr[0] must be >= 0");
   for (std::size_t i = 0; i < nt; ++i) {
     if (pp[i + 1] < pp[i]) bad("param_ptr decreases at tool " + std::to_string(i));
@@ -44,9 +51,17 @@ Tools tool_table(const I64Array& param_ptr, const U8Array& required, const U8Arr
   if (length(t.required, "param_required") < static_cast<std::size_t>(pp[nt])) {
     bad("param_required must have param_ptr[-1] entries");
   }
-  if (length(t.bits, "tool_bits") != nt) bad("tool_bits must have one entry per tool");
-  t.table = {pp, t.required.data(), t.bits.data(), nt};
   return t;
+}
+
+// Tool `i`'s parameter range, checked as tool_table checks every tool's: within
+// param_required, not decreasing.
+void tool_entries(const Tools& t, int64_t i) {
+  const int64_t* pp = t.param_ptr.data();
+  if (pp[i] < 0 || pp[i + 1] < pp[i]) bad("param_ptr decreases at tool " + std::to_string(i));
+  if (static_cast<std::size_t>(pp[i + 1]) > static_cast<std::size_t>(t.required.shape(0))) {
+    bad("param_required must have param_ptr[-1] entries");
+  }
 }
 
 // A CSR pointer over n_queries queries and n_items items: from 0, non-decreasing.
@@ -69,7 +84,7 @@ py::array_t<float> score_pairs(const I64Array& query_in, const I64Array& tool_in
                                const I64Array& param_ptr, const U8Array& param_required, const U8Array& tool_bits,
                                const py::tuple& params, int threads) {
   const MftrParams p = parse_params(params);
-  const Tools tools = tool_table(param_ptr, param_required, tool_bits);
+  const Tools tools = tool_table(param_ptr, param_required, tool_bits, /*every_tool=*/false);
   const I64Array query = stable(query_in), tool = stable(tool_in), need_off = stable(need_off_in),
                  ap_off = stable(ap_off_in), n_needs = stable(n_needs_in), n_args = stable(n_args_in);
   const U8Array penalize = stable(penalize_in);
@@ -90,6 +105,7 @@ py::array_t<float> score_pairs(const I64Array& query_in, const I64Array& tool_in
     const int64_t q = query.data()[i], t = tool.data()[i];
     if (q < 0 || static_cast<std::size_t>(q) >= nq) bad("query out of range at pair " + std::to_string(i));
     if (t < 0 || static_cast<std::size_t>(t) >= tools.table.n_tools) bad("tool out of range at pair " + std::to_string(i));
+    tool_entries(tools, t);
     const int64_t nn = n_needs.data()[q], na = n_args.data()[q], no = need_off.data()[i], ao = ap_off.data()[i];
     if (nn < 0 || na < 0) bad("n_needs and n_args must be >= 0");
     if (nn > 0 && (no < 0 || no > m - nn)) bad("need_off out of range at pair " + std::to_string(i));

@@ -209,6 +209,17 @@ def test_engine_calls_check_their_bounds():
     with pytest.raises(ValueError, match="tool out of range"):
         _core.score_packed_pairs(one, one + 3, one, one, one + 1, one, np.zeros(1, np.uint8),
                                  np.zeros((2, 3), np.float32), np.zeros(0, np.float32), pp, req, bits, params, 1)
+    # score_packed_pairs checks the parameter table's entries of the tools its pairs name
+    # (a search's few hundred), not the whole table per call.
+    pairs = (one, one + 1, one, one, one + 1, one, np.zeros(1, np.uint8), np.zeros((2, 3), np.float32),
+             np.zeros(0, np.float32))
+    for bad_pp, what in ((np.array([0, 1, 0, 2], np.int64), "param_ptr decreases"),
+                         (np.array([0, 1, 3, 3], np.int64), "param_required"),
+                         (np.array([0, -1, 1, 2], np.int64), "param_ptr decreases")):
+        with pytest.raises(ValueError, match=what):
+            _core.score_packed_pairs(*pairs, bad_pp, req, bits, params, 1)
+    got = _core.score_packed_pairs(*pairs, pp, req, bits, params, 1)
+    assert got.shape == (1, 6) and got[0, 0] == pytest.approx(0.0)
 
 
 def test_score_process_imports_neither_numba_nor_pandas(tmp_path):

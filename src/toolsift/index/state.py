@@ -18,6 +18,7 @@ from ..analyze import TermBatch, Vocabulary
 from ..config import IndexConfig
 from ..csr import ptr_from_counts, ranges
 from ..errors import IndexCorruptError
+from ..kernels.buffers import freeze
 from ..progress import progress_bar
 from ..schema import FIELDS, Catalog
 
@@ -53,8 +54,12 @@ class IndexState:
         self.dense = dense or {}
         # From the tool table's columns for a loaded index: no tool is decoded here.
         # present: which fields each tool has, for weight renormalisation.
-        self.param_ptr, self.param_required, self.present = tool_layout(catalog)
-        self.tool_bits = presence_bits(self.present)
+        # Read-only arrays of their own: the C++ core takes them in place on every search
+        # (a writable array or a view it copies per call: 12 MB at a million tools).
+        ptr, required, self.present = tool_layout(catalog)
+        self.param_ptr = freeze(np.array(ptr, dtype=np.int64))
+        self.param_required = freeze(np.array(required, dtype=np.uint8))
+        self.tool_bits = freeze(presence_bits(self.present))
         n_params = int(self.param_ptr[-1])
         if fields["parameters"].core.n_docs != n_params:
             raise IndexCorruptError(

@@ -142,12 +142,22 @@ def hit_evidence(found: np.ndarray, lexical: np.ndarray, cos: np.ndarray,
     out = found.tolist()
     lex = lexical.tolist()
     rows = None
+    floors: list[float | None] = [None] * len(halves)
     for i, (f, x) in enumerate(zip(out, lex)):
         if not f or x:
             continue
         if rows is None:
             rows = cos.tolist()
-        # NaN: not that field's candidate. A floor is a float32 value: float64 compares alike.
-        out[i] = any(c == c and half is not None and c > half.null_floor
-                     for c, half in zip(rows[i], halves))
+        hit = False
+        for j, c in enumerate(rows[i]):
+            # NaN: not that field's candidate. A floor is a float32 value: float64 compares alike.
+            if c != c or halves[j] is None:
+                continue
+            floor = floors[j]
+            if floor is None:
+                floor = floors[j] = halves[j].null_floor  # type: ignore[union-attr]
+            if c > floor:
+                hit = True
+                break
+        out[i] = hit
     return out

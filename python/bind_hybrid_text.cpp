@@ -250,9 +250,30 @@ py::tuple combine_needs_py(const py::array_t<float, py::array::c_style | py::arr
   return py::make_tuple(out, chosen);
 }
 
+// combine_needs_top(block, k) -> (idx int64[<= k], scores float32[<= k]): toolsift/combine_needs.h.
+py::tuple combine_needs_top_py(const py::array_t<float, py::array::c_style | py::array::forcecast>& block,
+                               py::ssize_t k) {
+  if (block.ndim() != 2) throw std::invalid_argument("combine_needs_top: block must be 2-d [readings, candidates]");
+  if (k < 0) throw std::invalid_argument("combine_needs_top: k must be >= 0");
+  const auto n = static_cast<std::size_t>(block.shape(0)), m = static_cast<std::size_t>(block.shape(1));
+  if (n == 0 && m > 0) throw std::invalid_argument("combine_needs_top: at least one reading");
+  if (m >= (std::size_t{1} << 32)) throw std::invalid_argument("combine_needs_top: too many candidates");
+  const std::size_t len = std::min(static_cast<std::size_t>(k), m);
+  std::vector<int64_t> idx(len);
+  std::vector<float> score(len);
+  {
+    py::gil_scoped_release release;
+    combine_needs_top(block.data(), n, m, static_cast<std::size_t>(k), idx.data(), score.data());
+  }
+  return py::make_tuple(to_array(std::move(idx)), to_array(std::move(score)));
+}
+
 }  // namespace
 
 void register_hybrid_text(py::module_& m) {
+  m.def("combine_needs_top", &combine_needs_top_py, py::arg("block"), py::arg("k"),
+        "The top k candidates of combine_needs (score descending, then index) and their scores "
+        "(toolsift/combine_needs.h).");
   m.def("combine_needs", &combine_needs_py, py::arg("block"),
         "Each candidate's combined score over a multi-step request's readings, and the reading it took "
         "(toolsift/combine_needs.h).");

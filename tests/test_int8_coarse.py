@@ -76,6 +76,28 @@ def test_matches_twin(kind, n_rows, d):
         _check(q_codes, q_scales, codes, scales, keys, n)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_queries_sharing_a_pass_equal_one_at_a_time(threads):
+    """Several queries of one call share step (1) (each block of 4-bit rows read and
+    decoded once for all of them): every query's top n is the twin's and the one it gets
+    alone, for 1 to 9 queries, on rows the codebook fits well and badly."""
+    rng = np.random.default_rng(5)
+    for kind in ("normal", "wide", "sparse"):
+        codes, scales, keys = _matrix(rng, 1200, 384, kind)
+        coarse = _core.int8_coarse(codes, scales)
+        q_all = rng.normal(0, 40, (9, 384)).clip(-127, 127).astype(np.int8)
+        q_all[3] = 0
+        s_all = rng.uniform(0.001, 0.01, 9).astype(np.float32)
+        alone = [core_top(q_all[i:i + 1], s_all[i:i + 1], codes, scales, keys, 30, coarse)[0] for i in range(9)]
+        want = twin_top(q_all, s_all, codes, scales, keys, 30)
+        for m in range(1, 10):
+            ids, counts = _core.int8_top(q_all[:m], s_all[:m], codes, scales, keys, 30, coarse=coarse,
+                                         threads=threads)
+            for i in range(m):
+                np.testing.assert_array_equal(ids[i, :counts[i]], want[i])
+                np.testing.assert_array_equal(ids[i, :counts[i]], alone[i])
+
+
 def test_no_rows():
     codes, scales = freeze(np.zeros((0, 384), np.int8)), freeze(np.zeros(0, np.float32))
     coarse = _core.int8_coarse(codes, scales)

@@ -179,6 +179,23 @@ def test_combine_needs_equals_its_numpy_twin():
         np.testing.assert_array_equal(chosen, want_chosen)
 
 
+def test_combine_needs_top_equals_the_twin_ranked():
+    """The top k of the combination (how search_steps ranks its hits: score descending,
+    then the lower index), worked out from each reading's first k places only."""
+    blocks = list(_blocks())
+    # Scores so low that the cap reaches -inf: the whole order decides the ties there.
+    low = np.finfo(np.float32).min
+    blocks.append(np.array([[low, low, low, low, -np.inf], [low, -np.inf, low, low, low]], np.float32))
+    for block in blocks:
+        want, _ = combine_needs_reference(block)
+        ranked = np.lexsort((np.arange(want.size), -want))
+        for k in (1, 2, 3, 10, block.shape[1], block.shape[1] + 4):
+            idx, score = _core.combine_needs_top(block, k)
+            np.testing.assert_array_equal(idx, ranked[:k], err_msg=f"{block} {k}")
+            np.testing.assert_array_equal(score.view(np.uint32), want[ranked[:k]].view(np.uint32))
+    assert _core.combine_needs_top(np.ones((2, 3), np.float32), 0)[0].size == 0
+
+
 def test_combine_needs_checks_its_input():
     with pytest.raises(ValueError):
         _core.combine_needs(np.zeros(3, np.float32))

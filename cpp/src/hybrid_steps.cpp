@@ -30,13 +30,12 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
                                             std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const {
   thread_local std::vector<int32_t> terms, tokens;
   thread_local std::vector<int64_t> token_ids, token_ptr, dense_cand[3], cand, lex, merged, top_ids, top_counts,
-      docs, touched_keys;
-  thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block, final,
-      cos_max[3], ap;
+      docs, touched_keys, top_idx;
+  thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block,
+      cos_max[3], top_score;
   thread_local std::vector<int8_t> q_codes;
   thread_local std::vector<int64_t> rows;
   thread_local std::vector<uint8_t> found;
-  thread_local std::vector<uint32_t> order;
   thread_local Sums sums[4];
   const std::size_t R = n_readings;
   if (R == 0) return Status::kNotTaken;
@@ -242,14 +241,10 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
     }
   }
 
-  // Every need's share of the list, then the top k: score descending, then catalogue order.
-  final.resize(nc);
-  combine_needs(block.data(), R, nc, final.data(), nullptr);
-  order.resize(nc);
-  for (std::size_t i = 0; i < nc; ++i) order[i] = static_cast<uint32_t>(i);
-  const std::size_t kk = std::min(k, nc);
-  const auto better = [&](uint32_t x, uint32_t y) { return final[x] > final[y] || (final[x] == final[y] && x < y); };
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(), better);
+  // Every need's share of the list, its top k: score descending, then catalogue order.
+  top_idx.resize(std::min(k, nc));
+  top_score.resize(top_idx.size());
+  const std::size_t kk = combine_needs_top(block.data(), R, nc, k, top_idx.data(), top_score.data());
   out.ptr = {0, static_cast<int64_t>(kk)};
   out.tool.resize(kk);
   out.score.resize(kk);
@@ -257,10 +252,10 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
   out.lexical.resize(kk);
   out.cos.assign(3 * kk, std::numeric_limits<float>::quiet_NaN());
   for (std::size_t j = 0; j < kk; ++j) {
-    const uint32_t i = order[j];
+    const auto i = static_cast<std::size_t>(top_idx[j]);
     const int64_t t = cand[i];
     out.tool[j] = t;
-    out.score[j] = final[i];
+    out.score[j] = top_score[j];
     out.matched[j] = found[i];
     out.lexical[j] = std::binary_search(lex.begin(), lex.end(), t) ? 1 : 0;
     for (int f = 0; f < 3; ++f) {

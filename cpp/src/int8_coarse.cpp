@@ -8,7 +8,8 @@
 //
 // One query, in three steps: (1) every row's coarse sum q.c' (vpermb turns a 4-bit index
 // into its level, vpdpbusd multiplies 64 levels by 64 query codes), its upper bound and a
-// top-n heap of the coarse estimates; (2) exact int8 scores of that heap's rows, which
+// top-n heap of the coarse estimates (several queries share the reading and decoding of
+// each block: top_shared); (2) exact int8 scores of that heap's rows, which
 // sets a floor close to the final n-th best; (3) exact scores of every other row whose
 // bound reaches the floor. Which rows are read depends on the bounds; the kept set does
 // not (detail::TopN): the result is int8_top's.
@@ -184,6 +185,79 @@ struct Range {
   std::size_t lo, hi;
 };
 
+// One query's step (1): its coarse sums' correction and bound factors, the bounds of the
+// blocks visited so far (s.bound, s.blk_row0) and the top-n heap of coarse estimates.
+// Scalars only: a Visit lives in a std::vector (top_shared), whose storage need not have a
+// vector register's alignment.
+struct Visit {
+  int32_t corr;  // 128 * sum(q): vpdpbusd's unsigned levels are level + 128
+  float qn;      // |q|, rounded up
+  float qs;      // the query's scale
+  TopN est;
+  float est_floor;
+  std::size_t pb = 0;  // blocks visited so far
+};
+
+// Sets s up for query qi (scale qs) over `blocks` blocks of 16 rows: the query padded to
+// dp in s.q, the bound and estimate buffers.
+TS_COARSE_TARGET Visit begin_visit(const int8_t* qi, float qs, std::size_t d, std::size_t dp, std::size_t blocks,
+                                   std::size_t n, Scratch& s) {
+  s.q.assign(dp, 0);
+  std::copy(qi, qi + d, s.q.begin());
+  int64_t qsum = 0, qq = 0;
+  for (std::size_t k = 0; k < d; ++k) {
+    qsum += qi[k];
+    qq += int64_t{qi[k]} * qi[k];
+  }
+  s.bound.resize(blocks * 16);
+  s.blk_row0.resize(blocks);
+  s.est_scores.resize(n);
+  s.est_rows.resize(n);
+  // Bound = |q| |c - c'|, rounded up twice over: each norm (sqrt_up) and their float
+  // product (relative error <= 2^-24, covered by the factor), then up to an integer.
+  Visit v{static_cast<int32_t>(128 * qsum), sqrt_up(static_cast<double>(qq)) * (1.0f + 0x1p-20f), qs,
+          TopN(s.est_scores.data(), s.est_rows.data(), n), 0.0f};
+  v.est_floor = v.est.floor();
+  return v;
+}
+
+// Step (1) for the block of rows [j0, j0 + 16) whose coarse sums (plus 128 sum(q)) are
+// `sums`, of which rows [lo, hi) are in the range: their bounds and estimates.
+TS_COARSE_TARGET inline void visit_block(Visit& v, __m512i sums, std::size_t j0, std::size_t lo, std::size_t hi,
+                                         const float* scales, const float* resid_norm, Scratch& s) {
+  const __m512 none = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i coarse = _mm512_sub_epi32(sums, _mm512_set1_epi32(v.corr));
+  const __m512 qn = _mm512_set1_ps(v.qn), qsv = _mm512_set1_ps(v.qs);
+  const unsigned first = static_cast<unsigned>(std::max(lo, j0) - j0);
+  const unsigned last = static_cast<unsigned>(std::min(hi, j0 + 16) - j0);
+  const auto valid = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
+  const __m512 sc = _mm512_maskz_loadu_ps(valid, scales + j0);
+  const __m512 bf = _mm512_mul_ps(_mm512_loadu_ps(resid_norm + j0), qn);
+  const __m512i bi = _mm512_cvt_roundps_epi32(bf, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+  // float(acc) * q_scale * scale, as an exact score is made: monotone in acc.
+  const __m512 ub = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(coarse, bi)), qsv), sc);
+  // Lanes outside the range can never reach a floor (>= 0): -inf.
+  _mm512_storeu_ps(s.bound.data() + v.pb * 16, _mm512_mask_mov_ps(none, valid, ub));
+  s.blk_row0[v.pb] = j0;
+  const __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(coarse), qsv), sc);
+  auto hits = static_cast<unsigned>(valid & _mm512_cmp_ps_mask(e, _mm512_set1_ps(v.est_floor), _CMP_GE_OQ));
+  if (hits) {
+    alignas(64) float est_buf[16];
+    _mm512_store_ps(est_buf, e);
+    for (; hits; hits &= hits - 1) {
+      const int t = __builtin_ctz(hits);
+      v.est.offer(est_buf[t], static_cast<int64_t>(v.pb * 16 + t));
+    }
+    v.est_floor = v.est.floor();
+  }
+  ++v.pb;
+}
+
+// Steps (2) and (3) of a query whose step (1) is `v` (blocks visited, bounds in s).
+TS_COARSE_TARGET void finish_visit(const int8_t* qi, float qs, const Int8Rows& r, const int64_t* keys,
+                                   std::size_t n, int64_t* out, int64_t* count, Visit& v, Scratch& s,
+                                   const Int8Rows* src);
+
 // The best n keys of the rows in `ranges` (disjoint), as int8_top over just those rows.
 // Step (1) visits each range's blocks of 16 rows (a block may overhang its range: lanes
 // outside it are masked off) and keeps their bounds by position in that visit; a block's
@@ -193,42 +267,21 @@ struct Range {
 TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, const Int8Coarse& c,
                               const int64_t* keys, const Range* ranges, std::size_t n_ranges, std::size_t n,
                               int64_t* out, int64_t* count, Scratch& s, const Int8Rows* src = nullptr) {
-  const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2;
-  s.q.assign(dp, 0);
-  std::copy(qi, qi + d, s.q.begin());
-  int64_t qsum = 0, qq = 0;
-  for (std::size_t k = 0; k < d; ++k) {
-    qsum += qi[k];
-    qq += int64_t{qi[k]} * qi[k];
+  const std::size_t dp = c.dp, row_bytes = dp / 2;
+  std::size_t blocks = 0;
+  for (std::size_t g = 0; g < n_ranges; ++g) {
+    if (ranges[g].hi > ranges[g].lo) blocks += (ranges[g].hi + 15) / 16 - ranges[g].lo / 16;
   }
-  const __m512i corr = _mm512_set1_epi32(static_cast<int32_t>(128 * qsum));
-  // Bound = |q| |c - c'|, rounded up twice over: each norm (sqrt_up) and their float
-  // product (relative error <= 2^-24, covered by the factor), then up to an integer.
-  const __m512 qn = _mm512_set1_ps(sqrt_up(static_cast<double>(qq)) * (1.0f + 0x1p-20f));
-  const __m512 qsv = _mm512_set1_ps(qs);
-  const __m512 none = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  Visit v = begin_visit(qi, qs, r.d, dp, blocks, n, s);
   // vpdpbusd multiplies unsigned by signed bytes: the table holds level + 128 (and
   // 128 * sum(q) comes off, exact). vpermb reads 6 index bits: the table repeats 4 times.
   alignas(64) uint8_t table[64];
   for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(c.levels[i % 16] + 128);
   const __m512i lut = _mm512_load_si512(table);
-
-  std::size_t blocks = 0;
-  for (std::size_t g = 0; g < n_ranges; ++g) {
-    if (ranges[g].hi > ranges[g].lo) blocks += (ranges[g].hi + 15) / 16 - ranges[g].lo / 16;
-  }
-  s.bound.resize(blocks * 16);
-  s.blk_row0.resize(blocks);
-  s.est_scores.resize(n);
-  s.est_rows.resize(n);
-  TopN est(s.est_scores.data(), s.est_rows.data(), n);
-  float est_floor = est.floor();
-  alignas(64) float est_buf[16];
-  std::size_t pb = 0;  // blocks visited so far
   for (std::size_t g = 0; g < n_ranges; ++g) {
     const std::size_t lo = ranges[g].lo, hi = ranges[g].hi;
     if (hi <= lo) continue;  // an empty list (counted as no block above)
-    for (std::size_t j0 = lo / 16 * 16; j0 < hi; j0 += 16, ++pb) {
+    for (std::size_t j0 = lo / 16 * 16; j0 < hi; j0 += 16) {
       const uint8_t* base = c.nibbles.data() + j0 * row_bytes;
       // Ask for the block kAhead blocks on: between searches other work evicts the codes
       // from L2, and from L3 this pass read at ~15 GB/s without it (a 2-core VM, loaded).
@@ -236,30 +289,86 @@ TS_COARSE_TARGET void top_one(const int8_t* qi, float qs, const Int8Rows& r, con
         const char* ahead = reinterpret_cast<const char*>(base + kAhead * 16 * row_bytes);
         for (std::size_t o = 0; o < 16 * row_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
       }
-      const __m512i coarse = _mm512_sub_epi32(coarse_sums(base, row_bytes, dp, s.q.data(), lut), corr);
-      const unsigned first = static_cast<unsigned>(std::max(lo, j0) - j0);
-      const unsigned last = static_cast<unsigned>(std::min(hi, j0 + 16) - j0);
-      const auto valid = static_cast<__mmask16>(((1u << last) - 1u) & ~((1u << first) - 1u));
-      const __m512 sc = _mm512_maskz_loadu_ps(valid, r.scales + j0);
-      const __m512 bf = _mm512_mul_ps(_mm512_loadu_ps(c.resid_norm.data() + j0), qn);
-      const __m512i bi = _mm512_cvt_roundps_epi32(bf, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-      // float(acc) * q_scale * scale, as an exact score is made: monotone in acc.
-      const __m512 ub = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(coarse, bi)), qsv), sc);
-      // Lanes outside the range can never reach a floor (>= 0): -inf.
-      _mm512_storeu_ps(s.bound.data() + pb * 16, _mm512_mask_mov_ps(none, valid, ub));
-      s.blk_row0[pb] = j0;
-      const __m512 e = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(coarse), qsv), sc);
-      auto hits = static_cast<unsigned>(valid & _mm512_cmp_ps_mask(e, _mm512_set1_ps(est_floor), _CMP_GE_OQ));
-      if (hits) {
-        _mm512_store_ps(est_buf, e);
-        for (; hits; hits &= hits - 1) {
-          const int t = __builtin_ctz(hits);
-          est.offer(est_buf[t], static_cast<int64_t>(pb * 16 + t));
-        }
-        est_floor = est.floor();
-      }
+      visit_block(v, coarse_sums(base, row_bytes, dp, s.q.data(), lut), j0, lo, hi, r.scales, c.resid_norm.data(),
+                  s);
     }
   }
+  finish_visit(qi, qs, r, keys, n, out, count, v, s, src);
+}
+
+// The levels (+ 128) of a block of 16 coarse rows, each row's dims in order at
+// dec + t * dp: what coarse_sums reads through vpermb, decoded once for several queries.
+TS_COARSE_TARGET inline void decode_block(const uint8_t* base, std::size_t row_bytes, std::size_t dp, __m512i lut,
+                                          uint8_t* dec) {
+  for (std::size_t t = 0; t < 16; ++t) {
+    for (std::size_t b = 0; b < dp / 128; ++b) {
+      const __m512i v = _mm512_loadu_si512(base + t * row_bytes + 64 * b);
+      _mm512_storeu_si512(dec + t * dp + 128 * b, _mm512_permutexvar_epi8(v, lut));
+      _mm512_storeu_si512(dec + t * dp + 128 * b + 64, _mm512_permutexvar_epi8(_mm512_srli_epi16(v, 4), lut));
+    }
+  }
+}
+
+// coarse_sums over a decoded block: the same integers (exact int32 sums in another order).
+TS_COARSE_TARGET inline __m512i decoded_sums(const uint8_t* dec, std::size_t dp, const int8_t* q) {
+  alignas(64) __m512i acc[16];
+  for (std::size_t t = 0; t < 16; t += 4) {
+    const uint8_t* r0 = dec + t * dp;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (std::size_t b = 0; b < dp / 64; ++b) {
+      const __m512i qv = _mm512_loadu_si512(q + 64 * b);
+      a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512(r0 + 64 * b), qv);
+      a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512(r0 + dp + 64 * b), qv);
+      a2 = _mm512_dpbusd_epi32(a2, _mm512_loadu_si512(r0 + 2 * dp + 64 * b), qv);
+      a3 = _mm512_dpbusd_epi32(a3, _mm512_loadu_si512(r0 + 3 * dp + 64 * b), qv);
+    }
+    acc[t] = a0;
+    acc[t + 1] = a1;
+    acc[t + 2] = a2;
+    acc[t + 3] = a3;
+  }
+  return reduce16(acc);
+}
+
+// int8_top_coarse's queries [i0, i1) over all rows, step (1) shared: each block of coarse
+// rows is read and decoded once and summed against every query (the vpermb decoding was
+// most of a query's step (1), and the block stays in L1 for the queries after the first);
+// steps (2) and (3) per query, as top_one. The same result as top_one per query.
+TS_COARSE_TARGET void top_shared(const int8_t* q, const float* q_scales, std::size_t i0, std::size_t i1,
+                                 const Int8Rows& r, const Int8Coarse& c, const int64_t* keys, std::size_t n,
+                                 int64_t* out, int64_t* counts, std::vector<Scratch>& ss) {
+  const std::size_t d = r.d, dp = c.dp, row_bytes = dp / 2, m = i1 - i0;
+  const std::size_t blocks = (r.n + 15) / 16;
+  ss.resize(m);
+  std::vector<Visit> visits;
+  visits.reserve(m);
+  for (std::size_t i = i0; i < i1; ++i) visits.push_back(begin_visit(q + i * d, q_scales[i], d, dp, blocks, n, ss[i - i0]));
+  alignas(64) uint8_t table[64];
+  for (int i = 0; i < 64; ++i) table[i] = static_cast<uint8_t>(c.levels[i % 16] + 128);
+  const __m512i lut = _mm512_load_si512(table);
+  std::vector<uint8_t> dec(16 * dp);
+  for (std::size_t j0 = 0; j0 < r.n; j0 += 16) {
+    const uint8_t* base = c.nibbles.data() + j0 * row_bytes;
+    if (j0 + kAhead * 16 < r.n) {
+      const char* ahead = reinterpret_cast<const char*>(base + kAhead * 16 * row_bytes);
+      for (std::size_t o = 0; o < 16 * row_bytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
+    decode_block(base, row_bytes, dp, lut, dec.data());
+    for (std::size_t i = 0; i < m; ++i) {
+      Scratch& s = ss[i];
+      visit_block(visits[i], decoded_sums(dec.data(), dp, s.q.data()), j0, 0, r.n, r.scales, c.resid_norm.data(), s);
+    }
+  }
+  for (std::size_t i = i0; i < i1; ++i) {
+    finish_visit(q + i * d, q_scales[i], r, keys, n, out + i * n, counts + i, visits[i - i0], ss[i - i0], nullptr);
+  }
+}
+
+TS_COARSE_TARGET void finish_visit(const int8_t* qi, float qs, const Int8Rows& r, const int64_t* keys,
+                                   std::size_t n, int64_t* out, int64_t* count, Visit& v, Scratch& s,
+                                   const Int8Rows* src) {
+  const std::size_t blocks = v.pb;
+  TopN& est = v.est;
   // A position's matrix row (indirect: its row in src).
   const auto row_of = [&](std::size_t pos) {
     const auto j = static_cast<int64_t>(s.blk_row0[pos / 16] + pos % 16);
@@ -412,11 +521,14 @@ void int8_top_coarse(const int8_t* q, const float* q_scales, std::size_t m, cons
   if (int8_coarse_supported() && rows.d > 0 && rows.d <= kCoarseMaxDim && coarse.n == rows.n &&
       coarse.d == rows.d && n > 0) {
     parallel_chunks(m, threads, 1, [&](int, std::size_t i0, std::size_t i1) {
+      if (i1 - i0 > 1) {  // several queries: step (1) shared (top_shared)
+        std::vector<Scratch> ss;
+        top_shared(q, q_scales, i0, i1, rows, coarse, keys, n, out, counts, ss);
+        return;
+      }
       Scratch s;
       const Range all{0, rows.n};
-      for (std::size_t i = i0; i < i1; ++i) {
-        top_one(q + i * rows.d, q_scales[i], rows, coarse, keys, &all, 1, n, out + i * n, counts + i, s);
-      }
+      top_one(q + i0 * rows.d, q_scales[i0], rows, coarse, keys, &all, 1, n, out + i0 * n, counts + i0, s);
     });
     return;
   }

@@ -166,6 +166,40 @@ def test_maxscore_equals_exhaustive_on_long_postings(grouping, scale):
                 assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("grouping", ["none", "contiguous", "interleaved"])
+@pytest.mark.parametrize("scale", SCALES)
+def test_maxscore_first_floor_keeps_ties_and_ids(grouping, scale):
+    """MaxScore scores the heaviest postings of its highest-bound terms before the scan
+    for a first floor. Documents that are copies of a few texts score exactly alike, so
+    that floor often equals the n-th best score itself: every tied id must stay in play
+    (the lower ids win), in documents and in groups, against the NumPy twin."""
+    rng = np.random.default_rng(7)
+    n_terms = 60
+    texts = [rng.integers(0, n_terms, rng.integers(1, 6)) for _ in range(40)]
+    pick = rng.integers(0, len(texts), 5000)
+    tokens = np.concatenate([texts[i] for i in pick]).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum([texts[i].size for i in pick])]).astype(np.int64)
+    groups, ng = None, 0
+    if grouping != "none":
+        ng = 1800
+        groups = rng.integers(0, ng, pick.size).astype(np.int32)
+        groups = np.sort(groups) if grouping == "contiguous" else groups
+    core = _core.InvertedIndex.build(tokens, offsets, n_terms, groups=groups, n_groups=ng, k1=K1, b=B)
+    q_terms = [rng.choice(n_terms, rng.integers(1, 7), replace=False) for _ in range(40)]
+    terms = np.concatenate(q_terms).astype(np.int32)
+    qoff = np.concatenate([[0], np.cumsum([t.size for t in q_terms])]).astype(np.int64)
+    for group in (False, True):
+        dense = _numpy_bm25(tokens, offsets, groups, ng, n_terms, terms, qoff, scale, group)
+        for n in (1, 7, 30, 100):
+            ids, scores = core.topk(terms, qoff, n, scale=scale, group=group, prune="maxscore")
+            ex = core.topk(terms, qoff, n, scale=scale, group=group, prune="exhaustive")
+            assert np.array_equal(ids, ex[0]) and np.array_equal(scores, ex[1])
+            for i in range(len(qoff) - 1):
+                rid, rs = _ref_topn(dense[i], n)
+                assert ids[i, :len(rid)].tolist() == rid.tolist()
+                np.testing.assert_allclose(scores[i, :len(rid)], rs, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("grouping", ["none", "contiguous"])
 def test_auto_from_half_a_million_documents_equals_exhaustive(grouping):
     """From 500,000 documents "auto" runs MaxScore: same ids and scores as exhaustive."""

@@ -40,6 +40,15 @@ namespace {
 // words match most of them). Both are exact and give the same ids and scores, so kAuto
 // switches to MaxScore from kAutoMaxScoreDocs documents up.
 constexpr std::size_t kAutoMaxScoreDocs = 500000;
+// ... and only for a text whose postings are at least 1/16 of the documents: MaxScore
+// visits the id range window by window and pays per window and per essential document
+// for its bounds, so with few postings there is nothing to prune that would pay for that.
+// Per text at 1M tools (bench_scale's catalogue, its raw and structured queries, top-100,
+// one thread; docs/results/scale-1M-2026-11-28d.md), exhaustive / MaxScore took on the
+// response field 0.058 / 0.154 ms under 1/64 of the documents in postings, 0.20 / 0.41
+// ms at 1/64-1/32 and 0.31 / 0.65 ms at 1/32-1/16; on the parameters field (2M
+// documents) 0.86 / 0.82 ms at 1/32-1/16 and 1.46 / 1.01 ms at 1/16-1/8.
+constexpr std::size_t kAutoMaxScorePostingShare = 16;
 // Relative slack on summed float bounds: a float sum of m positive weights exceeds the
 // exact sum by at most about m ulps, and pruning must never drop a document that the
 // exhaustive path would rank.
@@ -56,7 +65,16 @@ void InvertedIndex::top_one(const int32_t* terms, std::size_t m, std::size_t n, 
                             Prune prune, Scratch& s, std::vector<Hit>& hits) const {
   hits.clear();
   if (n == 0) return;
-  if (prune == Prune::kMaxScore || (prune == Prune::kAuto && n_docs() >= kAutoMaxScoreDocs)) {
+  bool maxscore = prune == Prune::kMaxScore;
+  if (prune == Prune::kAuto && n_docs() >= kAutoMaxScoreDocs) {
+    const int64_t* ip = cols_.indptr.data();
+    std::size_t postings = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      if (terms[i] >= 0) postings += static_cast<std::size_t>(ip[terms[i] + 1] - ip[terms[i]]);
+    }
+    maxscore = postings * kAutoMaxScorePostingShare >= n_docs();
+  }
+  if (maxscore) {
     top_maxscore(terms, m, n, scale, group, s, hits);
   } else {
     top_exhaustive(terms, m, n, scale, group, s, hits);
@@ -297,6 +315,78 @@ void InvertedIndex::top_maxscore(const int32_t* terms, std::size_t m, std::size_
       }
     }
   };
+
+  // A first floor before the scan. The threshold otherwise rises only as the scan fills
+  // its top n, so on a large field most of the postings are read while it is still low:
+  // on bench_scale's 200k catalogue, at the final floor only ~20% of a raw query's
+  // description postings were in essential terms. So score exactly, as the scan scores
+  // them (each term's weight added in query order from 0), the documents likeliest to
+  // rank: the heaviest postings of the highest-bound terms. Any n distinct ids' scores
+  // bound the final n-th best from below, so the floor they give is one the scan would
+  // also reach, and the result is unchanged; only fewer documents are read.
+  {
+    // Candidates: up to 2n heaviest postings of each of the (at most) two highest-bound
+    // terms whose lists are short enough to select from cheaply.
+    const std::size_t want = 2 * n;
+    thread_local std::vector<std::pair<float, int32_t>> by_weight;
+    thread_local std::vector<int32_t> seed;
+    thread_local std::vector<std::pair<int32_t, float>> seeded;  // (id, best raw score)
+    seed.clear();
+    std::size_t used = 0;
+    for (std::size_t u = nu; u-- > 0 && used < 2;) {
+      const int64_t lo = ip[uniq[u].t], hi = ip[uniq[u].t + 1];
+      if (hi - lo > static_cast<int64_t>(64 * want)) continue;
+      ++used;
+      by_weight.clear();
+      for (int64_t j = lo; j < hi; ++j) by_weight.emplace_back(w[j], docs[j]);
+      if (by_weight.size() > want) {
+        std::nth_element(by_weight.begin(), by_weight.begin() + static_cast<std::ptrdiff_t>(want), by_weight.end(),
+                         [](const auto& x, const auto& y) { return x.first > y.first; });
+        by_weight.resize(want);
+      }
+      for (const auto& bw : by_weight) seed.push_back(bw.second);
+    }
+    std::sort(seed.begin(), seed.end());
+    seed.erase(std::unique(seed.begin(), seed.end()), seed.end());
+    if (seed.size() >= n) {
+      // Exact scores, with a cursor per term moving forward (the seeds are ascending).
+      std::vector<int64_t> at(nu);
+      for (std::size_t u = 0; u < nu; ++u) at[u] = ip[uniq[u].t];
+      seeded.clear();
+      for (const int32_t d : seed) {
+        for (std::size_t u = 0; u < nu; ++u) {
+          at[u] = detail::gallop(docs, at[u], end[u], d);
+          contrib[u] = at[u] < end[u] && docs[at[u]] == d ? w[at[u]] : 0.0f;
+        }
+        float score = 0.0f;
+        for (std::size_t i = 0; i < m; ++i) {
+          if (pos_to_u[i] >= 0) score += contrib[static_cast<std::size_t>(pos_to_u[i])];
+        }
+        seeded.emplace_back(use_groups ? dg[d] : d, score);
+      }
+      std::fill(contrib.begin(), contrib.end(), 0.0f);
+      // One entry per id (a group's score is at least its best seeded document's), scaled
+      // as offer() scales; the n-th best of those is what the scan's top n reaches at least.
+      std::sort(seeded.begin(), seeded.end());
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < seeded.size(); ++i) {
+        if (k > 0 && seeded[k - 1].first == seeded[i].first) {
+          seeded[k - 1].second = std::max(seeded[k - 1].second, seeded[i].second);
+        } else {
+          seeded[k++] = seeded[i];
+        }
+      }
+      seeded.resize(k);
+      for (auto& e : seeded) e.second = f(e.second);
+      if (seeded.size() >= n) {
+        std::nth_element(seeded.begin(), seeded.begin() + static_cast<std::ptrdiff_t>(n - 1), seeded.end(),
+                         [](const auto& x, const auto& y) { return x.second > y.second; });
+        const float bar = seeded[n - 1].second;
+        if (bar > 0.0f) floor = std::max(floor, static_cast<double>(f.raw_floor(bar)));
+      }
+    }
+  }
+  while (first_essential < nu && prefix[first_essential] * slack < floor) ++first_essential;
 
   // Windows of documents: the essential terms' postings are scattered into a small
   // accumulator (cache resident), then the window's documents are visited in order and

@@ -182,6 +182,14 @@ def _one_step(st: IndexState, config: IndexConfig, queries: list[Query], *, k: i
     fr = retrievers(st, config)
     if fused_hybrid.usable(st, fr, False):
         with using_threads(config.threads):
+            if explain and len(queries) == 1 and params is config.params and is_raw(queries[0]):
+                # An explained raw request (the gateway's find_tools asks for "why"): its
+                # hits from the one-call engine path, then the k hits explained.
+                search = text_searcher(st, config, fr)
+                got = None if search is None else search(queries[0].text, k)
+                if got is not None:
+                    return explain_hits(st, plan_queries(st, config, queries), fr, params, [got],
+                                        why_only=explain == "why")
             hits = fused_hybrid.run_hybrid(st, config, queries, fr, k=k, params=params)
             if not explain:
                 return hits

@@ -1,5 +1,5 @@
 """Where a multi-step request's search time goes: CPU time of the calling thread per
-stage, per request, on the stress set: the splitter (``request_steps``) and the one engine
+stage, per request, on the stress set: the splitter (``text_steps``) and the one engine
 call (``TextSearch.steps``, toolsift.search.hybrid_text), or with ``--python`` the stages
 of the Python path (:func:`toolsift.search.needs.run_steps`) that the engine call replaced
 (which that run takes for every request).
@@ -8,7 +8,8 @@ Builds the ``hybrid`` preset over the 6,417 pooled mftr tools (one thread; the e
 cache makes it seconds), warms up, then searches the first ``N`` stress requests once
 each (``toolsift eval stress``, seed 0; ~85% of them split), timing each stage with
 ``time.thread_time`` (wrappers add ~1 us a call). Stages nest: ``run_steps`` includes
-the stages below it; ``request_steps`` (the splitter) runs before it.
+the stages below it; ``text_steps`` (the splitter) runs before it. Requests the engine
+hands back (a reading that is not ASCII) take ``run_steps`` in the engine's run too.
 
 Run: ``TOOLSIFT_DATA=../shared/data python scripts/needs_phases.py [N] [--python]`` (default 400).
 """
@@ -57,7 +58,9 @@ def main(n: int, python: bool) -> None:
             timed(needs, name)
     else:
         timed(hybrid_text.TextSearch, "steps")
-    # search() imports both from needs at call time: wrapping them there is enough.
+    # search imports these from needs at call time: wrapping them there is enough
+    # (text_steps: the splitter of ToolIndex.search's raw text; request_steps: of Query batches).
+    timed(needs, "text_steps")
     timed(needs, "request_steps")
     timed(needs, "run_steps")
     for q in texts[:20]:

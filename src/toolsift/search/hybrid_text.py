@@ -13,10 +13,14 @@ calls), each need field's exact top-n scan (with its 4-bit prefilter) and
 evidence (:mod:`.evidence`) and wraps them.
 
 The answer is :func:`.fused_hybrid.run_hybrid`'s for one raw query, bit for bit
-(tests/test_hybrid_text.py: every query of the five benchmark sets). Requests that split
-into steps, texts outside WordPiece's fast path (not ASCII, control characters, added
-tokens), dense fields probed through an IVF, a transformer query encoder and anything
-:func:`.fused_hybrid.usable` turns away take the Python path.
+(tests/test_hybrid_text.py: every query of the five benchmark sets). A request that splits
+into steps is one call too (:meth:`TextSearch.steps`, ``HybridText.search_steps``,
+cpp/src/hybrid_steps.cpp): every reading's vector, each need field's dense candidates for
+all readings in one scan, BM25 once, each reading's MFTR scores and the combination over
+readings, :func:`.needs.run_steps`' answer bit for bit (tests/test_needs_engine.py). Texts
+outside WordPiece's fast path (not ASCII, control characters, added tokens), dense fields
+probed through an IVF, a transformer query encoder and anything :func:`.fused_hybrid.usable`
+turns away take the Python path.
 """
 
 from __future__ import annotations

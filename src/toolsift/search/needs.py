@@ -28,6 +28,9 @@ context sentences that ask for nothing stay with their step), the search runs li
 
 A request that does not split takes none of this path: it scores bit for bit as before
 (tested). ``IndexConfig.split_steps`` turns it off (indexes saved before it have it off).
+On a hybrid index a raw request's steps are searched in one engine call
+(:meth:`.hybrid_text.TextSearch.steps`), the same answer as :func:`run_steps`, which stays
+the path for batches, explanations and what that call does not take.
 """
 
 from __future__ import annotations

@@ -146,10 +146,10 @@ class PyHybridText {
         table, half, cand, parse_params(params), options(n, 1, scale, 1), params_field, lowercase, threads);
   }
 
-  // (tool int64[], score float32[], matched bool[], lexical bool[], cos float32[hits, 3]);
-  // a list of the BM25 words not taught yet; or None (not ASCII, or WordPiece's fast path
-  // refuses the text).
-  py::object search_text(const py::str& text, py::ssize_t k) const {
+  // (tool int64[], score float32[], matched bool[], lexical bool[], cos float32[hits, 3]),
+  // with breakdown also terms float64[hits, 5] (the hits' MFTR terms); a list of the BM25
+  // words not taught yet; or None (not ASCII, or WordPiece's fast path refuses the text).
+  py::object search_text(const py::str& text, py::ssize_t k, bool breakdown) const {
     if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
     if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
     Py_ssize_t n = 0;
@@ -160,12 +160,13 @@ class PyHybridText {
     HybridText::Status status;
     {
       py::gil_scoped_release release;
-      status = engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown);
+      status = engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown, breakdown);
     }
-    return hits_tuple(status, out, unknown);
+    return hits_tuple(status, out, unknown, breakdown);
   }
 
-  static py::object hits_tuple(HybridText::Status status, FusedHits& out, const std::vector<std::string>& unknown) {
+  static py::object hits_tuple(HybridText::Status status, FusedHits& out, const std::vector<std::string>& unknown,
+                               bool breakdown = false) {
     if (status == HybridText::Status::kNotTaken) return py::none();
     if (status == HybridText::Status::kUnknownWords) return py::cast(unknown);
     const auto hits = static_cast<py::ssize_t>(out.tool.size());
@@ -175,6 +176,11 @@ class PyHybridText {
       lexical.mutable_data()[i] = out.lexical[static_cast<std::size_t>(i)] != 0;
     }
     py::array_t<float> cos({hits, py::ssize_t{3}}, out.cos.data());
+    if (breakdown) {
+      py::array_t<double> terms({hits, py::ssize_t{5}}, out.terms.data());
+      return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, lexical, cos,
+                            terms);
+    }
     return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, lexical, cos);
   }
 
@@ -286,7 +292,7 @@ void register_hybrid_text(py::module_& m) {
            py::arg("added"), py::arg("table_codes"), py::arg("table_mult"), py::arg("max_tokens"), py::arg("need"),
            py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"), py::arg("lowercase"),
            py::arg("threads"))
-      .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"))
+      .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"), py::arg("breakdown") = false)
       .def("search_steps", &PyHybridText::search_steps, py::arg("readings"), py::arg("k"))
       .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
       .def("set_coarse", &PyHybridText::set_coarse, py::arg("field"), py::arg("coarse"))

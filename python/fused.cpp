@@ -307,20 +307,25 @@ class FusedText {
   // The hits of an ASCII text, analysed by the words taught with learn(); a tuple of the
   // words not taught yet (teach them, then call again); None for a text that is not ASCII.
   py::object search_text(const py::str& text, py::ssize_t k) const {
-    if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
-    Py_ssize_t n = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
-    if (data == nullptr) throw py::error_already_set();
-    thread_local std::vector<int32_t> ids;
-    thread_local std::vector<std::string> unknown;
-    ids.clear();
-    unknown.clear();
-    if (!words_.terms(data, static_cast<std::size_t>(n), ids, unknown)) {
-      py::tuple out(unknown.size());
-      for (std::size_t i = 0; i < unknown.size(); ++i) out[i] = py::str(unknown[i]);
-      return std::move(out);
-    }
-    return search(ids, k);
+    py::object early;
+    const std::vector<int32_t>* ids = analyse(text, early);
+    return ids == nullptr ? early : py::object(search(*ids, k));
+  }
+
+  // search_text's hits as arrays with their MFTR terms, for an explanation's reasons:
+  // (tool int64[], score float32[], matched bool[], terms float64[hits, 5]); a list of the
+  // words not taught yet; or None for a text that is not ASCII.
+  py::object search_terms(const py::str& text, py::ssize_t k) const {
+    py::object early;
+    const std::vector<int32_t>* ids = analyse(text, early);
+    if (ids == nullptr) return early.is_none() ? early : py::object(py::list(early));
+    FusedHits out;
+    run(*ids, k, true, out);
+    const auto hits = static_cast<py::ssize_t>(out.tool.size());
+    py::array_t<bool> matched(hits);
+    for (py::ssize_t i = 0; i < hits; ++i) matched.mutable_data()[i] = out.matched[static_cast<std::size_t>(i)] != 0;
+    py::array_t<double> terms({hits, py::ssize_t{5}}, out.terms.data());
+    return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, terms);
   }
 
   void learn(const std::string& word, const std::vector<int32_t>& ids) {
@@ -328,16 +333,8 @@ class FusedText {
   }
 
   py::list search(const std::vector<int32_t>& terms, py::ssize_t k) const {
-    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
-    FusedOptions o = options_;
-    o.k = static_cast<std::size_t>(k);
-    const OneTextBatch one(terms, params_field_);
-    searcher_->check(one.batch);
     FusedHits out;
-    {
-      py::gil_scoped_release release;
-      searcher_->search(one.batch, params_, o, out);
-    }
+    run(terms, k, false, out);
     const py::tuple no_args;
     auto* tp = reinterpret_cast<PyTypeObject*>(hit_type_.ptr());
     py::list hits(out.tool.size());
@@ -359,6 +356,40 @@ class FusedText {
   }
 
  private:
+  // text's term ids (taught words only), or null with `early` set to what search_text
+  // returns instead: the tuple of words not taught yet, or None for a text not ASCII.
+  const std::vector<int32_t>* analyse(const py::str& text, py::object& early) const {
+    if (!PyUnicode_IS_ASCII(text.ptr())) {
+      early = py::none();
+      return nullptr;
+    }
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+    if (data == nullptr) throw py::error_already_set();
+    thread_local std::vector<int32_t> ids;
+    thread_local std::vector<std::string> unknown;
+    ids.clear();
+    unknown.clear();
+    if (!words_.terms(data, static_cast<std::size_t>(n), ids, unknown)) {
+      py::tuple words(unknown.size());
+      for (std::size_t i = 0; i < unknown.size(); ++i) words[i] = py::str(unknown[i]);
+      early = std::move(words);
+      return nullptr;
+    }
+    return &ids;
+  }
+
+  void run(const std::vector<int32_t>& terms, py::ssize_t k, bool breakdown, FusedHits& out) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    FusedOptions o = options_;
+    o.k = static_cast<std::size_t>(k);
+    o.breakdown = breakdown;
+    const OneTextBatch one(terms, params_field_);
+    searcher_->check(one.batch);
+    py::gil_scoped_release release;
+    searcher_->search(one.batch, params_, o, out);
+  }
+
   std::shared_ptr<FusedSearcher> searcher_;
   MftrParams params_;
   FusedOptions options_;
@@ -432,6 +463,7 @@ void register_fused(py::module_& m) {
            py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"), py::arg("lowercase"))
       .def("search", &FusedText::search, py::arg("terms"), py::arg("k"))
       .def("search_text", &FusedText::search_text, py::arg("text"), py::arg("k"))
+      .def("search_terms", &FusedText::search_terms, py::arg("text"), py::arg("k"))
       .def("learn", &FusedText::learn, py::arg("word"), py::arg("ids"));
 }
 

@@ -72,8 +72,11 @@ def test_explained_bm25_deep_k_and_top_up(apibank_tools):
     assert not any(h.matched for h in hits) and all(h.why == "no field matches" for h in hits)
 
 
-def test_explained_hybrid_equals_general_path():
-    tools, raw, structured = _mftr("apibank")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "apibank" else pytest.mark.slow) for n in MFTR])
+def test_explained_hybrid_equals_general_path(name):
+    """Also holds the engine's reasons (explain="why" on a raw one-step request: the MFTR
+    terms of its k hits from the engine call, hits.reasons_of) to the general path's."""
+    tools, raw, structured = _mftr(name)
     index = ToolIndex.build(tools, config=preset_config("hybrid"))
     assert fused_hybrid.usable(index._state, retrievers(index._state, index.config), False)
     assert _same(index, raw + structured, k=10) > 0
@@ -100,3 +103,43 @@ def test_explained_search_does_not_score_with_the_kernel(apibank_tools, monkeypa
         index = ToolIndex.build(apibank_tools, preset=preset)
         hits = index.search("send an email to my boss", k=5, explain=True)
         assert hits[0].fields is not None and hits[0].why
+
+
+@pytest.mark.parametrize("preset", ["bm25", "hybrid"])
+def test_engine_terms_equal_the_reference_breakdown(apibank_tools, preset):
+    """The MFTR terms the engine returns with its hits (FusedOptions::breakdown: the
+    formula's float64 values before rounding) are the NumPy reference's breakdown of the
+    same hits (explain=True packs them again and scores them with it), and the reasons
+    made from them are the same."""
+    from toolsift.schema import FIELDS
+    from toolsift.search import _why_text
+
+    index = ToolIndex.build(apibank_tools, preset=preset)
+    st, cfg = index._state, index.config
+    _, raw, _ = _mftr("apibank")
+    compared = 0
+    for text in raw[:60]:
+        q = Query.from_text(text)
+        got = _why_text(st, cfg, q, 10)
+        if got is None:  # a multi-step request keeps the general path
+            continue
+        full = index.search(q, k=10, explain=True)
+        assert [(h.id, h.score, h.matched, h.why) for h in got] == [(h.id, h.score, h.matched, h.why) for h in full]
+        engine = _engine_terms(st, cfg, text, preset)
+        for row, h in zip(engine.tolist(), full):
+            assert row[:4] == pytest.approx([h.fields[f] for f in FIELDS], abs=1e-12, rel=0), text
+            assert row[4] == 0.0  # a raw query has no missing-parameter penalty
+            compared += 1
+    assert compared >= 300
+
+
+def _engine_terms(st, cfg, text: str, preset: str):
+    from toolsift.search import fused, retrievers
+    from toolsift.search.hybrid_text import text_searcher
+
+    if preset == "bm25":
+        fused.search_text(st, cfg, text, 10)  # teaches the engine the text's words
+        return st.retrievers[fused._TEXT_KEY][1][0].search_terms(text, 10)[3]
+    search = text_searcher(st, cfg, retrievers(st, cfg))
+    search(text, 10)
+    return search.engine.search_text(text, 10, True)[5]

@@ -37,9 +37,12 @@ void check_ptr(const int64_t* ptr, std::size_t n_queries, std::size_t n_texts, c
 
 }  // namespace
 
-float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
-                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
-                 bool penalize, const MftrParams& p, float* terms) noexcept {
+namespace {
+
+template <class T>
+float mftr_formula(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                   const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                   bool penalize, const MftrParams& p, T* terms) noexcept {
   const double w_desc = p.weights[0], w_param = p.weights[1], w_resp = p.weights[2], w_ex = p.weights[3];
   const double w_abs = std::abs(w_desc) + std::abs(w_param) + std::abs(w_resp) + std::abs(w_ex);
   const bool has_penalty = p.w_req != 0.0 || p.w_opt != 0.0;
@@ -90,13 +93,27 @@ float mftr_score(const float* desc, const float* resp, const float* ex, int64_t 
     out = w_desc * s_desc + w_param * s_param + w_resp * s_resp + w_ex * s_ex + p.bias - pen;
   }
   if (terms != nullptr) {
-    terms[0] = static_cast<float>(s_desc);
-    terms[1] = static_cast<float>(s_param);
-    terms[2] = static_cast<float>(s_resp);
-    terms[3] = static_cast<float>(s_ex);
-    terms[4] = static_cast<float>(pen);
+    terms[0] = static_cast<T>(s_desc);
+    terms[1] = static_cast<T>(s_param);
+    terms[2] = static_cast<T>(s_resp);
+    terms[3] = static_cast<T>(s_ex);
+    terms[4] = static_cast<T>(pen);
   }
   return static_cast<float>(out);
+}
+
+}  // namespace
+
+float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                 bool penalize, const MftrParams& p, float* terms) noexcept {
+  return mftr_formula(desc, resp, ex, need_stride, n_needs, ap, n_args, required, n_params, bits, penalize, p, terms);
+}
+
+float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                 bool penalize, const MftrParams& p, double* terms) noexcept {
+  return mftr_formula(desc, resp, ex, need_stride, n_needs, ap, n_args, required, n_params, bits, penalize, p, terms);
 }
 
 // Per field of at most InvertedIndex::kSumDocs documents: each text's dense row of raw
@@ -218,8 +235,10 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   out.matched.clear();
   out.lexical.clear();
   out.cos.clear();
+  out.terms.clear();
   for (std::size_t q = 0; q < nq; ++q) {
     const FusedHits& h = per[q];
+    out.terms.insert(out.terms.end(), h.terms.begin(), h.terms.end());
     out.tool.insert(out.tool.end(), h.tool.begin(), h.tool.end());
     out.score.insert(out.score.end(), h.score.begin(), h.score.end());
     out.matched.insert(out.matched.end(), h.matched.begin(), h.matched.end());
@@ -446,23 +465,30 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
   auto& score = s.score;
   score.resize(nc);
   thread_local std::vector<float> ap;
+  thread_local std::vector<std::size_t> first_par;  // candidate -> its first parameter column
   const bool penalize = b.penalize[q] != 0;
+  first_par.resize(nc);
+  // Candidate i's arg-major argument x parameter block (null: none), as the kernel's
+  // packing lays it out.
+  const auto block_of = [&](std::size_t i) -> const float* {
+    const int64_t t = cand[i];
+    const int64_t n_par = pp[t + 1] - pp[t];
+    if (na <= 0 || n_par <= 0) return nullptr;
+    ap.resize(static_cast<std::size_t>(na * n_par));
+    for (int64_t a = 0; a < na; ++a) {
+      const float* src = s.par.data() + static_cast<std::size_t>(a) * nd + first_par[i];
+      std::copy(src, src + n_par, ap.data() + a * n_par);
+    }
+    return ap.data();
+  };
   std::size_t local = 0;
   for (std::size_t i = 0; i < nc; ++i) {
     const int64_t t = cand[i];
     const int64_t n_par = pp[t + 1] - pp[t];
-    const float* block = nullptr;
-    if (na > 0 && n_par > 0) {
-      ap.resize(static_cast<std::size_t>(na * n_par));
-      for (int64_t a = 0; a < na; ++a) {
-        const float* src = s.par.data() + static_cast<std::size_t>(a) * nd + local;
-        std::copy(src, src + n_par, ap.data() + a * n_par);
-      }
-      block = ap.data();
-    }
+    first_par[i] = local;
     score[i] = mftr_score(s.sims[0].data() + i, s.sims[1].data() + i, s.sims[2].data() + i, static_cast<int64_t>(nc),
-                          nn, block, na, param_required_.data() + pp[t], n_par, tool_bits_[static_cast<std::size_t>(t)],
-                          penalize, p);
+                          nn, block_of(i), na, param_required_.data() + pp[t], n_par,
+                          tool_bits_[static_cast<std::size_t>(t)], penalize, p);
     local += static_cast<std::size_t>(n_par);
   }
 
@@ -481,6 +507,18 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
     out.tool[r] = cand[order[r]];
     out.score[r] = score[order[r]];
     out.matched[r] = found[order[r]];
+  }
+  out.terms.clear();
+  if (o.breakdown) {
+    // The hits' terms: the same call on the same inputs as their scores above.
+    out.terms.resize(5 * kk);
+    for (std::size_t r = 0; r < kk; ++r) {
+      const std::size_t i = order[r];
+      const int64_t t = cand[i];
+      mftr_score(s.sims[0].data() + i, s.sims[1].data() + i, s.sims[2].data() + i, static_cast<int64_t>(nc), nn,
+                 block_of(i), na, param_required_.data() + pp[t], pp[t + 1] - pp[t],
+                 tool_bits_[static_cast<std::size_t>(t)], penalize, p, out.terms.data() + 5 * r);
+    }
   }
   if (b.hybrid == nullptr) return;
   // Each hit's evidence: a BM25 candidate, or the cosine of every need field whose dense

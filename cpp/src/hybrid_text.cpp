@@ -23,7 +23,7 @@ HybridText::HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece 
 }
 
 HybridText::Status HybridText::search(const char* text, std::size_t n, std::size_t k, FusedHits& out,
-                                      std::vector<std::string>& unknown) const {
+                                      std::vector<std::string>& unknown, bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
   thread_local std::vector<int64_t> token_ids, extra[3];
   thread_local std::vector<float> vec, scores, best;
@@ -96,6 +96,7 @@ HybridText::Status HybridText::search(const char* text, std::size_t n, std::size
   FusedOptions o = options_;
   o.k = k;
   o.threads = threads_;
+  o.breakdown = breakdown;
   searcher_->search(one.batch, params_, o, out);
   return Status::kHits;
 }

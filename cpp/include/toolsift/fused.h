@@ -104,6 +104,7 @@ struct FusedOptions {
   // Fields of at most this many documents sum each text's postings once into a dense row
   // (InvertedIndex::sum_text); larger ones take top_text + gather_texts. Same answers.
   std::size_t sum_docs = InvertedIndex::kSumDocs;
+  bool breakdown = false;  // fill FusedHits::terms for the hits
 };
 
 struct FusedHits {
@@ -118,6 +119,9 @@ struct FusedHits {
   // candidate).
   std::vector<uint8_t> lexical;
   std::vector<float> cos;  // [hits, 3]
+  // With FusedOptions::breakdown: per hit its MFTR terms (S_desc, S_param, S_resp, S_ex,
+  // penalty) in float64, [hits, 5]: what an explanation's reason is made from.
+  std::vector<double> terms;
 };
 
 class FusedSearcher {
@@ -191,5 +195,11 @@ void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int6
 float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
                  const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
                  bool penalize, const MftrParams& p, float* terms = nullptr) noexcept;
+
+// mftr_score with the breakdown in float64, as the formula computes it before rounding
+// (what an explanation shows: toolsift.kernels.reference's terms). The same function.
+float mftr_score(const float* desc, const float* resp, const float* ex, int64_t need_stride, int64_t n_needs,
+                 const float* ap, int64_t n_args, const uint8_t* required, int64_t n_params, uint8_t bits,
+                 bool penalize, const MftrParams& p, double* terms) noexcept;
 
 }  // namespace toolsift

@@ -60,8 +60,10 @@ class HybridText {
 
   // The hits of the ASCII text [text, text + n): kHits with `out` filled; kUnknownWords
   // with `unknown` holding the BM25 words not taught yet (learn them, then call again);
-  // kNotTaken when WordPiece's fast path refuses the text.
-  Status search(const char* text, std::size_t n, std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const;
+  // kNotTaken when WordPiece's fast path refuses the text. breakdown: also the hits'
+  // MFTR terms (FusedHits::terms).
+  Status search(const char* text, std::size_t n, std::size_t k, FusedHits& out, std::vector<std::string>& unknown,
+                bool breakdown = false) const;
 
   // A multi-step request (toolsift.search.needs.run_steps) in one call: readings[0] is the
   // whole request (its BM25 words and its vector, as search() takes them), readings[1:]

@@ -99,6 +99,12 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
     (:meth:`IndexConfig.params_for`: raw text and structured queries differ).
     ``explain="why"`` fills only each hit's ``why`` (see :func:`~.hits.rank`)."""
     steps = None
+    if len(queries) == 1 and explain == "why" and is_raw(queries[0]):
+        # The gateway's find_tools asks for reasons: the engine returns its k hits' MFTR
+        # terms, so the reasons need no second packing (.hits.reasons_of).
+        hits = _why_text(st, config, queries[0], k)
+        if hits is not None:
+            return [hits]
     if len(queries) == 1 and not explain and is_raw(queries[0]):
         # The usual call: one raw-text query on BM25 fields, one engine call.
         hits = fused.search_text(st, config, queries[0].text, k)
@@ -131,6 +137,20 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
         for i, hits in zip(idx, _run(st, config, [queries[i] for i in idx], k=k, explain=explain, params=params)):
             out[i] = hits
     return out
+
+
+def _why_text(st: IndexState, config: IndexConfig, query: Query, k: int) -> list[Hit] | None:
+    """One raw query's hits with their reasons from one engine call (BM25 fields, or a
+    one-step request on a hybrid index), or ``None`` when the engine does not take it."""
+    hits = fused.why_text(st, config, query.text, k)
+    if hits is not None or not st.dense:
+        return hits
+    from .needs import request_steps
+
+    if request_steps(st, config, [query]) != [None]:
+        return None
+    search = text_searcher(st, config, retrievers(st, config))
+    return None if search is None else search.why(query.text, k)
 
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,

@@ -21,10 +21,10 @@ from ..config import IndexConfig, warn_untrained_penalty
 from ..index.state import IndexState
 from ..kernels.params import ScoringParams
 from ..schema import Catalog, Query
-from .hits import Hit, _plain_hit
+from .hits import Hit, _plain_hit, reasons_of
 from .plan import QueryPlan, plan_queries
 
-__all__ = ["rank_fused", "run_fused", "search_text", "searcher", "usable"]
+__all__ = ["rank_fused", "run_fused", "search_text", "searcher", "usable", "why_text"]
 
 #: The key of the fused searcher in ``IndexState.retrievers`` (it depends on no setting).
 _KEY = ("fused-bm25",)
@@ -74,6 +74,27 @@ def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[
     if hits is None:  # not ASCII: analysed here
         hits = fused.search([ids(t, -1) for t in tokenize(text)], k)
     return hits
+
+
+def why_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
+    """:func:`search_text`'s hits with their reasons (``explain="why"``), from the MFTR
+    terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`), or ``None``
+    when this path does not apply (a field that is not BM25, a text that is not ASCII)."""
+    got = st.retrievers.get(_TEXT_KEY)
+    if got is None or got[0] is not config:
+        if not usable(st, config, False):
+            return None
+        got = _text_searcher(st, config)
+    fused, tokenize, ids = got[1]
+    found = fused.search_terms(text, k)
+    while type(found) is list:
+        for word in found:  # words the engine has not met, as in search_text
+            fused.learn(word, [ids(t, -1) for t in tokenize(word)])
+        found = fused.search_terms(text, k)
+    if found is None:
+        return None
+    tool, score, matched, terms = found
+    return reasons_of(st.catalog, tool, score, matched.tolist(), terms, config.params)
 
 
 def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:

@@ -224,6 +224,18 @@ def _reasons(st, plan: QueryPlan, cands: Candidates, q: int, pos: np.ndarray,
     return hits
 
 
+def reasons_of(catalog, tool: np.ndarray, score: np.ndarray, matched: list[bool], terms: np.ndarray,
+               params: ScoringParams) -> list[Hit]:
+    """The hits of a raw-text query an engine call ranked, each with its reason from the
+    MFTR terms the engine returned for it (``terms``: ``float64[hits, 5]``, the formula's
+    breakdown before rounding, as :func:`~toolsift.kernels.reference.score_candidates_reference`
+    gives it): what :func:`_reasons` makes for a query without the missing-parameter
+    penalty (a raw query never has it), without packing the hits again."""
+    weights = params.weights
+    return [_plain_hit(catalog[t], s, r, m, _why(values, weights, m))
+            for r, (t, s, m, values) in enumerate(zip(tool.tolist(), score.tolist(), matched, terms.tolist()), 1)]
+
+
 def _plain_hit(tool: Tool, score: float, rank: int, matched: bool, why: str | None) -> Hit:
     """``Hit(tool=..., score=..., rank=..., matched=..., why=...)`` without the frozen
     dataclass ``__init__``, which sets each of the nine fields through

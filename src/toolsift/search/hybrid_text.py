@@ -38,7 +38,7 @@ from ..kernels.launch import SERIAL_WORK
 from .evidence import hit_evidence
 from .fused import _NEED_FIELDS, _params_tuple, searcher
 from .fused_hybrid import usable
-from .hits import Hit, _plain_hit
+from .hits import Hit, _plain_hit, reasons_of
 from .retrievers import HybridRetriever, dense_half
 
 __all__ = ["TextSearch", "text_searcher"]
@@ -91,11 +91,12 @@ class TextSearch:
     """One index state's one-call search: ``search(text, k)`` gives the hits, or ``None``
     when the text takes the Python path. ``engine`` is the ``_core.HybridText``."""
 
-    __slots__ = ("engine", "_catalog", "_tokenize", "_ids", "_halves", "_scanned", "_searches")
+    __slots__ = ("engine", "_catalog", "_params", "_tokenize", "_ids", "_halves", "_scanned", "_searches")
 
     def __init__(self, engine, st: IndexState, config: IndexConfig, halves: list, scanned: list) -> None:
         self.engine = engine
         self._catalog = st.catalog
+        self._params = config.params  # the engine scores raw text with them
         self._tokenize, self._ids = config.analyzer.tokenize, st.vocab.lookup
         self._halves = halves
         self._scanned = scanned
@@ -103,6 +104,14 @@ class TextSearch:
 
     def __call__(self, text: str, k: int) -> list[Hit] | None:
         return self._hits(self.engine.search_text, text, k)
+
+    def why(self, text: str, k: int) -> list[Hit] | None:
+        """:meth:`__call__`'s hits with their reasons (``explain="why"``), from the MFTR
+        terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`)."""
+        return self._hits(self._search_terms, text, k)
+
+    def _search_terms(self, text: str, k: int):
+        return self.engine.search_text(text, k, True)
 
     def steps(self, readings: list[str], k: int) -> list[Hit] | None:
         """The hits of a raw request that splits into steps, given its readings (the whole
@@ -122,9 +131,11 @@ class TextSearch:
             return None
         if self._scanned:
             self._count()
-        tool, score, found, lexical, cos = got
+        tool, score, found, lexical, cos, *terms = got
         found = hit_evidence(found, lexical, cos, self._halves)
         catalog = self._catalog
+        if terms:
+            return reasons_of(catalog, tool, score, found, terms[0], self._params)
         return [_plain_hit(catalog[t], s, r + 1, m, None)
                 for r, (t, s, m) in enumerate(zip(tool.tolist(), score.tolist(), found))]
 

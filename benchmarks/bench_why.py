@@ -1,0 +1,102 @@
+"""What a search with reasons costs (``explain="why"``, what the gateway's ``find_tools``
+asks for on every call), against the same search without them, on the 6,417 pooled
+tools, idle and busy.
+
+Systems, interleaved query by query (:func:`benchmarks.conftest.interleaved`), one thread,
+k = 10, on a BM25 index and on the default (hybrid) index:
+
+* ``plain``: ``index.search(q, k=10)``;
+* ``why``: ``index.search(q, k=10, explain="why")`` as it runs now: the engine call
+  returns its hits' MFTR terms and the reasons are made from them (``hits.reasons_of``);
+* ``why packed``: the same search with that path switched off, so the k hits are packed
+  and scored again by the NumPy formula (``search.explain``), the way before it.
+
+Requests that split into steps keep the packed path in both ``why`` systems. Numbers are
+reported, never asserted::
+
+    python -m benchmarks.bench_why [--queries 300] [--rounds 2] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .busy import busy
+from .conftest import interleaved
+
+K = 10
+
+
+def _systems():
+    from toolsift import ToolIndex
+    from toolsift.presets import preset_config
+    import toolsift.search as search_mod
+
+    from .conftest import pooled
+
+    cat, queries = pooled()
+    texts = [x.text for x in queries]
+    real = search_mod._why_text
+    calls = {}
+    clears = []
+    for preset in ("bm25", "hybrid"):
+        index = ToolIndex.build(cat, config=preset_config(preset, threads=1))
+        clears.append(index.config.analyzer._memo.cache_clear)
+
+        def packed(q, index=index):
+            search_mod._why_text = lambda *a: None
+            try:
+                return index.search(q, k=K, explain="why")
+            finally:
+                search_mod._why_text = real
+
+        calls[f"{preset} plain"] = lambda q, index=index: index.search(q, k=K)
+        calls[f"{preset} why"] = lambda q, index=index: index.search(q, k=K, explain="why")
+        calls[f"{preset} why packed"] = packed
+    return len(cat), texts, calls, lambda: [c() for c in clears]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    n_tools, texts, calls, forget = _systems()
+    texts = texts[:args.queries]
+    rows = []
+    loads = {}
+    for cond, n_busy in (("idle", 0), ("busy", 2)):
+        loads[cond] = os.getloadavg()[0]
+        with busy(n_busy):
+            for fn in calls.values():
+                for t in texts[:50]:
+                    fn(t)
+            lat = interleaved(calls, texts, forget, args.rounds)
+        for preset in ("bm25", "hybrid"):
+            base = np.percentile(lat[f"{preset} plain"], 50)
+            for name in (f"{preset} plain", f"{preset} why", f"{preset} why packed"):
+                s = lat[name]
+                p50, p99 = np.percentile(s, 50), np.percentile(s, 99)
+                rows.append(f"| {cond} | {name} | {p50 * 1e3:.3f} | {p99 * 1e3:.3f} | {p50 / base:.2f} |")
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    lines = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+             f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `uptime` after: {uptime}; "
+             f"1-min load before idle / busy: {loads['idle']:.2f} / {loads['busy']:.2f}.",
+             f"{n_tools} pooled tools, the first {len(texts)} pooled raw test queries, k = {K}, "
+             f"{args.rounds} rounds, one thread, interleaved.", "",
+             "| condition | system | p50 ms | p99 ms | p50 / plain |", "|---|---|---|---|---|", *rows]
+    print("\n".join(lines))
+    if args.out:
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

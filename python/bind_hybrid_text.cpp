@@ -186,8 +186,8 @@ class PyHybridText {
 
   // search_text's answer for a multi-step request: readings[0] the whole request, then its
   // steps (toolsift/hybrid_text.h search_steps); None when a reading is not ASCII or
-  // WordPiece's fast path refuses one.
-  py::object search_steps(const std::vector<py::str>& readings, py::ssize_t k) const {
+  // WordPiece's fast path refuses one. breakdown: as search_text's.
+  py::object search_steps(const std::vector<py::str>& readings, py::ssize_t k, bool breakdown) const {
     if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
     if (readings.empty()) throw std::invalid_argument("search_steps needs at least one reading");
     std::vector<const char*> texts;
@@ -206,9 +206,9 @@ class PyHybridText {
     {
       py::gil_scoped_release release;
       status = engine_->search_steps(texts.data(), lens.data(), texts.size(), static_cast<std::size_t>(k), out,
-                                     unknown);
+                                     unknown, breakdown);
     }
-    return hits_tuple(status, out, unknown);
+    return hits_tuple(status, out, unknown, breakdown);
   }
 
   void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
@@ -293,7 +293,8 @@ void register_hybrid_text(py::module_& m) {
            py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"), py::arg("lowercase"),
            py::arg("threads"))
       .def("search_text", &PyHybridText::search_text, py::arg("text"), py::arg("k"), py::arg("breakdown") = false)
-      .def("search_steps", &PyHybridText::search_steps, py::arg("readings"), py::arg("k"))
+      .def("search_steps", &PyHybridText::search_steps, py::arg("readings"), py::arg("k"),
+           py::arg("breakdown") = false)
       .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
       .def("set_coarse", &PyHybridText::set_coarse, py::arg("field"), py::arg("coarse"))
       .def("token_ids", &PyHybridText::token_ids, py::arg("text"));

@@ -1,7 +1,9 @@
 """A multi-step raw request in one engine call (``_core.HybridText.search_steps``, reached
 through toolsift.search.hybrid_text.TextSearch.steps) against the Python path it replaces
 (toolsift.search.needs.run_steps, itself held to needs_reference by tests/test_needs.py):
-the same tools, ranks, ``matched`` flags and the very same float32 scores. Also the C++
+the same tools, ranks, ``matched`` flags and the very same float32 scores, and with
+``explain="why"`` the same reasons (TextSearch.steps_why: the engine's terms of the reading
+each hit's score came from). Also the C++
 combination over readings (``_core.combine_needs``) against its NumPy twin.
 
 Fast tier: APIBank's 101 tools with stress requests joined from its own queries (the
@@ -53,6 +55,10 @@ def _compare(index, texts: list[str], k: int) -> tuple[int, int]:
             continue
         (want,) = run_steps(st, cfg, [q], [steps], fr, k=k, explain=False, params=cfg.params)
         assert _key(got) == _key(want), text
+        # With reasons: each hit's from the terms of the reading its score came from.
+        got = search.steps_why(readings_of(text, steps), k)
+        (want,) = run_steps(st, cfg, [q], [steps], fr, k=k, explain="why", params=cfg.params)
+        assert [(*_key([h])[0], h.why) for h in got] == [(*_key([h])[0], h.why) for h in want], text
         taken += 1
     return taken, handed
 

@@ -154,7 +154,7 @@ void combine_needs(const float* block, std::size_t n, std::size_t m, float* out,
 }
 
 std::size_t combine_needs_top(const float* block, std::size_t n, std::size_t m, std::size_t k, int64_t* idx,
-                              float* score) {
+                              float* score, int64_t* chosen) {
   if (m == 0 || n == 0 || k == 0) return 0;
   const std::size_t len = std::min(k, m);
   Work& w = work;
@@ -175,9 +175,12 @@ std::size_t combine_needs_top(const float* block, std::size_t n, std::size_t m, 
       idx[p] = by[p];
       score[p] = all[by[p]];
     }
-    return len;
+  } else {
+    for (std::size_t p = 0; p < len; ++p) idx[p] = w.order[p];
   }
-  for (std::size_t p = 0; p < len; ++p) idx[p] = w.order[p];
+  if (chosen != nullptr) {  // w.pick holds every candidate's reading either way
+    for (std::size_t p = 0; p < len; ++p) chosen[p] = w.pick[static_cast<std::size_t>(idx[p])];
+  }
   return len;
 }
 

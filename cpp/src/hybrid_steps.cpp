@@ -27,10 +27,11 @@ struct Sums {
 }  // namespace
 
 HybridText::Status HybridText::search_steps(const char* const* texts, const std::size_t* lens, std::size_t n_readings,
-                                            std::size_t k, FusedHits& out, std::vector<std::string>& unknown) const {
+                                            std::size_t k, FusedHits& out, std::vector<std::string>& unknown,
+                                            bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
   thread_local std::vector<int64_t> token_ids, token_ptr, dense_cand[3], cand, lex, merged, top_ids, top_counts,
-      docs, touched_keys, top_idx;
+      docs, touched_keys, top_idx, top_reading, first_par;
   thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block,
       cos_max[3], top_score;
   thread_local std::vector<int8_t> q_codes;
@@ -244,7 +245,9 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
   // Every need's share of the list, its top k: score descending, then catalogue order.
   top_idx.resize(std::min(k, nc));
   top_score.resize(top_idx.size());
-  const std::size_t kk = combine_needs_top(block.data(), R, nc, k, top_idx.data(), top_score.data());
+  top_reading.resize(top_idx.size());
+  const std::size_t kk =
+      combine_needs_top(block.data(), R, nc, k, top_idx.data(), top_score.data(), breakdown ? top_reading.data() : nullptr);
   out.ptr = {0, static_cast<int64_t>(kk)};
   out.tool.resize(kk);
   out.score.resize(kk);
@@ -263,6 +266,36 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
       if (std::binary_search(dense_cand[f].begin(), dense_cand[f].end(), t)) {
         out.cos[3 * j + static_cast<std::size_t>(f)] = cos_max[f][i];
       }
+    }
+  }
+  out.terms.clear();
+  if (breakdown) {
+    // Each hit's terms from its reading: that reading's field scores of the hit (the BM25
+    // half, its cosines mixed in as above) through the same MFTR call.
+    first_par.resize(nc);
+    std::size_t local = 0;
+    for (std::size_t i = 0; i < nc; ++i) {
+      first_par[i] = static_cast<int64_t>(local);
+      local += static_cast<std::size_t>(pp[cand[i] + 1] - pp[cand[i]]);
+    }
+    out.terms.resize(5 * kk);
+    for (std::size_t j = 0; j < kk; ++j) {
+      const auto i = static_cast<std::size_t>(top_idx[j]);
+      const auto r = static_cast<std::size_t>(top_reading[j]);
+      float s3[3];
+      for (int f = 0; f < 3; ++f) {
+        const DenseHalf& h = half_[f];
+        s3[f] = bm[f][i];
+        if (!h.hybrid) continue;
+        float c = 0.0f;
+        if (h.has_cos) dense_cos(h, q_codes.data() + r * d, q_scales.data() + r, cand.data() + i, 1, rows, row_cos, &c);
+        mix_cos(s3 + f, h.has_cos ? &c : nullptr, 1, h.w_bm, h.w_cos);
+      }
+      const int64_t t = cand[i];
+      const int64_t n_par = pp[t + 1] - pp[t];
+      const float* ab = na > 0 && n_par > 0 ? par.data() + first_par[i] : nullptr;
+      mftr_score(s3, s3 + 1, s3 + 2, 1, 1, ab, na, fs.param_required() + pp[t], n_par,
+                 fs.tool_bits()[static_cast<std::size_t>(t)], false, params_, out.terms.data() + 5 * j);
     }
   }
   return Status::kHits;

@@ -23,8 +23,9 @@ void combine_needs(const float* block, std::size_t n, std::size_t m, float* out,
 // The top min(k, m) candidates by combined score (descending, then the lower index: how
 // hits are ranked) with their combined scores, written to idx and score in that order;
 // returns how many. The same candidates and scores as combine_needs followed by that sort,
-// working out only the first k places of the order (m is less than 2^32).
+// working out only the first k places of the order (m is less than 2^32). chosen, when
+// not null, receives each of them's reading as combine_needs gives it.
 std::size_t combine_needs_top(const float* block, std::size_t n, std::size_t m, std::size_t k, int64_t* idx,
-                              float* score);
+                              float* score, int64_t* chosen = nullptr);
 
 }  // namespace toolsift

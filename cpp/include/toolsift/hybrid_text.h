@@ -72,9 +72,10 @@ class HybridText {
   // union with the request's BM25 candidates, BM25 scored once, each reading's hybrid
   // field scores and MFTR score, combine_needs over the readings and the top k: the
   // hits' combined scores, and in `out.cos` each need field's best cosine over the
-  // readings where its dense half added the hit. Statuses as search().
+  // readings where its dense half added the hit. Statuses as search(). breakdown: also
+  // each hit's MFTR terms from the reading its combined score came from (FusedHits::terms).
   Status search_steps(const char* const* texts, const std::size_t* lens, std::size_t n_readings, std::size_t k,
-                      FusedHits& out, std::vector<std::string>& unknown) const;
+                      FusedHits& out, std::vector<std::string>& unknown, bool breakdown = false) const;
 
   void learn(const std::string& word, const int32_t* ids, std::size_t n_ids) { words_.learn(word, ids, n_ids); }
 

@@ -141,16 +141,18 @@ def run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int,
 
 def _why_text(st: IndexState, config: IndexConfig, query: Query, k: int) -> list[Hit] | None:
     """One raw query's hits with their reasons from one engine call (BM25 fields, or a
-    one-step request on a hybrid index), or ``None`` when the engine does not take it."""
+    request on a hybrid index, with or without steps), or ``None`` when the engine does
+    not take it."""
     hits = fused.why_text(st, config, query.text, k)
     if hits is not None or not st.dense:
         return hits
-    from .needs import request_steps
+    from .needs import readings_of, text_steps
 
-    if request_steps(st, config, [query]) != [None]:
-        return None
     search = text_searcher(st, config, retrievers(st, config))
-    return None if search is None else search.why(query.text, k)
+    if search is None:
+        return None
+    steps = text_steps(st, config, query.text)
+    return search.why(query.text, k) if steps is None else search.steps_why(readings_of(query.text, steps), k)
 
 
 def _run(st: IndexState, config: IndexConfig, queries: list[Query], *, k: int, explain: bool | str,

@@ -110,8 +110,16 @@ class TextSearch:
         terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`)."""
         return self._hits(self._search_terms, text, k)
 
+    def steps_why(self, readings: list[str], k: int) -> list[Hit] | None:
+        """:meth:`steps`' hits with their reasons, each from the MFTR terms of the reading
+        its combined score came from (as :func:`.needs.run_steps` explains them)."""
+        return self._hits(self._steps_terms, readings, k)
+
     def _search_terms(self, text: str, k: int):
         return self.engine.search_text(text, k, True)
+
+    def _steps_terms(self, readings: list[str], k: int):
+        return self.engine.search_steps(readings, k, True)
 
     def steps(self, readings: list[str], k: int) -> list[Hit] | None:
         """The hits of a raw request that splits into steps, given its readings (the whole

@@ -105,6 +105,12 @@ class TextSearch:
     def __call__(self, text: str, k: int) -> list[Hit] | None:
         return self._hits(self.engine.search_text, text, k)
 
+    def steps(self, readings: list[str], k: int) -> list[Hit] | None:
+        """The hits of a raw request that splits into steps, given its readings (the whole
+        request, then each step: :func:`.needs.readings_of`), as :func:`.needs.run_steps`
+        gives them, bit for bit; ``None`` when a reading takes the Python path."""
+        return self._hits(self.engine.search_steps, readings, k)
+
     def why(self, text: str, k: int) -> list[Hit] | None:
         """:meth:`__call__`'s hits with their reasons (``explain="why"``), from the MFTR
         terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`)."""
@@ -120,12 +126,6 @@ class TextSearch:
 
     def _steps_terms(self, readings: list[str], k: int):
         return self.engine.search_steps(readings, k, True)
-
-    def steps(self, readings: list[str], k: int) -> list[Hit] | None:
-        """The hits of a raw request that splits into steps, given its readings (the whole
-        request, then each step: :func:`.needs.readings_of`), as :func:`.needs.run_steps`
-        gives them, bit for bit; ``None`` when a reading takes the Python path."""
-        return self._hits(self.engine.search_steps, readings, k)
 
     def _hits(self, call, arg, k: int) -> list[Hit] | None:
         engine = self.engine

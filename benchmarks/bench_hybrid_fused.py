@@ -25,16 +25,11 @@ processes (:func:`benchmarks.busy.busy`). Numbers are reported, never asserted::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 
-from .busy import busy
-from .conftest import interleaved
+from .conftest import idle_and_busy, run_header
 
 K = 10
 
@@ -84,29 +79,17 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     n_tools, texts, calls, forget = _systems()
     texts = texts[:args.queries]
+    lat, loads = idle_and_busy(calls, texts, forget, args.rounds)
     rows = []
-    loads = {}
-    for cond, k in (("idle", 0), ("busy", 2)):
-        loads[cond] = os.getloadavg()[0]
-        with busy(k):
-            for fn in calls.values():
-                for t in texts[:50]:
-                    fn(t)
-            lat = interleaved(calls, texts, forget, args.rounds)
-        base = np.percentile(lat["bm25 fields"], 50)
-        for name, s in lat.items():
+    for cond, by_name in lat.items():
+        base = np.percentile(by_name["bm25 fields"], 50)
+        for name, s in by_name.items():
             p50, p99 = np.percentile(s, 50) * 1e3, np.percentile(s, 99) * 1e3
             rows.append(f"| {cond} | {name} | {p50:.3f} | {p99:.3f} | {p50 / (base * 1e3):.2f} |")
-        b = np.percentile(lat["bm25s"], 50)
-        rows.append(f"| {cond} | hybrid fused / bm25s (p50) | | | {np.percentile(lat['hybrid fused'], 50) / b:.2f} |")
-        rows.append(f"| {cond} | hybrid glue / bm25s (p50) | | | {np.percentile(lat['hybrid glue'], 50) / b:.2f} |")
-        rows.append(f"| {cond} | hybrid general / bm25s (p50) | | | {np.percentile(lat['hybrid general'], 50) / b:.2f} |")
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    lines = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-             f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `uptime` after: {uptime}; "
-             f"1-min load before idle / busy: {loads['idle']:.2f} / {loads['busy']:.2f}.",
-             f"{n_tools} pooled tools, the first {len(texts)} pooled raw test queries, k = {K}, "
-             f"{args.rounds} rounds, one thread, interleaved.", "",
+        b = np.percentile(by_name["bm25s"], 50)
+        for name in ("hybrid fused", "hybrid glue", "hybrid general"):
+            rows.append(f"| {cond} | {name} / bm25s (p50) | | | {np.percentile(by_name[name], 50) / b:.2f} |")
+    lines = [*run_header(n_tools, len(texts), K, args.rounds, loads),
              "| condition | system | p50 ms | p99 ms | p50 / bm25 fields |", "|---|---|---|---|---|", *rows]
     print("\n".join(lines))
     if args.out:

@@ -20,16 +20,11 @@ reported, never asserted::
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 
-from .busy import busy
-from .conftest import interleaved
+from .conftest import idle_and_busy, run_header
 
 K = 10
 
@@ -71,27 +66,15 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     n_tools, texts, calls, forget = _systems()
     texts = texts[:args.queries]
+    lat, loads = idle_and_busy(calls, texts, forget, args.rounds)
     rows = []
-    loads = {}
-    for cond, n_busy in (("idle", 0), ("busy", 2)):
-        loads[cond] = os.getloadavg()[0]
-        with busy(n_busy):
-            for fn in calls.values():
-                for t in texts[:50]:
-                    fn(t)
-            lat = interleaved(calls, texts, forget, args.rounds)
+    for cond, by_name in lat.items():
         for preset in ("bm25", "hybrid"):
-            base = np.percentile(lat[f"{preset} plain"], 50)
+            base = np.percentile(by_name[f"{preset} plain"], 50)
             for name in (f"{preset} plain", f"{preset} why", f"{preset} why packed"):
-                s = lat[name]
-                p50, p99 = np.percentile(s, 50), np.percentile(s, 99)
+                p50, p99 = np.percentile(by_name[name], 50), np.percentile(by_name[name], 99)
                 rows.append(f"| {cond} | {name} | {p50 * 1e3:.3f} | {p99 * 1e3:.3f} | {p50 / base:.2f} |")
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    lines = [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-             f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `uptime` after: {uptime}; "
-             f"1-min load before idle / busy: {loads['idle']:.2f} / {loads['busy']:.2f}.",
-             f"{n_tools} pooled tools, the first {len(texts)} pooled raw test queries, k = {K}, "
-             f"{args.rounds} rounds, one thread, interleaved.", "",
+    lines = [*run_header(n_tools, len(texts), K, args.rounds, loads),
              "| condition | system | p50 ms | p99 ms | p50 / plain |", "|---|---|---|---|---|", *rows]
     print("\n".join(lines))
     if args.out:

@@ -105,6 +105,38 @@ def interleaved(calls: dict, texts: list[str], forget, rounds: int, before=None)
     return {n: np.asarray(v) for n, v in out.items()}
 
 
+def idle_and_busy(calls: dict, texts: list[str], forget, rounds: int, warm: int = 50) -> tuple[dict, dict]:
+    """:func:`interleaved` twice: ``"idle"`` (no load added) and ``"busy"`` (two spinning
+    processes, :func:`benchmarks.busy.busy`), each system warmed on the first ``warm``
+    texts first. Returns ``({condition: {name: seconds per call}}, {condition: 1-minute
+    load average before it})``."""
+    from .busy import busy
+
+    lat, loads = {}, {}
+    for cond, n_busy in (("idle", 0), ("busy", 2)):
+        loads[cond] = os.getloadavg()[0]
+        with busy(n_busy):
+            for fn in calls.values():
+                for t in texts[:warm]:
+                    fn(t)
+            lat[cond] = interleaved(calls, texts, forget, rounds)
+    return lat, loads
+
+
+def run_header(n_tools: int, n_texts: int, k: int, rounds: int, loads: dict) -> list[str]:
+    """The machine, date, load and workload lines a module benchmark prints above its table."""
+    import platform
+    import subprocess
+    import time
+
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return [f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+            f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; `uptime` after: {uptime}; "
+            f"1-min load before idle / busy: {loads['idle']:.2f} / {loads['busy']:.2f}.",
+            f"{n_tools} pooled tools, the first {n_texts} pooled raw test queries, k = {k}, "
+            f"{rounds} rounds, one thread, interleaved.", ""]
+
+
 @pytest.fixture(scope="session")
 def combined():
     """All four mftr-* tool sets in one ~6,400-tool catalogue, and all their queries."""

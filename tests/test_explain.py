@@ -139,7 +139,7 @@ def _engine_terms(st, cfg, text: str, preset: str):
 
     if preset == "bm25":
         fused.search_text(st, cfg, text, 10)  # teaches the engine the text's words
-        return st.retrievers[fused._TEXT_KEY][1][0].search_terms(text, 10)[3]
+        return fused._text_engine(st, cfg)[0].search_terms(text, 10)[3]
     search = text_searcher(st, cfg, retrievers(st, cfg))
     search(text, 10)
     return search.engine.search_text(text, 10, True)[5]

@@ -58,12 +58,10 @@ def searcher(st: IndexState) -> _core.FusedSearcher:
 def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
     """The hits of one raw-text query (already checked) in one engine call, or ``None``
     when the fused path does not apply (a field that is not BM25)."""
-    got = st.retrievers.get(_TEXT_KEY)
-    if got is None or got[0] is not config:
-        if not usable(st, config, False):
-            return None
-        got = _text_searcher(st, config)
-    fused, tokenize, ids = got[1]
+    got = _text_engine(st, config)
+    if got is None:
+        return None
+    fused, tokenize, ids = got
     hits = fused.search_text(text, k)
     while type(hits) is tuple:
         # Words the engine has not met: their term ids, from this analyzer and vocabulary
@@ -80,12 +78,10 @@ def why_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit
     """:func:`search_text`'s hits with their reasons (``explain="why"``), from the MFTR
     terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`), or ``None``
     when this path does not apply (a field that is not BM25, a text that is not ASCII)."""
-    got = st.retrievers.get(_TEXT_KEY)
-    if got is None or got[0] is not config:
-        if not usable(st, config, False):
-            return None
-        got = _text_searcher(st, config)
-    fused, tokenize, ids = got[1]
+    got = _text_engine(st, config)
+    if got is None:
+        return None
+    fused, tokenize, ids = got
     found = fused.search_terms(text, k)
     while type(found) is list:
         for word in found:  # words the engine has not met, as in search_text
@@ -95,6 +91,17 @@ def why_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit
         return None
     tool, score, matched, terms = found
     return reasons_of(st.catalog, tool, score, matched.tolist(), terms, config.params)
+
+
+def _text_engine(st: IndexState, config: IndexConfig) -> tuple | None:
+    """``(FusedText, tokenize, term id lookup)`` for ``st`` and ``config``, or ``None``
+    when the fused path does not apply (a field that is not BM25)."""
+    got = st.retrievers.get(_TEXT_KEY)
+    if got is None or got[0] is not config:
+        if not usable(st, config, False):
+            return None
+        got = _text_searcher(st, config)
+    return got[1]
 
 
 def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:

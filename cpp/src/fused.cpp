@@ -247,6 +247,31 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   }
 }
 
+void top_up(std::vector<int64_t>& cand, std::size_t want, std::vector<uint8_t>& found, std::vector<int64_t>& merged) {
+  found.assign(cand.size(), 1);
+  if (cand.size() >= want) return;
+  merged.clear();
+  found.clear();
+  std::size_t i = 0, extra = want - cand.size();
+  for (int64_t t = 0; i < cand.size() || extra > 0; ++t) {
+    if (i < cand.size() && cand[i] == t) {
+      merged.push_back(t);
+      found.push_back(1);
+      ++i;
+    } else if (extra > 0) {
+      merged.push_back(t);
+      found.push_back(0);
+      --extra;
+    } else {
+      // No more additions: the remaining candidates follow as they are.
+      merged.insert(merged.end(), cand.begin() + static_cast<std::ptrdiff_t>(i), cand.end());
+      found.insert(found.end(), cand.size() - i, 1);
+      break;
+    }
+  }
+  cand.swap(merged);
+}
+
 void mix_cos(float* row, const float* cos, std::size_t n, float w_bm, float w_cos) noexcept {
   if (cos == nullptr) {
     for (std::size_t i = 0; i < n; ++i) row[i] = row[i] * w_bm;
@@ -375,31 +400,7 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
   // Top-up: the first tools in catalogue order that are not candidates, until there are
   // min(k, n_tools) (toolsift.search.candidates._top_up); they are not "matched".
   auto& found = s.found;
-  const std::size_t want = std::min(o.k, n_tools_);
-  found.assign(cand.size(), 1);
-  if (cand.size() < want) {
-    auto& merged = s.merged;
-    merged.clear();
-    found.clear();
-    std::size_t i = 0, extra = want - cand.size();
-    for (int64_t t = 0; i < cand.size() || extra > 0; ++t) {
-      if (i < cand.size() && cand[i] == t) {
-        merged.push_back(t);
-        found.push_back(1);
-        ++i;
-      } else if (extra > 0) {
-        merged.push_back(t);
-        found.push_back(0);
-        --extra;
-      } else {
-        // No more additions: the remaining candidates follow as they are.
-        merged.insert(merged.end(), cand.begin() + static_cast<std::ptrdiff_t>(i), cand.end());
-        found.insert(found.end(), cand.size() - i, 1);
-        break;
-      }
-    }
-    cand.swap(merged);
-  }
+  top_up(cand, std::min(o.k, n_tools_), found, s.merged);
   const std::size_t nc = cand.size();
 
   // Every field's scores of the candidates (toolsift.search.candidates.pack).

@@ -140,29 +140,7 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
     cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
   }
   // Top-up to min(k, n_tools) in catalogue order; the added tools are not "found".
-  const std::size_t want = std::min(k, n_tools);
-  found.assign(cand.size(), 1);
-  if (cand.size() < want) {
-    merged.clear();
-    found.clear();
-    std::size_t i = 0, extra = want - cand.size();
-    for (int64_t t = 0; i < cand.size() || extra > 0; ++t) {
-      if (i < cand.size() && cand[i] == t) {
-        merged.push_back(t);
-        found.push_back(1);
-        ++i;
-      } else if (extra > 0) {
-        merged.push_back(t);
-        found.push_back(0);
-        --extra;
-      } else {
-        merged.insert(merged.end(), cand.begin() + static_cast<std::ptrdiff_t>(i), cand.end());
-        found.insert(found.end(), cand.size() - i, 1);
-        break;
-      }
-    }
-    cand.swap(merged);
-  }
+  top_up(cand, std::min(k, n_tools), found, merged);
   const std::size_t nc = cand.size();
 
   // Every field's BM25 scores of the candidates, once.

@@ -185,6 +185,11 @@ void mix_cos(float* row, const float* cos, std::size_t n, float w_bm, float w_co
 void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int64_t* cand, std::size_t nc,
                std::vector<int64_t>& rows, std::vector<float>& row_cos, float* out);
 
+// Tops the sorted candidates `cand` up to `want` tools with the first tools in catalogue
+// order that are not candidates (toolsift.search.candidates._top_up), keeping catalogue
+// order; found[i] = 0 for an added tool (not "matched"), 1 otherwise. merged is scratch.
+void top_up(std::vector<int64_t>& cand, std::size_t want, std::vector<uint8_t>& found, std::vector<int64_t>& merged);
+
 // The MFTR score of one candidate: toolsift.kernels.mftr's kernel body, the same float64
 // operations in the same order. Need r's (description, response, examples) similarities
 // are desc/resp/ex[r * need_stride]; ap holds the arg-major argument x parameter

@@ -10,6 +10,10 @@ compiled kernel, so an explained search (``toolsift search``, the demo, the gate
 reasons) neither imports Numba nor compiles it. The hits keep the engine's scores;
 ``tests/test_explain.py`` checks every explanation against the general path's (the
 Numba kernel's breakdown) on the benchmark sets.
+
+A raw request asking only for reasons (``explain="why"``) skips this module: the engine
+call returns its hits' MFTR terms and :func:`.hits.reasons_of` makes the reasons from them
+(:func:`toolsift.search._why_text`).
 """
 
 from __future__ import annotations

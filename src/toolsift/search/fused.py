@@ -9,7 +9,8 @@ for structured ones) and wraps the hits. The general path stays the reference:
 ``tests/test_fused.py`` compares the two on every query of the five benchmark sets.
 
 Hybrid or dense fields keep the general path (:func:`usable` says when this one
-applies); an explained search ranks here too and :mod:`.explain` explains its ``k`` hits.
+applies); an explained search ranks here too and :mod:`.explain` explains its ``k`` hits,
+except a raw text's reasons alone (:func:`why_text`: from the terms the engine returns).
 """
 
 from __future__ import annotations

@@ -76,3 +76,20 @@ def assert_fused_equals_general(st, cfg, queries: list, k: int, run: FusedRun) -
             assert_same_hits(gb, w, q.text)
             pairs.append((q, w))
     return pairs
+
+
+def hybrid_setting_variants(index) -> list:
+    """``index`` under the settings variants the one-call hybrid paths are checked with (a
+    small candidate cut, another hybrid weight and dense candidate rule, a need field left
+    BM25, no intent in the parameters field): objects with ``_state`` and ``config``."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    base = index.config
+    retr = dict(base.retrievers)
+    retr["response"] = "bm25"
+    configs = (replace(base, candidates=3),
+               replace(base, hybrid_weight=0.25, dense_candidates=5, dense_candidates_from=("response",)),
+               replace(base, retrievers=tuple(retr.items())), replace(base, no_argument_params="zero"))
+    return [SimpleNamespace(_state=index._state, config=cfg) for cfg in configs]
+

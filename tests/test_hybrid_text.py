@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import threading
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
@@ -20,7 +19,7 @@ from toolsift.search import fused_hybrid, retrievers
 from toolsift.search.hybrid_text import text_searcher
 from toolsift.search.needs import request_steps
 
-from ._fused_cases import MFTR
+from ._fused_cases import MFTR, hybrid_setting_variants
 from ._fused_cases import mftr as _mftr
 from ._fused_cases import ultratool as _ultratool
 
@@ -79,16 +78,10 @@ def test_hybrid_text_settings(apibank):
     """A small candidate cut, k beyond the catalogue, another hybrid weight and dense
     candidate rule, a need field left BM25, no intent in the parameters field."""
     index, raw = apibank
-    base = index.config
-    retr = dict(base.retrievers)
-    retr["response"] = "bm25"
-    for cfg in (replace(base, candidates=3), replace(base, hybrid_weight=0.25, dense_candidates=5,
-                                                     dense_candidates_from=("response",)),
-                replace(base, retrievers=tuple(retr.items())), replace(base, no_argument_params="zero")):
-        ix = SimpleNamespace(_state=index._state, config=cfg)
+    for ix in hybrid_setting_variants(index):
         for k in (1, 10, 500):
             taken, _ = _compare(ix, raw[:40], k=k)
-            assert taken > 30, (cfg, k)
+            assert taken > 30, (ix.config, k)
 
 
 def test_search_takes_the_one_call_path_and_answers_alike(apibank, monkeypatch):

@@ -14,8 +14,6 @@ benchmark sets.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -27,7 +25,7 @@ from toolsift.search.hybrid_text import text_searcher
 from toolsift.search.needs import readings_of, request_steps, run_steps
 from toolsift.search.needs_reference import combine_needs_reference
 
-from ._fused_cases import MFTR
+from ._fused_cases import MFTR, hybrid_setting_variants
 from ._fused_cases import mftr as _mftr
 from ._fused_cases import ultratool as _ultratool
 
@@ -96,16 +94,10 @@ def test_engine_settings(apibank):
     """A small candidate cut, k beyond the catalogue, another hybrid weight and dense
     candidate rule, a need field left BM25, no intent in the parameters field."""
     index, _, joined = apibank
-    base = index.config
-    retr = dict(base.retrievers)
-    retr["response"] = "bm25"
-    for cfg in (replace(base, candidates=3), replace(base, hybrid_weight=0.25, dense_candidates=5,
-                                                     dense_candidates_from=("response",)),
-                replace(base, retrievers=tuple(retr.items())), replace(base, no_argument_params="zero")):
-        ix = SimpleNamespace(_state=index._state, config=cfg)
+    for ix in hybrid_setting_variants(index):
         for k in (1, 10, 500):
             taken, _ = _compare(ix, joined[:30], k=k)
-            assert taken > 20, (cfg, k)
+            assert taken > 20, (ix.config, k)
 
 
 def test_search_takes_the_engine_for_multi_step_requests(apibank, monkeypatch):

@@ -247,6 +247,17 @@ void FusedSearcher::search(const FusedBatch& b, const MftrParams& p, const Fused
   }
 }
 
+void sort_unique(std::vector<int64_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+bool append_dense(std::vector<int64_t>& dc, std::vector<int64_t>& cand) {
+  sort_unique(dc);
+  cand.insert(cand.end(), dc.begin(), dc.end());
+  return !dc.empty();
+}
+
 void top_up(std::vector<int64_t>& cand, std::size_t want, std::vector<uint8_t>& found, std::vector<int64_t>& merged) {
   found.assign(cand.size(), 1);
   if (cand.size() >= want) return;
@@ -374,8 +385,7 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       }
     }
   }
-  std::sort(cand.begin(), cand.end());
-  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  sort_unique(cand);
   if (b.hybrid != nullptr) {
     // The dense halves' candidates (toolsift.search.candidates.find_candidates), kept
     // apart from the BM25 ones for the hits' evidence.
@@ -387,15 +397,9 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       dc.clear();
       if (h.extra_ptr[f] == nullptr) continue;
       dc.assign(h.extra_ids[f] + h.extra_ptr[f][q], h.extra_ids[f] + h.extra_ptr[f][q + 1]);
-      std::sort(dc.begin(), dc.end());
-      dc.erase(std::unique(dc.begin(), dc.end()), dc.end());
-      cand.insert(cand.end(), dc.begin(), dc.end());
-      added = added || !dc.empty();
+      added = append_dense(dc, cand) || added;
     }
-    if (added) {
-      std::sort(cand.begin(), cand.end());
-      cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
-    }
+    if (added) sort_unique(cand);
   }
   // Top-up: the first tools in catalogue order that are not candidates, until there are
   // min(k, n_tools) (toolsift.search.candidates._top_up); they are not "matched".

@@ -87,8 +87,7 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
       idx.top_text(terms.data(), m_terms, options_.n, options_.scale, true, Prune::kAuto, cand);
     }
   }
-  std::sort(cand.begin(), cand.end());
-  cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+  sort_unique(cand);
   lex.assign(cand.begin(), cand.end());
 
   // Every reading's dense candidates in each need field (DenseField.top_tools over all
@@ -130,15 +129,9 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
         }
       }
     }
-    std::sort(dc.begin(), dc.end());
-    dc.erase(std::unique(dc.begin(), dc.end()), dc.end());
-    cand.insert(cand.end(), dc.begin(), dc.end());
-    added = added || !dc.empty();
+    added = append_dense(dc, cand) || added;
   }
-  if (added) {
-    std::sort(cand.begin(), cand.end());
-    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
-  }
+  if (added) sort_unique(cand);
   // Top-up to min(k, n_tools) in catalogue order; the added tools are not "found".
   top_up(cand, std::min(k, n_tools), found, merged);
   const std::size_t nc = cand.size();

@@ -185,6 +185,13 @@ void mix_cos(float* row, const float* cos, std::size_t n, float w_bm, float w_co
 void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int64_t* cand, std::size_t nc,
                std::vector<int64_t>& rows, std::vector<float>& row_cos, float* out);
 
+// Sorts `v` and drops its repeats.
+void sort_unique(std::vector<int64_t>& v);
+
+// A field's dense candidates joined to the candidates: `dc` sorted without repeats and
+// appended to `cand` (sort_unique(cand) afterwards makes the union); whether any were.
+bool append_dense(std::vector<int64_t>& dc, std::vector<int64_t>& cand);
+
 // Tops the sorted candidates `cand` up to `want` tools with the first tools in catalogue
 // order that are not candidates (toolsift.search.candidates._top_up), keeping catalogue
 // order; found[i] = 0 for an added tool (not "matched"), 1 otherwise. merged is scratch.

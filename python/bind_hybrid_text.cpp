@@ -1,7 +1,9 @@
 // Binding of toolsift::HybridText (toolsift/hybrid_text.h): argument checks, owners and
 // GIL handling only. The arrays it reads are an index's own (read-only); the binding keeps
 // them alive as long as the engine object.
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "hit_maker.h"
 #include "toolsift/combine_needs.h"
 #include "toolsift/hybrid_text.h"
 
@@ -150,19 +153,9 @@ class PyHybridText {
   // with breakdown also terms float64[hits, 5] (the hits' MFTR terms); a list of the BM25
   // words not taught yet; or None (not ASCII, or WordPiece's fast path refuses the text).
   py::object search_text(const py::str& text, py::ssize_t k, bool breakdown) const {
-    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
-    if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
-    Py_ssize_t n = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
-    if (data == nullptr) throw py::error_already_set();
     FusedHits out;
     std::vector<std::string> unknown;
-    HybridText::Status status;
-    {
-      py::gil_scoped_release release;
-      status = engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown, breakdown);
-    }
-    return hits_tuple(status, out, unknown, breakdown);
+    return hits_tuple(run_text(text, k, breakdown, out, unknown), out, unknown, breakdown);
   }
 
   static py::object hits_tuple(HybridText::Status status, FusedHits& out, const std::vector<std::string>& unknown,
@@ -184,31 +177,44 @@ class PyHybridText {
     return py::make_tuple(to_array(std::move(out.tool)), to_array(std::move(out.score)), matched, lexical, cos);
   }
 
+  // Makes search_hits' and steps_hits' Hit objects from now on (HitMaker's arguments).
+  void set_hits(py::type hit_type, py::object tools, const py::dict& hit_template) {
+    hits_.emplace(std::move(hit_type), std::move(tools), hit_template);
+  }
+
+  // Need field f's null floor (toolsift.search.evidence): a hit only its dense half found
+  // is matched when its cosine there is above it.
+  void set_floor(int f, double floor) {
+    if (f < 0 || f > 2) throw std::invalid_argument("field must be 0, 1 or 2");
+    if (std::isnan(floor)) throw std::invalid_argument("a null floor is a number");
+    floor_[f] = floor;
+  }
+
+  // search_text's hits as Hit objects (set_hits), each matched by the rule of
+  // toolsift.search.evidence.hit_evidence: found, and a BM25 field had it as a candidate or
+  // a dense half added it with a cosine above that field's null floor. A tuple of the BM25
+  // words not taught yet; None (not taken, as search_text); or the int f of a need field
+  // whose floor is needed and not set yet (set_floor(f, ...), then call again).
+  py::object search_hits(const py::str& text, py::ssize_t k) const {
+    FusedHits out;
+    std::vector<std::string> unknown;
+    return as_hits(run_text(text, k, false, out, unknown), out, unknown);
+  }
+
+  // steps_hits: search_steps' answer as search_hits gives search_text's.
+  py::object steps_hits(const std::vector<py::str>& readings, py::ssize_t k) const {
+    FusedHits out;
+    std::vector<std::string> unknown;
+    return as_hits(run_steps(readings, k, false, out, unknown), out, unknown);
+  }
+
   // search_text's answer for a multi-step request: readings[0] the whole request, then its
   // steps (toolsift/hybrid_text.h search_steps); None when a reading is not ASCII or
   // WordPiece's fast path refuses one. breakdown: as search_text's.
   py::object search_steps(const std::vector<py::str>& readings, py::ssize_t k, bool breakdown) const {
-    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
-    if (readings.empty()) throw std::invalid_argument("search_steps needs at least one reading");
-    std::vector<const char*> texts;
-    std::vector<std::size_t> lens;
-    for (const py::str& text : readings) {
-      if (!PyUnicode_IS_ASCII(text.ptr())) return py::none();
-      Py_ssize_t n = 0;
-      const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
-      if (data == nullptr) throw py::error_already_set();
-      texts.push_back(data);
-      lens.push_back(static_cast<std::size_t>(n));
-    }
     FusedHits out;
     std::vector<std::string> unknown;
-    HybridText::Status status;
-    {
-      py::gil_scoped_release release;
-      status = engine_->search_steps(texts.data(), lens.data(), texts.size(), static_cast<std::size_t>(k), out,
-                                     unknown, breakdown);
-    }
-    return hits_tuple(status, out, unknown, breakdown);
+    return hits_tuple(run_steps(readings, k, breakdown, out, unknown), out, unknown, breakdown);
   }
 
   void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
@@ -235,6 +241,61 @@ class PyHybridText {
   }
 
  private:
+  // The engine's answer for one text (kNotTaken for a text that is not ASCII).
+  HybridText::Status run_text(const py::str& text, py::ssize_t k, bool breakdown, FusedHits& out,
+                              std::vector<std::string>& unknown) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    if (!PyUnicode_IS_ASCII(text.ptr())) return HybridText::Status::kNotTaken;
+    Py_ssize_t n = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+    if (data == nullptr) throw py::error_already_set();
+    py::gil_scoped_release release;
+    return engine_->search(data, static_cast<std::size_t>(n), static_cast<std::size_t>(k), out, unknown, breakdown);
+  }
+
+  // The engine's answer for a request's readings (kNotTaken when one is not ASCII).
+  HybridText::Status run_steps(const std::vector<py::str>& readings, py::ssize_t k, bool breakdown, FusedHits& out,
+                               std::vector<std::string>& unknown) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    if (readings.empty()) throw std::invalid_argument("search_steps needs at least one reading");
+    std::vector<const char*> texts;
+    std::vector<std::size_t> lens;
+    for (const py::str& text : readings) {
+      if (!PyUnicode_IS_ASCII(text.ptr())) return HybridText::Status::kNotTaken;
+      Py_ssize_t n = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &n);
+      if (data == nullptr) throw py::error_already_set();
+      texts.push_back(data);
+      lens.push_back(static_cast<std::size_t>(n));
+    }
+    py::gil_scoped_release release;
+    return engine_->search_steps(texts.data(), lens.data(), texts.size(), static_cast<std::size_t>(k), out, unknown,
+                                 breakdown);
+  }
+
+  // An engine answer as search_hits gives it.
+  py::object as_hits(HybridText::Status status, const FusedHits& out, const std::vector<std::string>& unknown) const {
+    if (!hits_) throw std::logic_error("HybridText: set_hits was not called");
+    if (status == HybridText::Status::kNotTaken) return py::none();
+    if (status == HybridText::Status::kUnknownWords) return py::tuple(py::cast(unknown));
+    const std::size_t n = out.tool.size();
+    std::vector<uint8_t> matched(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!out.matched[i]) continue;  // added only to fill k
+      bool hit = out.lexical[i] != 0;
+      for (std::size_t f = 0; f < 3 && !hit; ++f) {
+        const float c = out.cos[i * 3 + f];
+        if (std::isnan(c)) continue;  // not that field's dense candidate
+        if (std::isnan(floor_[f])) return py::int_(f);
+        hit = static_cast<double>(c) > floor_[f];
+      }
+      matched[i] = hit;
+    }
+    return hits_->make(out.tool, out.score, matched);
+  }
+
+  std::optional<HitMaker> hits_;
+  double floor_[3] = {std::nan(""), std::nan(""), std::nan("")};  // NaN: not set yet
   I8Array codes_;
   F32Array mult_;
   NeedArgs need_[3];
@@ -297,6 +358,13 @@ void register_hybrid_text(py::module_& m) {
            py::arg("breakdown") = false)
       .def("learn", &PyHybridText::learn, py::arg("word"), py::arg("ids"))
       .def("set_coarse", &PyHybridText::set_coarse, py::arg("field"), py::arg("coarse"))
+      .def("set_hits", &PyHybridText::set_hits, py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"))
+      .def("set_floor", &PyHybridText::set_floor, py::arg("field"), py::arg("floor"))
+      .def("search_hits", &PyHybridText::search_hits, py::arg("text"), py::arg("k"),
+           "search_text's hits as Hit objects, matched by the null-floor rule; a tuple of words not taught yet, "
+           "None (not taken), or the int field whose floor set_floor must give first.")
+      .def("steps_hits", &PyHybridText::steps_hits, py::arg("readings"), py::arg("k"),
+           "search_steps' answer as search_hits gives search_text's.")
       .def("token_ids", &PyHybridText::token_ids, py::arg("text"));
 }
 

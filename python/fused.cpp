@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "hit_maker.h"
 #include "toolsift/fused.h"
 #include "toolsift/query_words.h"
 
@@ -283,25 +284,11 @@ py::tuple search_hybrid(const FusedSearcher& self, const std::vector<I32Array>& 
 class FusedText {
  public:
   FusedText(std::shared_ptr<FusedSearcher> searcher, const py::tuple& params, py::ssize_t n, const std::string& scale,
-            bool params_field, py::type hit_type, py::object tools, py::dict hit_template, bool lowercase)
+            bool params_field, py::type hit_type, py::object tools, const py::dict& hit_template, bool lowercase)
       : searcher_(std::move(searcher)), params_(parse_params(params)), options_(options(n, 1, scale, 1)),
-        params_field_(params_field), hit_type_(std::move(hit_type)), tools_(std::move(tools)),
-        template_(std::move(hit_template)), words_(lowercase, std::size_t{1} << 17) {
+        params_field_(params_field), hits_(std::move(hit_type), std::move(tools), hit_template),
+        words_(lowercase, std::size_t{1} << 17) {
     if (!searcher_) throw std::invalid_argument("FusedText: searcher is None");
-    const char* set[4] = {"tool", "score", "rank", "matched"};
-    int found = 0;
-    for (const auto& item : template_) {
-      names_.push_back(py::reinterpret_borrow<py::str>(item.first));
-      defaults_.push_back(py::reinterpret_borrow<py::object>(item.second));
-      const std::string key = item.first.cast<std::string>();
-      int slot = -1;
-      for (int j = 0; j < 4; ++j) {
-        if (key == set[j]) slot = j;
-      }
-      found += slot >= 0;
-      slot_.push_back(slot);
-    }
-    if (found != 4) throw std::invalid_argument("hit_template must name tool, score, rank and matched");
   }
 
   // The hits of an ASCII text, analysed by the words taught with learn(); a tuple of the
@@ -335,24 +322,7 @@ class FusedText {
   py::list search(const std::vector<int32_t>& terms, py::ssize_t k) const {
     FusedHits out;
     run(terms, k, false, out);
-    const py::tuple no_args;
-    auto* tp = reinterpret_cast<PyTypeObject*>(hit_type_.ptr());
-    py::list hits(out.tool.size());
-    for (std::size_t i = 0; i < out.tool.size(); ++i) {
-      // object.__new__(hit_type) and object.__setattr__ of each attribute in the
-      // template's order, as _plain_hit skips the frozen dataclass's __init__ (set one by
-      // one, in a fixed order, the values live inline in the object: no dict to build).
-      py::object hit = py::reinterpret_steal<py::object>(PyBaseObject_Type.tp_new(tp, no_args.ptr(), nullptr));
-      if (!hit) throw py::error_already_set();
-      const py::object values[4] = {tools_[py::int_(out.tool[i])], py::float_(static_cast<double>(out.score[i])),
-                                    py::int_(i + 1), py::bool_(out.matched[i] != 0)};
-      for (std::size_t a = 0; a < names_.size(); ++a) {
-        PyObject* v = slot_[a] >= 0 ? values[slot_[a]].ptr() : defaults_[a].ptr();
-        if (PyObject_GenericSetAttr(hit.ptr(), names_[a].ptr(), v) != 0) throw py::error_already_set();
-      }
-      hits[i] = std::move(hit);
-    }
-    return hits;
+    return hits_.make(out.tool, out.score, out.matched);
   }
 
  private:
@@ -394,12 +364,7 @@ class FusedText {
   MftrParams params_;
   FusedOptions options_;
   bool params_field_;
-  py::type hit_type_;
-  py::object tools_;
-  py::dict template_;
-  std::vector<py::str> names_;       // the template's attribute names, in order
-  std::vector<py::object> defaults_;  // and values
-  std::vector<int> slot_;             // 0..3: tool, score, rank, matched; -1: the default
+  HitMaker hits_;
   QueryWords words_;
 };
 
@@ -458,7 +423,7 @@ void register_fused(py::module_& m) {
       .def("__len__", [](const RowPtr& r) { return r.values().size(); });
   py::class_<FusedText>(m, "FusedText", "One raw-text query's hits in one call (see python/fused.cpp).")
       .def(py::init<std::shared_ptr<FusedSearcher>, const py::tuple&, py::ssize_t, const std::string&, bool, py::type,
-                    py::object, py::dict, bool>(),
+                    py::object, const py::dict&, bool>(),
            py::arg("searcher"), py::arg("params"), py::arg("n"), py::arg("scale"), py::arg("params_field"),
            py::arg("hit_type"), py::arg("tools"), py::arg("hit_template"), py::arg("lowercase"))
       .def("search", &FusedText::search, py::arg("terms"), py::arg("k"))

@@ -16,6 +16,7 @@ import pytest
 from toolsift import Query, ToolIndex
 from toolsift.presets import preset_config
 from toolsift.search import fused_hybrid, retrievers
+from toolsift.search.evidence import hit_evidence
 from toolsift.search.hybrid_text import text_searcher
 from toolsift.search.needs import request_steps
 
@@ -102,12 +103,58 @@ class _Counting:
     def __init__(self, engine, calls):
         self._engine, self._calls = engine, calls
 
-    def search_text(self, text, k):
+    def search_hits(self, text, k):
         self._calls.append(text)
-        return self._engine.search_text(text, k)
+        return self._engine.search_hits(text, k)
 
-    def learn(self, word, ids):
-        self._engine.learn(word, ids)
+    def __getattr__(self, name):  # learn, set_floor: the engine's own
+        return getattr(self._engine, name)
+
+
+def test_engine_made_hits_match_by_the_null_floor_rule():
+    """The Hit objects HybridText makes (search_hits) against the arrays it returns
+    (search_text) wrapped in Python by hit_evidence's rule: a fresh engine asks for a need
+    field's floor the first time a hit only that field's dense half found needs it, then
+    gives the same hits, ``matched`` flags included."""
+    tools, raw, _ = _mftr("apibank")
+    index = ToolIndex.build(tools, config=preset_config("hybrid"))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    search = text_searcher(st, cfg, fr)
+    engine, halves = search.engine, search._halves
+    asked, dense_only = set(), 0
+    for text in raw:
+        got = engine.search_hits(text, 10)
+        while type(got) is tuple:
+            for word in got:
+                engine.learn(word, [st.vocab.lookup(t, -1) for t in cfg.analyzer.tokenize(word)])
+            got = engine.search_hits(text, 10)
+        if got is None:
+            continue
+        while type(got) is int:
+            assert got not in asked and halves[got] is not None
+            asked.add(got)
+            engine.set_floor(got, float(halves[got].null_floor))
+            got = engine.search_hits(text, 10)
+        tool, score, found, lexical, cos = engine.search_text(text, 10)
+        dense_only += int((found & ~lexical).sum())
+        want = hit_evidence(found, lexical, cos, halves)
+        assert [(h.id, h.rank, h.score, h.matched) for h in got] == [
+            (st.catalog[t].id, r, s, m) for r, (t, s, m) in enumerate(zip(tool.tolist(), score.tolist(), want), 1)], text
+        assert all(h.why is None and h.fields is None for h in got)
+    assert asked and dense_only > 0  # the floors were asked for and decided hits
+
+
+def test_engine_made_hits_check_their_arguments(apibank):
+    index, _ = apibank
+    st, cfg = index._state, index.config
+    engine = text_searcher(st, cfg, retrievers(st, cfg)).engine
+    with pytest.raises(ValueError, match="field"):
+        engine.set_floor(3, 0.1)
+    with pytest.raises(ValueError, match="number"):
+        engine.set_floor(0, float("nan"))
+    with pytest.raises(ValueError, match="k must be"):
+        engine.search_hits("book a flight", 0)
 
 
 @pytest.mark.parametrize("text", ["réserver un vol pour Paris", "book a [CLS] flight", "book a\x07 flight",

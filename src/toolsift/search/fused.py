@@ -25,7 +25,7 @@ from ..schema import Catalog, Query
 from .hits import Hit, _plain_hit, reasons_of
 from .plan import QueryPlan, plan_queries
 
-__all__ = ["rank_fused", "run_fused", "search_text", "searcher", "usable", "why_text"]
+__all__ = ["hit_args", "rank_fused", "run_fused", "search_text", "searcher", "usable", "why_text"]
 
 #: The key of the fused searcher in ``IndexState.retrievers`` (it depends on no setting).
 _KEY = ("fused-bm25",)
@@ -109,15 +109,20 @@ def _text_searcher(st: IndexState, config: IndexConfig) -> tuple:
     """``(config, (FusedText, tokenize, term id lookup))`` for raw-text searches of
     ``st`` with ``config`` (raw text is scored with ``config.params``), made once and kept
     with the state while the same configuration searches it."""
+    text = _core.FusedText(searcher(st), _params_tuple(config.params), config.candidates, config.scale,
+                           config.no_argument_params == "intent", *hit_args(st), config.analyzer.lowercase)
+    got = st.retrievers[_TEXT_KEY] = (config, (text, config.analyzer.tokenize, st.vocab.lookup))
+    return got
+
+
+def hit_args(st: IndexState) -> tuple:
+    """``(hit_type, tools, hit_template)``: how an engine object makes ``st``'s hits as
+    :func:`~.hits._plain_hit` does (python/hit_maker.h)."""
     catalog = st.catalog
     # A plain catalogue's list indexes faster than its __getitem__; a stored one decodes
     # tools on access and is indexed as it is.
     tools = catalog._tools if type(catalog) is Catalog else catalog
-    text = _core.FusedText(searcher(st), _params_tuple(config.params), config.candidates, config.scale,
-                           config.no_argument_params == "intent", Hit, tools, dict(_HIT_TEMPLATE),
-                           config.analyzer.lowercase)
-    got = st.retrievers[_TEXT_KEY] = (config, (text, config.analyzer.tokenize, st.vocab.lookup))
-    return got
+    return Hit, tools, dict(_HIT_TEMPLATE)
 
 
 def _params_tuple(params: ScoringParams) -> tuple:

@@ -9,8 +9,9 @@ per word by this analyzer and vocabulary, as :mod:`.fused` teaches ``FusedText``
 WordPiece ids (a C++ twin of :class:`~toolsift.encoders.wordpiece.FastWordPiece`), the
 token table's rows summed and quantized (the same C++ functions the static encoder
 calls), each need field's exact top-n scan (with its 4-bit prefilter) and
-``FusedSearcher``'s hybrid search. Python applies the null-floor rule to the hits'
-evidence (:mod:`.evidence`) and wraps them.
+``FusedSearcher``'s hybrid search. The binding applies the null-floor rule to the hits'
+evidence (:func:`.evidence.hit_evidence`'s rule) and makes the Hit objects
+(python/hit_maker.h, as for BM25 fields); an explanation's reasons take the arrays.
 
 The answer is :func:`.fused_hybrid.run_hybrid`'s for one raw query, bit for bit
 (tests/test_hybrid_text.py: every query of the five benchmark sets). A request that splits
@@ -36,7 +37,7 @@ from ..index.state import IndexState
 from ..cpus import available_cpus
 from ..kernels.launch import SERIAL_WORK
 from .evidence import hit_evidence
-from .fused import _NEED_FIELDS, _params_tuple, searcher
+from .fused import _NEED_FIELDS, _params_tuple, hit_args, searcher
 from .fused_hybrid import usable
 from .hits import Hit, _plain_hit, reasons_of
 from .retrievers import HybridRetriever, dense_half
@@ -81,6 +82,7 @@ def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
     engine = _core.HybridText(searcher(st), vocab, unk, prefix, max_chars, list(added), codes, mult,
                               enc.max_tokens, need, _params_tuple(config.params), config.candidates, config.scale,
                               config.no_argument_params == "intent", config.analyzer.lowercase, threads)
+    engine.set_hits(*hit_args(st))
     # The fields whose scans take the 4-bit prefilter once it pays (DenseField._scan_coarse's rule).
     scanned = [(i, fr[f].dense.dn) for i, (f, spec) in enumerate(zip(_NEED_FIELDS, need))
                if isinstance(spec, tuple) and spec[6] is not None and spec[10] is None and spec[5]]
@@ -103,13 +105,13 @@ class TextSearch:
         self._searches = 0
 
     def __call__(self, text: str, k: int) -> list[Hit] | None:
-        return self._hits(self.engine.search_text, text, k)
+        return self._made(self.engine.search_hits, text, k)
 
     def steps(self, readings: list[str], k: int) -> list[Hit] | None:
         """The hits of a raw request that splits into steps, given its readings (the whole
         request, then each step: :func:`.needs.readings_of`), as :func:`.needs.run_steps`
         gives them, bit for bit; ``None`` when a reading takes the Python path."""
-        return self._hits(self.engine.search_steps, readings, k)
+        return self._made(self.engine.steps_hits, readings, k)
 
     def why(self, text: str, k: int) -> list[Hit] | None:
         """:meth:`__call__`'s hits with their reasons (``explain="why"``), from the MFTR
@@ -126,6 +128,25 @@ class TextSearch:
 
     def _steps_terms(self, readings: list[str], k: int):
         return self.engine.search_steps(readings, k, True)
+
+    def _made(self, call, arg, k: int) -> list[Hit] | None:
+        """``call(arg, k)``'s hits, made by the engine (its ``search_hits`` and
+        ``steps_hits``: the Hit objects and their ``matched`` by :func:`.evidence.hit_evidence`'s
+        rule, in C++), or ``None`` when the text takes the Python path."""
+        engine = self.engine
+        got = call(arg, k)
+        while type(got) is not list:
+            if got is None:
+                return None
+            if type(got) is tuple:  # words the engine has not met, as in _hits
+                for word in got:
+                    engine.learn(word, [self._ids(t, -1) for t in self._tokenize(word)])
+            else:  # a need field's null floor, made on first use as hit_evidence makes it
+                engine.set_floor(got, float(self._halves[got].null_floor))
+            got = call(arg, k)
+        if self._scanned:
+            self._count()
+        return got
 
     def _hits(self, call, arg, k: int) -> list[Hit] | None:
         engine = self.engine

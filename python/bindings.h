@@ -103,5 +103,6 @@ void register_fused(py::module_& m);     // fused.cpp: one engine call per BM25 
 void register_pairs(py::module_& m);     // bind_pairs.cpp: batch pair scoring (toolsift.batch)
 void register_embed(py::module_& m);     // bind_embed.cpp: static query vectors, int8 quantization
 void register_hybrid_text(py::module_& m);  // bind_hybrid_text.cpp: one raw query on a hybrid index
+void register_steps(py::module_& m);        // bind_steps.cpp: the request step splitter (ASCII text)
 
 }  // namespace toolsift::py_bridge

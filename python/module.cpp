@@ -24,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
   toolsift::py_bridge::register_int8(m);
   toolsift::py_bridge::register_embed(m);
   toolsift::py_bridge::register_hybrid_text(m);
+  toolsift::py_bridge::register_steps(m);
   toolsift::py_bridge::register_fields(m);
   toolsift::py_bridge::register_index(m);
 }

@@ -2,6 +2,8 @@
 
 Every regular expression uses bounded quantifiers without nested repetition, so
 splitting is linear in the input length. The clause patterns are in step_patterns.
+The functions here are the reference implementation: on ASCII text the public ones (and
+``_steps``) answer from the C++ splitter (steps_native), which gives the same steps.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ import re
 from ..schema import MAX_TEXT_CHARS
 from ..textscan import exists, finditer_at, has_line_break, scan, whole_word
 from .lexicon import _REQUEST, _VERBS, _strip_polite
+from .steps_native import native_may_split, native_search_steps, native_several_steps, native_steps
 from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _COMMA_WORD, _DONE, _IF,
                             _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ, _SUBORD,
                             _SUBORD_HEAD, _THEN_CLAUSE, _WORD)
 
-__all__ = ["may_split", "several_steps", "split_steps"]
+__all__ = ["may_split", "search_steps", "several_steps", "split_steps"]
 
 
 def _lower(text: str) -> str | None:
@@ -306,6 +309,12 @@ def _clauses(text: str) -> list[str]:
 
 def _steps(text: str, max_steps: int) -> list[tuple[str, str]]:
     """``(step text incl. context, the request clause alone)`` pairs."""
+    got = native_steps(text, max_steps)
+    return _steps_py(text, max_steps) if got is None else got
+
+
+def _steps_py(text: str, max_steps: int) -> list[tuple[str, str]]:
+    """:func:`_steps` by the Python rules (the reference; every non-ASCII text)."""
     text = text[:MAX_TEXT_CHARS]
     if not text.strip():
         return []
@@ -356,6 +365,12 @@ _CLAUSE_WORD = re.compile(r"\b(?:" + "|".join(_CLAUSE_WORDS) + r")\b", re.IGNORE
 def may_split(text: str) -> bool:
     """False only when :func:`split_steps` returns one step for ``text`` whatever its
     length (a cheap check for search paths: most short queries need no splitter)."""
+    got = native_may_split(text)
+    return _may_split_py(text) if got is None else got
+
+
+def _may_split_py(text: str) -> bool:
+    """:func:`may_split` by the Python rules."""
     low = _lower(text)
     if low is None:
         return bool(has_line_break(text) or _PUNCT_SPACE.search(text) or _NUMBER_MARK.search(text)
@@ -397,6 +412,21 @@ def several_steps(text: str, max_steps: int) -> list[str] | None:
         text: The request.
         max_steps: An ``int``, as :func:`split_steps` takes it.
     """
+    got = native_several_steps(text, max_steps)
+    return _several_steps_py(text, max_steps) if got is None else got or None
+
+
+def search_steps(text: str, max_steps: int) -> list[str] | None:
+    """``several_steps(text, max_steps) if may_split(text) else None``, in one call of the
+    C++ splitter on ASCII text: what a search asks (search.needs)."""
+    got = native_search_steps(text, max_steps)
+    if got is None:
+        return _several_steps_py(text, max_steps) if _may_split_py(text) else None
+    return got or None
+
+
+def _several_steps_py(text: str, max_steps: int) -> list[str] | None:
+    """:func:`several_steps` by the Python rules."""
     text = text[:MAX_TEXT_CHARS]
     if not text.strip():
         return None

@@ -91,7 +91,7 @@ def _may_split(text: str) -> bool:
     return _CLAUSE_WORD.search(text) is not None
 
 
-_splitter = None  # decompose.steps' (may_split, several_steps), imported with the first request that may split
+_splitter = None  # decompose.steps.search_steps, imported with the first request that may split
 
 
 def _steps_of(text: str) -> list[str] | None:
@@ -102,14 +102,14 @@ def _steps_of(text: str) -> list[str] | None:
         # that may split: a one-step request, the usual search, never needs it.
         if not _may_split(text):
             return None
-        from ..decompose.steps import may_split as rules_may_split, several_steps
+        from ..decompose.steps import search_steps
 
-        _splitter = (rules_may_split, several_steps)
-    # Loaded, the splitter's own check alone decides: every text it passes, the coarse check
-    # passes too (each of its triggers is one of the coarse check's, or a comma before a
-    # letter; tests/test_steps_golden.py checks it on every text there).
-    rules_may_split, several_steps = _splitter
-    return several_steps(text, MAX_STEPS) if rules_may_split(text) else None
+        _splitter = search_steps
+    # Loaded, the splitter's own check (may_split) alone decides: every text it passes, the
+    # coarse check passes too (each of its triggers is one of the coarse check's, or a comma
+    # before a letter; tests/test_steps_golden.py checks it on every text there). On ASCII
+    # text both run in C++, in one call (decompose.steps_native).
+    return _splitter(text, MAX_STEPS)
 
 
 def request_steps(st: IndexState, config: IndexConfig, queries: list[Query]) -> list[list[str] | None]:

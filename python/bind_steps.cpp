@@ -45,17 +45,26 @@ void register_steps(py::module_& m) {
   py::class_<StepSplitter>(m, "StepSplitter",
                            "The request step splitter (decompose.steps) on ASCII text; None for other text.")
       .def(py::init([](std::vector<std::string> verbs, std::vector<std::string> abbrev,
-                       std::vector<std::string> clause_words, py::ssize_t max_chars) {
+                       std::vector<std::string> clause_words, StepSplitter::StageNeeds stage_needs,
+                       py::ssize_t max_chars) {
              if (max_chars < 1) throw std::invalid_argument("max_chars must be positive");
              for (const auto* list : {&verbs, &abbrev, &clause_words}) {
                for (const std::string& w : *list) {
                  if (w.empty() || !StepSplitter::is_ascii(w)) throw std::invalid_argument("word lists hold ASCII words");
                }
              }
-             return StepSplitter(std::move(verbs), std::move(abbrev), std::move(clause_words),
+             if (stage_needs.size() != 5) throw std::invalid_argument("stage_needs: word groups for five splitters");
+             for (const auto& groups : stage_needs) {
+               for (const auto& group : groups) {
+                 for (const std::string& w : group) {
+                   if (w.empty() || !StepSplitter::is_ascii(w)) throw std::invalid_argument("word lists hold ASCII words");
+                 }
+               }
+             }
+             return StepSplitter(std::move(verbs), std::move(abbrev), std::move(clause_words), std::move(stage_needs),
                                  static_cast<std::size_t>(max_chars));
            }),
-           py::arg("verbs"), py::arg("abbrev"), py::arg("clause_words"), py::arg("max_chars"))
+           py::arg("verbs"), py::arg("abbrev"), py::arg("clause_words"), py::arg("stage_needs"), py::arg("max_chars"))
       .def("steps", [](const StepSplitter& s, const py::str& text, py::ssize_t max_steps) -> py::object {
              std::string_view view;
              if (!ascii_of(text, view)) return py::none();

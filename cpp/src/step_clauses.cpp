@@ -27,15 +27,17 @@ Text rstrip(Text s) {
 }
 
 Text lstrip_chars(Text s, Text chars) {
+  const CharSet set(chars);
   std::size_t a = 0;
-  while (a < s.size() && chars.find(s[a]) != Text::npos) ++a;
+  while (a < s.size() && set.has(static_cast<unsigned char>(s[a]))) ++a;
   return s.substr(a);
 }
 
 Text strip_chars(Text s, Text chars) {
   s = lstrip_chars(s, chars);
+  const CharSet set(chars);
   std::size_t b = s.size();
-  while (b > 0 && chars.find(s[b - 1]) != Text::npos) --b;
+  while (b > 0 && set.has(static_cast<unsigned char>(s[b - 1]))) --b;
   return s.substr(0, b);
 }
 
@@ -125,6 +127,7 @@ bool has_verb(const StepSplitter& lex, Text text) {
 namespace {
 
 using Spans = std::vector<std::pair<Pos, Pos>>;
+constexpr OneOf kSepOnly{",;:"};
 
 // _quoted: the quoted spans (finditer of _QUOTE_SPAN, whose matches open with " or ').
 Spans quoted(Text t) {
@@ -163,12 +166,13 @@ void keep_nonblank(Text piece, std::vector<Text>& out) {
   if (!strip(piece).empty()) out.push_back(piece);
 }
 
-std::vector<std::string> lines(Text text) {
+// _lines: false when the text is one block (itself), else true with the blocks in `out`.
+bool lines(Text text, std::vector<std::string>& out) {
+  if (!has_line_break(text)) return false;  // one line
   const std::vector<Text> raw = splitlines(text);
   if (raw.size() < 2 || std::count_if(raw.begin(), raw.end(), [](Text ln) { return bullet(ln) >= 0; }) < 2) {
-    return {std::string(text)};
+    return false;
   }
-  std::vector<std::string> out;
   std::vector<Text> prose;
   const auto flush = [&] {
     std::string joined;
@@ -190,12 +194,10 @@ std::vector<std::string> lines(Text text) {
     }
   }
   if (!prose.empty()) flush();
-  std::vector<std::string> kept;
-  for (std::string& s : out) {
-    if (!strip(s).empty() && !ends_with_colon(s)) kept.push_back(std::move(s));
-  }
-  if (kept.empty()) kept.emplace_back(text);
-  return kept;
+  // A lead-in such as "Please do the following:" asks for nothing by itself.
+  out.erase(std::remove_if(out.begin(), out.end(), [](const std::string& s) { return strip(s).empty() || ends_with_colon(s); }),
+            out.end());
+  return !out.empty();
 }
 
 std::vector<Text> inline_enumeration(Text text) {
@@ -205,7 +207,8 @@ std::vector<Text> inline_enumeration(Text text) {
   int expected = 1;
   for (Pos p = 0; p <= size_of(text);) {
     int number = 0;
-    const Pos e = inline_num(text, p, number);
+    const unsigned char c = p < size_of(text) ? at(text, p) : 0;
+    const Pos e = c == '(' || is_digit(c) ? inline_num(text, p, number) : kFail;
     if (e < 0) {
       ++p;
       continue;
@@ -231,6 +234,8 @@ std::vector<Text> inline_enumeration(Text text) {
   return kept;
 }
 
+constexpr OneOf kMarks{".!?;"};  // what every _SENT_END match opens with
+
 std::vector<Text> sentences(const StepSplitter& lex, Text text) {
   std::vector<Text> out;
   if (!punct_space(text)) {
@@ -242,7 +247,7 @@ std::vector<Text> sentences(const StepSplitter& lex, Text text) {
   Quotes quotes(text);
   std::string buf;
   for (Pos p = 0; p < n; ++p) {
-    if (p < end || !OneOf{".!?;"}(at(text, p))) continue;
+    if (p < end || !kMarks(at(text, p))) continue;
     const Pos e = sent_end(text, p);
     if (e < 0) continue;
     end = e;
@@ -270,10 +275,27 @@ std::vector<Text> sentences(const StepSplitter& lex, Text text) {
 
 enum class Connective { kSeq, kThenClause, kAndRequest };
 
+// Whether a match opening at `p` (with ",", ";", ":" or whitespace) can reach a word that
+// opens with one of `first`: the opening (one [,;:] and/or whitespace) ends where the next
+// element, a word, must start; a shorter opening would leave whitespace there.
+bool word_follows(Text t, Pos p, const OneOf& first) {
+  if (kSepOnly(at(t, p))) ++p;
+  while (p < size_of(t) && is_space(at(t, p))) ++p;
+  return p < size_of(t) && first(at(t, p));
+}
+
 void split_at(const StepSplitter&, Text text, Connective kind, std::vector<Text>& out) {
   Pos start = 0;
   Quotes quotes(text);
+  static constexpr SpaceOr opens{",;:"};  // what every match of the three patterns opens with
+  // The first letters of the words after the opening ("and", the connectives, "but" ...).
+  static constexpr OneOf seq_first{"atnflsATNFLS"}, then_first{"aowbAOWB"}, request_first{"abpABP"};
+  const OneOf& first = kind == Connective::kSeq ? seq_first : kind == Connective::kThenClause ? then_first : request_first;
   for (Pos p = 0; p <= size_of(text);) {
+    if (p == size_of(text) || !opens(at(text, p)) || !word_follows(text, p, first)) {
+      ++p;
+      continue;
+    }
     const Pos e = kind == Connective::kSeq ? seq_connective(text, p)
                   : kind == Connective::kThenClause ? then_clause(text, p)
                                                     : and_request(text, p);
@@ -297,9 +319,12 @@ void split_and_verbs(const StepSplitter& lex, Text text, std::vector<Text>& out)
   Pos start = 0;
   Quotes quotes(text);
   std::string buf;
+  static constexpr SpaceOr opens{","};
+  static constexpr OneOf and_first{"a"};
   for (Pos p = 0; p <= size_of(text);) {
     Span verb;
-    const Pos e = and_word(text, p, verb);
+    const Pos e = p < size_of(text) && opens(at(text, p)) && word_follows(text, p, and_first) ? and_word(text, p, verb)
+                                                                                                : kFail;
     if (e < 0) {
       ++p;
       continue;
@@ -351,8 +376,15 @@ std::vector<Text> clause_splits(const StepSplitter& lex, Text sentence) {
   std::vector<Text> out;
   if (strip(sentence).empty()) return out;
   out.push_back(sentence);
+  std::string low(sentence);
+  for (char& c : low) c = lower(c);
+  // A sentence without a word of each of a stage's groups has no match in any piece: the
+  // stage would give every piece back as it is.
+  const unsigned run = lex.stages_to_run(low);
+  std::vector<Text> next;
   for (int stage = 0; stage < 5; ++stage) {
-    std::vector<Text> next;
+    if (!(run & (1U << stage))) continue;
+    next.clear();
     for (const Text s : out) {
       switch (stage) {
         case 0: split_at(lex, s, Connective::kSeq, next); break;
@@ -370,8 +402,14 @@ std::vector<Text> clause_splits(const StepSplitter& lex, Text sentence) {
 }  // namespace
 
 std::vector<std::string> clauses(const StepSplitter& lex, Text text) {
-  std::vector<std::string> out;
-  for (const std::string& block : lines(text)) {
+  std::vector<std::string> out, owned;
+  std::vector<Text> blocks;
+  if (lines(text, owned)) {
+    blocks.assign(owned.begin(), owned.end());
+  } else {
+    blocks.push_back(text);
+  }
+  for (const Text block : blocks) {
     for (const Text part : inline_enumeration(block)) {
       for (const Text sent : sentences(lex, part)) {
         for (const Text c : clause_splits(lex, sent)) {

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace toolsift::stepre {
@@ -34,19 +35,39 @@ inline unsigned char at(Text t, Pos p) { return static_cast<unsigned char>(t[sta
 inline bool word_at(Text t, Pos p) { return p >= 0 && p < size_of(t) && is_word(at(t, p)); }
 inline bool boundary(Text t, Pos p) { return word_at(t, p - 1) != word_at(t, p); }
 
-// Character predicates: one of / none of a few listed characters.
+// Character predicates: one of / none of a few listed characters (a 128-bit set; text
+// bytes are ASCII).
+class CharSet {
+ public:
+  constexpr explicit CharSet(std::string_view chars, bool space = false) {
+    for (const char c : chars) add(static_cast<unsigned char>(c));
+    if (space) {
+      for (unsigned c = 0; c < 128; ++c) {
+        if (is_space(static_cast<unsigned char>(c))) add(static_cast<unsigned char>(c));
+      }
+    }
+  }
+  constexpr bool has(unsigned char c) const { return c < 128 && ((bits_[c >> 6] >> (c & 63)) & 1U); }
+
+ private:
+  constexpr void add(unsigned char c) { bits_[(c >> 6) & 1] |= std::uint64_t{1} << (c & 63); }
+  std::uint64_t bits_[2] = {0, 0};
+};
 struct OneOf {
-  std::string_view chars;
-  bool operator()(unsigned char c) const { return chars.find(static_cast<char>(c)) != std::string_view::npos; }
+  CharSet set;
+  constexpr explicit OneOf(std::string_view chars) : set(chars) {}
+  constexpr bool operator()(unsigned char c) const { return set.has(c); }
 };
 struct NoneOf {
-  std::string_view chars;
-  bool operator()(unsigned char c) const { return chars.find(static_cast<char>(c)) == std::string_view::npos; }
+  CharSet set;
+  constexpr explicit NoneOf(std::string_view chars) : set(chars) {}
+  constexpr bool operator()(unsigned char c) const { return !set.has(c); }
 };
 // \s or one of a few characters ("[\s,;:]").
 struct SpaceOr {
-  std::string_view chars;
-  bool operator()(unsigned char c) const { return is_space(c) || OneOf{chars}(c); }
+  CharSet set;
+  constexpr explicit SpaceOr(std::string_view chars) : set(chars, true) {}
+  constexpr bool operator()(unsigned char c) const { return set.has(c); }
 };
 struct Space {
   bool operator()(unsigned char c) const { return is_space(c); }

@@ -9,6 +9,24 @@ namespace toolsift::stepre {
 
 namespace {
 
+// The character classes of the patterns (made once: a class is a 128-bit set).
+constexpr OneOf kSepChars{",;:"};
+constexpr OneOf kDashStar{"-*"};
+constexpr OneOf kNumEnd{".)"};
+constexpr OneOf kItemLetters{"abcdefghABCDEFGH"};
+constexpr OneOf kAfterMark{":;,."};
+constexpr OneOf kMarks{".!?;"};
+constexpr OneOf kClosers{"\"')]"};
+constexpr NoneOf kNotDquote{"\"\n"};
+constexpr NoneOf kNotSquote{"'\n"};
+constexpr NoneOf kNotClauseEnd{",.;:!?\n"};
+constexpr OneOf kLetterApos{"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'"};
+constexpr SpaceOr kSpSep{",;:"};
+constexpr SpaceOr kSpSepDot{",;:."};
+constexpr SpaceOr kSpComma{","};
+constexpr OneOf kGreetMark{",!."};
+constexpr OneOf kEndMarks{"?.!"};
+
 const auto kSp15 = rep(Space{}, 1, 5);   // \s{1,5}
 const auto kSp05 = rep(Space{}, 0, 5);   // \s{0,5}
 
@@ -29,7 +47,7 @@ const auto kDone = seq(
     opt(seq(kSp15, opt(seq(lit("with"), kSp15)), words("it", "that", "this"))), bnd());
 
 // (?:[,;:]\s{0,5}|\s{1,5}): how most connectives open.
-const auto kSepOpen = alt(seq(one(OneOf{",;:"}), kSp05), kSp15);
+const auto kSepOpen = alt(seq(one(kSepChars), kSp05), kSp15);
 // (?:,\s{0,5}|\s{1,5})
 const auto kCommaOpen = alt(seq(ch(','), kSp05), kSp15);
 
@@ -38,8 +56,8 @@ const auto kCommaOpen = alt(seq(ch(','), kSp05), kSp15);
 // ^\s{0,20}(?:[-*•·‣▪–—]|\(?\d{1,3}[.)]|\(?[a-hA-H]\))\s{1,10}  (the non-ASCII marks never occur)
 Pos bullet(Text line) {
   static const auto m = seq(rep(Space{}, 0, 20),
-                            alt(one(OneOf{"-*"}), seq(opt(ch('(')), rep(Digit{}, 1, 3), one(OneOf{".)"})),
-                                seq(opt(ch('(')), one(OneOf{"abcdefghABCDEFGH"}), ch(')'))),
+                            alt(one(kDashStar), seq(opt(ch('(')), rep(Digit{}, 1, 3), one(kNumEnd)),
+                                seq(opt(ch('(')), one(kItemLetters), ch(')'))),
                             rep(Space{}, 1, 10));
   return match_at(m, line, 0);
 }
@@ -49,7 +67,7 @@ Pos inline_num(Text t, Pos p, int& number) {
   Span g1, g2;
   const auto after_space = when([](Text s, Pos q) { return q == 0 || is_space(at(s, q - 1)); });
   const auto after_mark = when([](Text s, Pos q) {
-    return q == 0 || (q >= 2 && is_space(at(s, q - 1)) && OneOf{":;,."}(at(s, q - 2)));
+    return q == 0 || (q >= 2 && is_space(at(s, q - 1)) && kAfterMark(at(s, q - 2)));
   });
   const auto space_next = when([](Text s, Pos q) { return q < size_of(s) && is_space(at(s, q)); });
   const auto m = alt(seq(after_space, opt(ch('(')), cap(g1, rep(Digit{}, 1, 2)), ch(')'), space_next),
@@ -65,15 +83,15 @@ Pos inline_num(Text t, Pos p, int& number) {
 
 // [.!?;]{1,10}[\"')\]]{0,3}\s{1,50}
 Pos sent_end(Text t, Pos p) {
-  static const auto m = seq(rep(OneOf{".!?;"}, 1, 10), rep(OneOf{"\"')]"}, 0, 3), rep(Space{}, 1, 50));
+  static const auto m = seq(rep(kMarks, 1, 10), rep(kClosers, 0, 3), rep(Space{}, 1, 50));
   return match_at(m, t, p);
 }
 
 // [.!?;][\"')\]]{0,3}\s
 bool punct_space(Text t) {
-  static const auto m = seq(one(OneOf{".!?;"}), rep(OneOf{"\"')]"}, 0, 3), one(Space{}));
+  static const auto m = seq(one(kMarks), rep(kClosers, 0, 3), one(Space{}));
   for (Pos p = 0; p < size_of(t); ++p) {
-    if (OneOf{".!?;"}(at(t, p)) && match_at(m, t, p) >= 0) return true;
+    if (kMarks(at(t, p)) && match_at(m, t, p) >= 0) return true;
   }
   return false;
 }
@@ -81,8 +99,8 @@ bool punct_space(Text t) {
 // \"[^\"\n]{0,500}\"|“[^”\n]{0,500}”|(?<!\w)'[^'\n]{0,500}'(?!\w)
 Pos quote_span(Text t, Pos p) {
   static const auto m =
-      alt(seq(ch('"'), rep(NoneOf{"\"\n"}, 0, 500), ch('"')),
-          seq(when([](Text s, Pos q) { return !word_at(s, q - 1); }), ch('\''), rep(NoneOf{"'\n"}, 0, 500), ch('\''),
+      alt(seq(ch('"'), rep(kNotDquote, 0, 500), ch('"')),
+          seq(when([](Text s, Pos q) { return !word_at(s, q - 1); }), ch('\''), rep(kNotSquote, 0, 500), ch('\''),
               when([](Text s, Pos q) { return !word_at(s, q); })));
   return match_at(m, t, p);
 }
@@ -109,8 +127,8 @@ Pos seq_connective(Text t, Pos p) {
 //   (?=_DONE|_SUBORD\b[^,.;:!?\n]{1,80},)   (IGNORECASE)
 Pos then_clause(Text t, Pos p) {
   static const auto m =
-      seq(alt(seq(one(OneOf{",;:"}), kSp05, opt(seq(lit("and"), kSp15))), seq(kSp15, lit("and"), kSp15)),
-          ahead(alt(kDone, seq(kSubord, bnd(), rep(NoneOf{",.;:!?\n"}, 1, 80), ch(',')))));
+      seq(alt(seq(one(kSepChars), kSp05, opt(seq(lit("and"), kSp15))), seq(kSp15, lit("and"), kSp15)),
+          ahead(alt(kDone, seq(kSubord, bnd(), rep(kNotClauseEnd, 1, 80), ch(',')))));
   return match_at(m, t, p);
 }
 
@@ -139,7 +157,7 @@ Pos comma_word(Text t, Pos p, Span& and_, Span& word) {
   and_ = {};
   word = {};
   const auto m = seq(ch(','), kSp15, opt(cap(and_, seq(lit("and"), kSp15))), opt(seq(lit("please"), kSp15)),
-                     cap(word, rep(OneOf{"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'"}, 2, 20)), bnd());
+                     cap(word, rep(kLetterApos, 2, 20)), bnd());
   return match_at(m, t, p);
 }
 
@@ -159,7 +177,7 @@ bool clause_opener(Text t, Pos p) {
 //   while|although|though|because|since|as|until|whether)\b   (IGNORECASE)
 bool subord_head(Text t) {
   static const auto m =
-      seq(rep(SpaceOr{",;:"}, 0, 5), opt(seq(words("and", "then"), kSp15)),
+      seq(rep(kSpSep, 0, 5), opt(seq(words("and", "then"), kSp15)),
           words("if", "when", "whenever", "once", "after", "before", "unless", "while", "although", "though",
                 "because", "since", "as", "until", "whether"),
           bnd());
@@ -178,19 +196,19 @@ bool has_if(Text t) {
 //   subsequently|plus|after\s{1,5}that|as\s{1,5}well(?:\s{1,5}as)?|_DONE)\b)[\s,]{0,5}){0,3}
 Pos lead(Text t) {
   static const auto m = seq(
-      rep(SpaceOr{",;:."}, 0, 20),
+      rep(kSpSepDot, 0, 20),
       group_rep(seq(alt(words("and", "then", "also", "additionally", "next", "finally", "lastly", "afterwards",
                               "afterward", "subsequently", "plus"),
                         seq(lit("after"), kSp15, lit("that")), seq(lit("as"), kSp15, lit("well"), opt(seq(kSp15, lit("as")))),
                         kDone),
-                    bnd(), rep(SpaceOr{","}, 0, 5)),
+                    bnd(), rep(kSpComma, 0, 5)),
                 0, 3));
   return match_at(m, t, 0);
 }
 
 // _FRONTED: ^_SUBORD\b[^,.;:!?\n]{1,80},\s{0,5}
 Pos fronted(Text t) {
-  static const auto m = seq(kSubord, bnd(), rep(NoneOf{",.;:!?\n"}, 1, 80), ch(','), kSp05);
+  static const auto m = seq(kSubord, bnd(), rep(kNotClauseEnd, 1, 80), ch(','), kSp05);
   return match_at(m, t, 0);
 }
 
@@ -198,14 +216,14 @@ Pos fronted(Text t) {
 Pos ordinal(Text t) {
   static const auto m =
       seq(alt(seq(lit("first"), opt(lit("ly"))), seq(lit("to"), kSp15, words("begin", "start"), opt(seq(kSp15, lit("with"))))),
-          bnd(), rep(SpaceOr{","}, 0, 5));
+          bnd(), rep(kSpComma, 0, 5));
   return match_at(m, t, 0);
 }
 
 // _STEP_OPENER: ^[\s,;:.]{0,20}(?:and\s{1,5})?_DONE\b[\s,]{0,5}\S{1,40}\s{1,5}\S
 bool step_opener(Text t) {
-  static const auto m = seq(rep(SpaceOr{",;:."}, 0, 20), opt(seq(lit("and"), kSp15)), kDone, bnd(),
-                            rep(SpaceOr{","}, 0, 5), rep(NotSpace{}, 1, 40), kSp15, one(NotSpace{}));
+  static const auto m = seq(rep(kSpSepDot, 0, 20), opt(seq(lit("and"), kSp15)), kDone, bnd(),
+                            rep(kSpComma, 0, 5), rep(NotSpace{}, 1, 40), kSp15, one(NotSpace{}));
   return match_at(m, t, 0) >= 0;
 }
 
@@ -219,7 +237,7 @@ bool step_opener(Text t) {
 Pos polite(Text t) {
   static const auto help_me = seq(lit("help"), kSp15, lit("me"), kSp15, opt(seq(lit("to"), kSp15)));
   static const auto m = alt(
-      seq(words("hi", "hello", "hey"), bnd(), opt(one(OneOf{",!."})), kSp05),
+      seq(words("hi", "hello", "hey"), bnd(), opt(one(kGreetMark)), kSp05),
       seq(words("can", "could", "would", "will"), kSp15, lit("you"), kSp15,
           opt(alt(seq(lit("please"), kSp15), seq(lit("kindly"), kSp15))), opt(help_me)),
       seq(words("please", "kindly"), kSp15, opt(help_me)), help_me,
@@ -256,7 +274,7 @@ Pos trailing_polite(Text t) {
   Pos j2 = n;
   while (j2 > 0 && is_space(at(t, j2 - 1))) --j2;
   Pos j1 = j2;
-  while (j1 > 0 && OneOf{"?.!"}(at(t, j1 - 1))) --j1;
+  while (j1 > 0 && kEndMarks(at(t, j1 - 1))) --j1;
   const bool marks = j1 < j2;
   const auto tail_ok = [&](Pos i) {
     if (i >= j2) return n - i <= 10;  // whitespace only: a + b of it
@@ -269,10 +287,10 @@ Pos trailing_polite(Text t) {
   };
   // ok[i]: the text from i is one or more groups and the tail; more[e]: tail or ok[e].
   std::vector<char> ok(static_cast<std::size_t>(n) + 1, 0);
-  const auto group = seq(rep(SpaceOr{","}, 1, 5),
+  const auto group = seq(rep(kSpComma, 1, 5),
                          alt(seq(lit("for"), kSp15, lit("me")), lit("please"), lit("thanks"), seq(lit("thank"), kSp15, lit("you"))));
   for (Pos i = n; i >= 0; --i) {
-    if (i == n || !SpaceOr{","}(at(t, i))) continue;
+    if (i == n || !kSpComma(at(t, i))) continue;
     ok[static_cast<std::size_t>(i)] = group(t, i, [&](Pos e) -> Pos {
       return tail_ok(e) || ok[static_cast<std::size_t>(e)] ? e : kFail;
     }) >= 0;
@@ -303,12 +321,25 @@ bool asks(Text t) {
                                                "do", "does", "should"),
                                   bnd());
   if (match_at(opening, t, 0) >= 0) return true;
-  for (Pos p = 0; p < size_of(t); ++p) {
+  // Every other alternative opens with \b and one of these pairs of characters: can, could,
+  // would, will, please, i + whitespace or ', looking, let, help, tell.
+  const auto may_open = [t](Pos p) {
     const char c = lower(t[static_cast<std::size_t>(p)]);
+    const char d = p + 1 < size_of(t) ? lower(t[static_cast<std::size_t>(p) + 1]) : '\0';
+    switch (c) {
+      case 'c': return d == 'a' || d == 'o';
+      case 'w': return d == 'o' || d == 'i';
+      case 'p': return d == 'l';
+      case 'i': return d == '\'' || is_space(static_cast<unsigned char>(d));
+      case 'l': return d == 'o' || d == 'e';
+      case 'h': case 't': return d == 'e';
+      default: return false;
+    }
+  };
+  for (Pos p = 0; p < size_of(t); ++p) {
+    const unsigned char c = at(t, p);
     if (c == '?') return true;
-    // Every other alternative opens with one of these letters.
-    if ((c == 'c' || c == 'w' || c == 'p' || c == 'i' || c == 'l' || c == 'h' || c == 't') &&
-        match_at(word_led, t, p) >= 0) {
+    if (may_open(p) && !word_at(t, p - 1) && match_at(word_led, t, p) >= 0) {
       return true;
     }
   }
@@ -317,9 +348,9 @@ bool asks(Text t) {
 
 // decompose.steps._SUBORD_AFTER: [,:;]\s{0,5}_SUBORD\b   (IGNORECASE)
 bool subord_after(Text t) {
-  static const auto m = seq(one(OneOf{",:;"}), kSp05, kSubord, bnd());
+  static const auto m = seq(one(kSepChars), kSp05, kSubord, bnd());
   for (Pos p = 0; p < size_of(t); ++p) {
-    if (OneOf{",:;"}(at(t, p)) && match_at(m, t, p) >= 0) return true;
+    if (kSepChars(at(t, p)) && match_at(m, t, p) >= 0) return true;
   }
   return false;
 }
@@ -327,7 +358,7 @@ bool subord_after(Text t) {
 // _NUMBER_MARK: \d[).]
 bool number_mark(Text t) {
   for (Pos p = 1; p < size_of(t); ++p) {
-    if (OneOf{")."}(at(t, p)) && is_digit(at(t, p - 1))) return true;
+    if (kNumEnd(at(t, p)) && is_digit(at(t, p - 1))) return true;
   }
   return false;
 }

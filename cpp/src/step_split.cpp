@@ -3,6 +3,8 @@
 #include "toolsift/step_split.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,11 +74,61 @@ Text first_word(Text text) {
 }  // namespace
 
 StepSplitter::StepSplitter(std::vector<std::string> verbs, std::vector<std::string> abbrev,
-                           std::vector<std::string> clause_words, std::size_t max_chars)
+                           std::vector<std::string> clause_words, StageNeeds stage_needs, std::size_t max_chars)
     : verbs_(sorted_unique(std::move(verbs))),
       abbrev_(sorted_unique(std::move(abbrev))),
       clause_words_(sorted_unique(std::move(clause_words))),
-      max_chars_(max_chars) {}
+      max_chars_(max_chars) {
+  if (stage_needs.size() != 5) throw std::invalid_argument("StepSplitter: word groups for five clause splitters");
+  for (const auto& groups : stage_needs) {
+    auto& stage = stage_groups_.emplace_back();
+    for (const auto& group : groups) {
+      auto& ids = stage.emplace_back();
+      for (const std::string& w : group) {
+        if (w.empty() || static_cast<unsigned char>(w[0]) >= 128) throw std::invalid_argument("StepSplitter: ASCII words");
+        const auto at = std::find(need_words_.begin(), need_words_.end(), w);
+        ids.push_back(static_cast<std::size_t>(at - need_words_.begin()));
+        if (at == need_words_.end()) {
+          if (need_words_.size() < 64) by_first_[static_cast<unsigned char>(w[0])].push_back(static_cast<std::uint8_t>(need_words_.size()));
+          need_words_.push_back(w);
+        }
+      }
+    }
+  }
+}
+
+unsigned StepSplitter::stages_to_run(std::string_view low) const {
+  using stepre::is_alpha;
+  if (need_words_.size() > 64) return 0x1F;  // more words than the mask holds: run every stage
+  // Which of the words occur in `low` (bit i: need_words_[i]): one pass, trying at each
+  // position the words that open with its character. A word that opens with a letter is
+  // looked for only after a character that is not one: in every match of the clause
+  // patterns each of their words follows whitespace or [,;:] (Python looks for it anywhere;
+  // either way a sentence without it has no match).
+  std::uint64_t present = 0;
+  for (std::size_t p = 0; p < low.size(); ++p) {
+    const auto c = static_cast<unsigned char>(low[p]);
+    if (c >= 128 || (is_alpha(c) && p > 0 && is_alpha(static_cast<unsigned char>(low[p - 1])))) continue;
+    for (const std::uint8_t id : by_first_[c]) {
+      const std::string& w = need_words_[id];
+      if (p + w.size() > low.size()) continue;
+      std::size_t i = 1;
+      while (i < w.size() && low[p + i] == w[i]) ++i;
+      if (i == w.size()) present |= std::uint64_t{1} << id;
+    }
+  }
+  const auto occurs = [present](std::size_t id) { return ((present >> id) & 1U) != 0; };
+  unsigned run = 0;
+  for (std::size_t stage = 0; stage < stage_groups_.size(); ++stage) {
+    const auto& groups = stage_groups_[stage];
+    if (std::all_of(groups.begin(), groups.end(), [&](const std::vector<std::size_t>& group) {
+          return std::any_of(group.begin(), group.end(), occurs);
+        })) {
+      run |= 1U << stage;
+    }
+  }
+  return run;
+}
 
 bool StepSplitter::is_ascii(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });

@@ -18,7 +18,9 @@ StepSplitter splitter() {
                       {"dr", "e.g", "mr"},
                       {"and", "but", "plus", "then", "after", "afterward", "afterwards", "next", "finally", "lastly",
                        "subsequently", "additionally", "also", "well"},
-                      100000);
+                      // No word groups: every clause splitter runs on every sentence (the groups
+                      // only let it skip sentences where it finds nothing).
+                      StepSplitter::StageNeeds(5), 100000);
 }
 
 Steps same(const std::vector<std::string>& clauses) {

@@ -11,7 +11,9 @@
 // handed over at construction: one definition. Thread-safe after construction (const).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,10 +26,14 @@ class StepSplitter {
   // A step: its full text (context included) and its request clause alone.
   using Step = std::pair<std::string, std::string>;
 
-  // verbs: lexicon._VERBS; abbrev: step_patterns._ABBREV; clause_words: steps._CLAUSE_WORDS
-  // (lower case); max_chars: schema.MAX_TEXT_CHARS (a text is cut there first).
+  // Per clause splitter, groups of words every match holds one word of each of.
+  using StageNeeds = std::vector<std::vector<std::vector<std::string>>>;
+
+  // verbs: lexicon._VERBS; abbrev: step_patterns._ABBREV; clause_words: steps._CLAUSE_WORDS;
+  // stage_needs: the word groups of steps._SPLITTERS, five entries (all lower case);
+  // max_chars: schema.MAX_TEXT_CHARS (a text is cut there first).
   StepSplitter(std::vector<std::string> verbs, std::vector<std::string> abbrev, std::vector<std::string> clause_words,
-               std::size_t max_chars);
+               StageNeeds stage_needs, std::size_t max_chars);
 
   // Whether every byte is ASCII (the only texts the methods below take).
   static bool is_ascii(std::string_view text);
@@ -45,9 +51,17 @@ class StepSplitter {
   bool is_verb(std::string_view lower_word) const;
   bool is_abbrev(std::string_view lower_word) const;
   bool is_clause_word(std::string_view lower_word) const;
+  // The clause splitters (bit i: stage i, 0-4) whose every word group has a word in a
+  // sentence (`low`: lower-cased); the others find nothing in it.
+  unsigned stages_to_run(std::string_view low) const;
 
  private:
   std::vector<std::string> verbs_, abbrev_, clause_words_;  // sorted, distinct
+  // The stages' words, each once, by first character (the first 64), and the stages'
+  // groups as indices into need_words_.
+  std::vector<std::string> need_words_;
+  std::array<std::vector<std::uint8_t>, 128> by_first_;
+  std::vector<std::vector<std::vector<std::size_t>>> stage_groups_;
   std::size_t max_chars_;
 };
 

@@ -29,11 +29,13 @@ def splitter() -> Any:
         from .. import _core
         from .lexicon import _VERBS
         from .step_patterns import _ABBREV
-        from .steps import _CLAUSE_WORDS
+        from .steps import _CLAUSE_WORDS, _SPLITTERS
 
         make = getattr(_core, "StepSplitter", None)
+        # The clause splitters' word groups let it skip a splitter, as _clause_splits does.
+        needs = [[list(words) for words in groups] for _, groups in _SPLITTERS]
         # Made twice if two first requests race: the same object either way.
-        _splitter = make(sorted(_VERBS), sorted(_ABBREV), list(_CLAUSE_WORDS), MAX_TEXT_CHARS) if make else False
+        _splitter = make(sorted(_VERBS), sorted(_ABBREV), list(_CLAUSE_WORDS), needs, MAX_TEXT_CHARS) if make else False
     return _splitter or None
 
 

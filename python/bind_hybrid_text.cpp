@@ -217,6 +217,23 @@ class PyHybridText {
     return hits_tuple(run_steps(readings, k, breakdown, out, unknown), out, unknown, breakdown);
   }
 
+  // search_text's / search_steps' answer for a request analysed in Python (a text these
+  // analysers do not take): the whole request's BM25 term ids and each reading's WordPiece
+  // ids (one reading: a one-step request; more: the whole request, then its steps). None
+  // for a token id outside the table.
+  py::object search_ids(const std::vector<int32_t>& terms, const std::vector<std::vector<int64_t>>& readings,
+                        py::ssize_t k, bool breakdown) const {
+    FusedHits out;
+    return hits_tuple(run_ids(terms, readings, k, breakdown, out), out, {}, breakdown);
+  }
+
+  // search_ids' answer as search_hits gives search_text's.
+  py::object ids_hits(const std::vector<int32_t>& terms, const std::vector<std::vector<int64_t>>& readings,
+                      py::ssize_t k) const {
+    FusedHits out;
+    return as_hits(run_ids(terms, readings, k, false, out), out, {});
+  }
+
   void learn(const std::string& word, const std::vector<int32_t>& ids) { engine_->learn(word, ids.data(), ids.size()); }
 
   void set_coarse(int f, const py::object& coarse) {
@@ -271,6 +288,21 @@ class PyHybridText {
     py::gil_scoped_release release;
     return engine_->search_steps(texts.data(), lens.data(), texts.size(), static_cast<std::size_t>(k), out, unknown,
                                  breakdown);
+  }
+
+  // The engine's answer for an analysed request.
+  HybridText::Status run_ids(const std::vector<int32_t>& terms, const std::vector<std::vector<int64_t>>& readings,
+                             py::ssize_t k, bool breakdown, FusedHits& out) const {
+    if (k < 1) throw std::invalid_argument("k must be >= 1, got " + std::to_string(k));
+    if (readings.empty()) throw std::invalid_argument("search_ids needs at least one reading");
+    std::vector<int64_t> tokens, ptr{0};
+    for (const auto& r : readings) {
+      tokens.insert(tokens.end(), r.begin(), r.end());
+      ptr.push_back(static_cast<int64_t>(tokens.size()));
+    }
+    py::gil_scoped_release release;
+    return engine_->search_ids(terms, tokens.data(), ptr.data(), readings.size(), static_cast<std::size_t>(k), out,
+                               breakdown);
   }
 
   // An engine answer as search_hits gives it.
@@ -365,6 +397,11 @@ void register_hybrid_text(py::module_& m) {
            "None (not taken), or the int field whose floor set_floor must give first.")
       .def("steps_hits", &PyHybridText::steps_hits, py::arg("readings"), py::arg("k"),
            "search_steps' answer as search_hits gives search_text's.")
+      .def("search_ids", &PyHybridText::search_ids, py::arg("terms"), py::arg("readings"), py::arg("k"),
+           py::arg("breakdown") = false,
+           "search_text / search_steps for a request analysed in Python: BM25 term ids, each reading's WordPiece ids.")
+      .def("ids_hits", &PyHybridText::ids_hits, py::arg("terms"), py::arg("readings"), py::arg("k"),
+           "search_ids' answer as search_hits gives search_text's.")
       .def("token_ids", &PyHybridText::token_ids, py::arg("text"));
 }
 

@@ -159,13 +159,47 @@ def test_engine_made_hits_check_their_arguments(apibank):
 
 @pytest.mark.parametrize("text", ["réserver un vol pour Paris", "book a [CLS] flight", "book a\x07 flight",
                                   "book a [MASK] flight"])
-def test_texts_outside_the_fast_path_take_the_python_path(apibank, text):
+def test_texts_outside_the_fast_path_are_analysed_in_python(apibank, text):
+    """The engine's analysers do not take these texts (not ASCII, added tokens, control
+    characters): Python analyses them and the same engine call searches them
+    (HybridText.search_ids), with run_hybrid's answer, reasons alike."""
     index, _ = apibank
     st, cfg = index._state, index.config
     fr = retrievers(st, cfg)
-    assert text_searcher(st, cfg, fr)(text, 10) is None
+    search = text_searcher(st, cfg, fr)
     (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
+    _exact(search(text, 10), want, text)
+    assert search.engine.search_text(text, 10) is None  # its words taught: not the engine's analysers'
     _exact(index.search(text, k=10), want, text)
+    (general,) = index.search_batch([text], k=10, explain="why")
+    assert [(h.id, h.score, h.why) for h in search.why(text, 10)] == [(h.id, h.score, h.why) for h in general]
+
+
+def test_non_ascii_requests_of_the_sets_take_the_engine_alike():
+    """Every non-ASCII raw query of the four MFTR sets (accents, CJK, symbols), one-step or
+    multi-step, through the engine against the Python paths it replaces."""
+    from toolsift.search.needs import readings_of, run_steps
+
+    texts, tools = [], []
+    for name in MFTR:
+        t, raw, _ = _mftr(name)
+        tools.extend(t)
+        texts.extend(x for x in raw if not x.isascii())
+    assert len(texts) >= 10
+    index = ToolIndex.build(tools, config=preset_config("hybrid"))
+    st, cfg = index._state, index.config
+    fr = retrievers(st, cfg)
+    search = text_searcher(st, cfg, fr)
+    for text in texts:
+        q = Query.from_text(text)
+        (steps,) = request_steps(st, cfg, [q])
+        if steps is None:
+            (want,) = fused_hybrid.run_hybrid(st, cfg, [q], fr, k=10, params=cfg.params)
+            got = search(text, 10)
+        else:
+            (want,) = run_steps(st, cfg, [q], [steps], fr, k=10, explain=False, params=cfg.params)
+            got = search.steps(readings_of(text, steps), 10)
+        _exact(got, want, text)
 
 
 def test_an_added_token_in_another_case_is_plain_text(apibank):

@@ -130,7 +130,7 @@ class _Counting:
         return getattr(self._engine, name)
 
 
-def test_a_step_outside_the_fast_path_takes_the_python_path(apibank):
+def test_a_step_outside_the_fast_path_is_analysed_in_python(apibank):
     index, _, _ = apibank
     st, cfg = index._state, index.config
     search = text_searcher(st, cfg, retrievers(st, cfg))
@@ -138,9 +138,16 @@ def test_a_step_outside_the_fast_path_takes_the_python_path(apibank):
     q = Query.from_text(text)
     (steps,) = request_steps(st, cfg, [q])
     assert steps is not None and len(steps) >= 2
-    assert search.steps(readings_of(text, steps), 10) is None
+    readings = readings_of(text, steps)
+    assert search.engine.search_steps(readings, 10) is None  # not the engine's analysers'
     (want,) = run_steps(st, cfg, [q], [steps], retrievers(st, cfg), k=10, explain=False, params=cfg.params)
+    assert _key(search.steps(readings, 10)) == _key(want)  # analysed in Python, searched by the engine
     assert _key(index.search(text, k=10)) == _key(want)
+    (why,) = run_steps(st, cfg, [q], [steps], retrievers(st, cfg), k=10, explain="why", params=cfg.params)
+    assert [(h.id, h.why) for h in search.steps_why(readings, 10)] == [(h.id, h.why) for h in why]
+    with pytest.raises(ValueError):
+        search.engine.search_ids([], [], 10)
+    assert search.engine.search_ids([], [[10 ** 9]], 10) is None  # a token outside the table
     with pytest.raises(ValueError):
         search.engine.search_steps([], 10)
     with pytest.raises(ValueError):

@@ -30,8 +30,30 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
                                             std::size_t k, FusedHits& out, std::vector<std::string>& unknown,
                                             bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
-  thread_local std::vector<int64_t> token_ids, token_ptr, dense_cand[3], cand, lex, merged, top_ids, top_counts,
-      docs, touched_keys, top_idx, top_reading, first_par;
+  thread_local std::vector<int64_t> token_ids, token_ptr;
+  if (n_readings == 0) return Status::kNotTaken;
+  terms.clear();
+  // BM25: the whole request's words, as search() takes them.
+  if (!words_.terms(texts[0], lens[0], terms, unknown)) return Status::kUnknownWords;
+  // Every reading's WordPiece ids.
+  token_ids.clear();
+  token_ptr.assign(1, 0);
+  for (std::size_t r = 0; r < n_readings; ++r) {
+    tokens.clear();
+    if (!wp_.ids(texts[r], lens[r], tokens)) return Status::kNotTaken;
+    token_ids.insert(token_ids.end(), tokens.begin(), tokens.end());
+    token_ptr.push_back(static_cast<int64_t>(token_ids.size()));
+  }
+  thread_local std::vector<int64_t> ids, cut_ptr;
+  if (!cut_ids(token_ids.data(), token_ptr.data(), n_readings, ids, cut_ptr)) return Status::kNotTaken;
+  return steps(terms, ids.data(), cut_ptr.data(), n_readings, k, out, breakdown);
+}
+
+HybridText::Status HybridText::steps(const std::vector<int32_t>& terms, const int64_t* token_ids,
+                                     const int64_t* token_ptr, std::size_t n_readings, std::size_t k, FusedHits& out,
+                                     bool breakdown) const {
+  thread_local std::vector<int64_t> dense_cand[3], cand, lex, merged, top_ids, top_counts, docs, touched_keys, top_idx,
+      top_reading, first_par;
   thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block,
       cos_max[3], top_score;
   thread_local std::vector<int8_t> q_codes;
@@ -39,26 +61,10 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
   thread_local std::vector<uint8_t> found;
   thread_local Sums sums[4];
   const std::size_t R = n_readings;
-  if (R == 0) return Status::kNotTaken;
-  terms.clear();
-  // BM25: the whole request's words, as search() takes them.
-  if (!words_.terms(texts[0], lens[0], terms, unknown)) return Status::kUnknownWords;
   // Every reading's static vector and int8 codes (StaticEncoder.encode, quantize_rows).
   const std::size_t d = table_.d;
-  token_ids.clear();
-  token_ptr.assign(1, 0);
-  for (std::size_t r = 0; r < R; ++r) {
-    tokens.clear();
-    if (!wp_.ids(texts[r], lens[r], tokens)) return Status::kNotTaken;
-    if (tokens.size() > table_.max_tokens) tokens.resize(table_.max_tokens);
-    for (const int32_t t : tokens) {
-      if (t < 0 || static_cast<std::size_t>(t) >= table_.n_tokens) return Status::kNotTaken;
-      token_ids.push_back(t);
-    }
-    token_ptr.push_back(static_cast<int64_t>(token_ids.size()));
-  }
   vecs.assign(R * d, 0.0f);
-  static_mean_rows(table_.codes, d, table_.mult, token_ptr.data(), R, token_ids.data(), vecs.data(), 1);
+  static_mean_rows(table_.codes, d, table_.mult, token_ptr, R, token_ids, vecs.data(), 1);
   q_codes.assign(R * d, 0);
   q_scales.assign(R, 0.0f);
   quantize_rows(vecs.data(), R, d, q_codes.data(), q_scales.data(), 1);

@@ -25,25 +25,56 @@ HybridText::HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece 
 HybridText::Status HybridText::search(const char* text, std::size_t n, std::size_t k, FusedHits& out,
                                       std::vector<std::string>& unknown, bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
-  thread_local std::vector<int64_t> token_ids, extra[3];
-  thread_local std::vector<float> vec, scores, best;
-  thread_local std::vector<int8_t> q_codes;
-  thread_local std::vector<int64_t> touched;
+  thread_local std::vector<int64_t> token_ids;
   terms.clear();
   tokens.clear();
   // BM25: the request's words (toolsift.search.plan._plan_one_raw's term batch).
   if (!words_.terms(text, n, terms, unknown)) return Status::kUnknownWords;
-  // The static query vector (StaticEncoder.encode of one text, then quantize_trusted).
+  // The static query vector's WordPiece ids (StaticEncoder.token_ids of one text).
   if (!wp_.ids(text, n, tokens)) return Status::kNotTaken;
-  if (tokens.size() > table_.max_tokens) tokens.resize(table_.max_tokens);
   token_ids.assign(tokens.begin(), tokens.end());
-  for (const int64_t t : token_ids) {
-    if (t < 0 || static_cast<std::size_t>(t) >= table_.n_tokens) return Status::kNotTaken;
+  const int64_t ptr[2] = {0, static_cast<int64_t>(token_ids.size())};
+  thread_local std::vector<int64_t> ids, cut_ptr;
+  if (!cut_ids(token_ids.data(), ptr, 1, ids, cut_ptr)) return Status::kNotTaken;
+  return one_step(terms, ids.data(), ids.size(), k, out, breakdown);
+}
+
+bool HybridText::cut_ids(const int64_t* tokens, const int64_t* token_ptr, std::size_t n_readings,
+                         std::vector<int64_t>& ids, std::vector<int64_t>& ptr) const {
+  ids.clear();
+  ptr.assign(1, 0);
+  for (std::size_t r = 0; r < n_readings; ++r) {
+    const int64_t a = token_ptr[r];
+    const int64_t e = std::min(token_ptr[r + 1], a + static_cast<int64_t>(table_.max_tokens));
+    for (int64_t i = a; i < e; ++i) {
+      if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= table_.n_tokens) return false;
+      ids.push_back(tokens[i]);
+    }
+    ptr.push_back(static_cast<int64_t>(ids.size()));
   }
+  return true;
+}
+
+HybridText::Status HybridText::search_ids(const std::vector<int32_t>& terms, const int64_t* tokens,
+                                          const int64_t* token_ptr, std::size_t n_readings, std::size_t k,
+                                          FusedHits& out, bool breakdown) const {
+  thread_local std::vector<int64_t> ids, ptr;
+  if (n_readings == 0 || !cut_ids(tokens, token_ptr, n_readings, ids, ptr)) return Status::kNotTaken;
+  if (n_readings > 1) return steps(terms, ids.data(), ptr.data(), n_readings, k, out, breakdown);
+  return one_step(terms, ids.data(), ids.size(), k, out, breakdown);
+}
+
+HybridText::Status HybridText::one_step(const std::vector<int32_t>& terms, const int64_t* tokens, std::size_t n_tokens,
+                                        std::size_t k, FusedHits& out, bool breakdown) const {
+  thread_local std::vector<int64_t> extra[3];
+  thread_local std::vector<float> vec, scores, best;
+  thread_local std::vector<int8_t> q_codes;
+  thread_local std::vector<int64_t> touched;
+  // The static query vector (StaticEncoder.encode of one text, then quantize_trusted).
   const std::size_t d = table_.d;
   vec.assign(d, 0.0f);
-  const int64_t ptr[2] = {0, static_cast<int64_t>(token_ids.size())};
-  static_mean_rows(table_.codes, d, table_.mult, ptr, 1, token_ids.data(), vec.data(), 1);
+  const int64_t ptr[2] = {0, static_cast<int64_t>(n_tokens)};
+  static_mean_rows(table_.codes, d, table_.mult, ptr, 1, tokens, vec.data(), 1);
   q_codes.assign(d, 0);
   float q_scale = 0.0f;
   quantize_rows(vec.data(), 1, d, q_codes.data(), &q_scale, 1);

@@ -77,6 +77,16 @@ class HybridText {
   Status search_steps(const char* const* texts, const std::size_t* lens, std::size_t n_readings, std::size_t k,
                       FusedHits& out, std::vector<std::string>& unknown, bool breakdown = false) const;
 
+  // A request analysed by the caller (a text these analysers do not take: not ASCII, or
+  // outside WordPiece's fast path): `terms`, the whole request's BM25 term ids (the
+  // analyzer's and vocabulary's, -1 for a word the index never saw), and each reading's
+  // WordPiece ids, tokens[token_ptr[r]:token_ptr[r + 1]) for r < n_readings (readings as
+  // search_steps takes them; a reading's first max_tokens ids count). One reading:
+  // search()'s answer for that text; more: search_steps'. kNotTaken for no reading or an
+  // id outside the token table.
+  Status search_ids(const std::vector<int32_t>& terms, const int64_t* tokens, const int64_t* token_ptr,
+                    std::size_t n_readings, std::size_t k, FusedHits& out, bool breakdown = false) const;
+
   void learn(const std::string& word, const int32_t* ids, std::size_t n_ids) { words_.learn(word, ids, n_ids); }
 
   // Gives need field f's scan its prefilter (built from that field's live rows) from the
@@ -87,6 +97,15 @@ class HybridText {
   bool token_ids(const char* text, std::size_t n, std::vector<int32_t>& out) const { return wp_.ids(text, n, out); }
 
  private:
+  // The readings' ids cut to max_tokens each into (ids, ptr); false for an id outside the table.
+  bool cut_ids(const int64_t* tokens, const int64_t* token_ptr, std::size_t n_readings, std::vector<int64_t>& ids,
+               std::vector<int64_t>& ptr) const;
+  // search() and search_steps() after analysis, on checked ids.
+  Status one_step(const std::vector<int32_t>& terms, const int64_t* tokens, std::size_t n_tokens, std::size_t k,
+                  FusedHits& out, bool breakdown) const;
+  Status steps(const std::vector<int32_t>& terms, const int64_t* token_ids, const int64_t* token_ptr,
+               std::size_t n_readings, std::size_t k, FusedHits& out, bool breakdown) const;
+
   std::shared_ptr<const FusedSearcher> searcher_;
   WordPiece wp_;
   TokenTable table_;

@@ -18,10 +18,11 @@ The answer is :func:`.fused_hybrid.run_hybrid`'s for one raw query, bit for bit
 into steps is one call too (:meth:`TextSearch.steps`, ``HybridText.search_steps``,
 cpp/src/hybrid_steps.cpp): every reading's vector, each need field's dense candidates for
 all readings in one scan, BM25 once, each reading's MFTR scores and the combination over
-readings, :func:`.needs.run_steps`' answer bit for bit (tests/test_needs_engine.py). Texts
-outside WordPiece's fast path (not ASCII, control characters, added tokens), dense fields
-probed through an IVF, a transformer query encoder and anything :func:`.fused_hybrid.usable`
-turns away take the Python path.
+readings, :func:`.needs.run_steps`' answer bit for bit (tests/test_needs_engine.py). A
+text outside the engine's analysers (not ASCII, control characters, added tokens) is
+analysed in Python (its BM25 term ids, tokenizers' WordPiece ids) and searched by the
+same call (``HybridText.search_ids``). Dense fields probed through an IVF, a transformer
+query encoder and anything :func:`.fused_hybrid.usable` turns away take the Python path.
 """
 
 from __future__ import annotations
@@ -86,48 +87,70 @@ def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
     # The fields whose scans take the 4-bit prefilter once it pays (DenseField._scan_coarse's rule).
     scanned = [(i, fr[f].dense.dn) for i, (f, spec) in enumerate(zip(_NEED_FIELDS, need))
                if isinstance(spec, tuple) and spec[6] is not None and spec[10] is None and spec[5]]
-    return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS], scanned if PREFILTER else [])
+    return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS], scanned if PREFILTER else [],
+                      enc.token_ids)
 
 
 class TextSearch:
     """One index state's one-call search: ``search(text, k)`` gives the hits, or ``None``
     when the text takes the Python path. ``engine`` is the ``_core.HybridText``."""
 
-    __slots__ = ("engine", "_catalog", "_params", "_tokenize", "_ids", "_halves", "_scanned", "_searches")
+    __slots__ = ("engine", "_catalog", "_params", "_tokenize", "_ids", "_token_ids", "_halves", "_scanned",
+                 "_searches")
 
-    def __init__(self, engine, st: IndexState, config: IndexConfig, halves: list, scanned: list) -> None:
+    def __init__(self, engine, st: IndexState, config: IndexConfig, halves: list, scanned: list,
+                 token_ids) -> None:
         self.engine = engine
         self._catalog = st.catalog
         self._params = config.params  # the engine scores raw text with them
         self._tokenize, self._ids = config.analyzer.tokenize, st.vocab.lookup
+        self._token_ids = token_ids  # the query encoder's StaticEncoder.token_ids
         self._halves = halves
         self._scanned = scanned
         self._searches = 0
 
     def __call__(self, text: str, k: int) -> list[Hit] | None:
-        return self._made(self.engine.search_hits, text, k)
+        got = self._made(self.engine.search_hits, text, k)
+        return got if got is not None else self._made(self._ids_hits, [text], k)
 
     def steps(self, readings: list[str], k: int) -> list[Hit] | None:
         """The hits of a raw request that splits into steps, given its readings (the whole
         request, then each step: :func:`.needs.readings_of`), as :func:`.needs.run_steps`
-        gives them, bit for bit; ``None`` when a reading takes the Python path."""
-        return self._made(self.engine.steps_hits, readings, k)
+        gives them, bit for bit; ``None`` when the engine does not take them."""
+        got = self._made(self.engine.steps_hits, readings, k)
+        return got if got is not None else self._made(self._ids_hits, readings, k)
 
     def why(self, text: str, k: int) -> list[Hit] | None:
         """:meth:`__call__`'s hits with their reasons (``explain="why"``), from the MFTR
         terms the engine returns for its ``k`` hits (:func:`.hits.reasons_of`)."""
-        return self._hits(self._search_terms, text, k)
+        got = self._hits(self._search_terms, text, k)
+        return got if got is not None else self._hits(self._ids_terms, [text], k)
 
     def steps_why(self, readings: list[str], k: int) -> list[Hit] | None:
         """:meth:`steps`' hits with their reasons, each from the MFTR terms of the reading
         its combined score came from (as :func:`.needs.run_steps` explains them)."""
-        return self._hits(self._steps_terms, readings, k)
+        got = self._hits(self._steps_terms, readings, k)
+        return got if got is not None else self._hits(self._ids_terms, readings, k)
 
     def _search_terms(self, text: str, k: int):
         return self.engine.search_text(text, k, True)
 
     def _steps_terms(self, readings: list[str], k: int):
         return self.engine.search_steps(readings, k, True)
+
+    # A request the engine's analysers do not take (not ASCII, or outside WordPiece's fast
+    # path) is analysed here, as the Python path analyses it (the analyzer and vocabulary's
+    # BM25 term ids of the whole request, tokenizers' WordPiece ids of each reading), and
+    # searched by the same engine call.
+    def _analysed(self, readings: list[str]) -> tuple[list[int], list[list[int]]]:
+        ids = self._ids
+        return [ids(t, -1) for t in self._tokenize(readings[0])], self._token_ids(readings)
+
+    def _ids_hits(self, readings: list[str], k: int):
+        return self.engine.ids_hits(*self._analysed(readings), k)
+
+    def _ids_terms(self, readings: list[str], k: int):
+        return self.engine.search_ids(*self._analysed(readings), k, True)
 
     def _made(self, call, arg, k: int) -> list[Hit] | None:
         """``call(arg, k)``'s hits, made by the engine (its ``search_hits`` and

@@ -252,6 +252,27 @@ void sort_unique(std::vector<int64_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
+void sort_unique(std::vector<int64_t>& v, std::size_t n_keys) {
+  constexpr std::size_t kMaxBitmapKeys = std::size_t{1} << 18;  // 32 KB of bits, read in ~2 us
+  if (v.size() < 64 || n_keys > kMaxBitmapKeys) {
+    sort_unique(v);
+    return;
+  }
+  thread_local std::vector<uint64_t> bits;  // all zero between calls
+  const std::size_t words = (n_keys + 63) / 64;
+  if (bits.size() < words) bits.resize(words, 0);
+  for (const int64_t x : v) bits[static_cast<std::size_t>(x) >> 6] |= uint64_t{1} << (x & 63);
+  v.clear();
+  for (std::size_t w = 0; w < words; ++w) {
+    uint64_t b = bits[w];
+    if (b == 0) continue;
+    bits[w] = 0;
+    for (; b != 0; b &= b - 1) {
+      v.push_back(static_cast<int64_t>(64 * w + static_cast<std::size_t>(__builtin_ctzll(b))));
+    }
+  }
+}
+
 bool append_dense(std::vector<int64_t>& dc, std::vector<int64_t>& cand) {
   sort_unique(dc);
   cand.insert(cand.end(), dc.begin(), dc.end());
@@ -385,7 +406,7 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       }
     }
   }
-  sort_unique(cand);
+  sort_unique(cand, n_tools_);
   if (b.hybrid != nullptr) {
     // The dense halves' candidates (toolsift.search.candidates.find_candidates), kept
     // apart from the BM25 ones for the hits' evidence.
@@ -399,7 +420,7 @@ void FusedSearcher::search_one(const FusedBatch& b, std::size_t q, const MftrPar
       dc.assign(h.extra_ids[f] + h.extra_ptr[f][q], h.extra_ids[f] + h.extra_ptr[f][q + 1]);
       added = append_dense(dc, cand) || added;
     }
-    if (added) sort_unique(cand);
+    if (added) sort_unique(cand, n_tools_);
   }
   // Top-up: the first tools in catalogue order that are not candidates, until there are
   // min(k, n_tools) (toolsift.search.candidates._top_up); they are not "matched".

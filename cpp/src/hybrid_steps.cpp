@@ -93,7 +93,7 @@ HybridText::Status HybridText::steps(const std::vector<int32_t>& terms, const in
       idx.top_text(terms.data(), m_terms, options_.n, options_.scale, true, Prune::kAuto, cand);
     }
   }
-  sort_unique(cand);
+  sort_unique(cand, n_tools);
   lex.assign(cand.begin(), cand.end());
 
   // Every reading's dense candidates in each need field (DenseField.top_tools over all
@@ -137,7 +137,7 @@ HybridText::Status HybridText::steps(const std::vector<int32_t>& terms, const in
     }
     added = append_dense(dc, cand) || added;
   }
-  if (added) sort_unique(cand);
+  if (added) sort_unique(cand, n_tools);
   // Top-up to min(k, n_tools) in catalogue order; the added tools are not "found".
   top_up(cand, std::min(k, n_tools), found, merged);
   const std::size_t nc = cand.size();

@@ -241,3 +241,26 @@ TEST_CASE("fused search rejects bad batches") {
   const int64_t bad_param_ptr[4] = {0, 2, 1, 2};
   CHECK_THROWS(FusedSearcher(need, params, bad_param_ptr, 3, req, bits), std::invalid_argument, "param_ptr decreases");
 }
+
+TEST_CASE("sort_unique with a key bound equals sorting and dropping repeats") {
+  std::mt19937 rng(7);
+  const std::size_t bounds[] = {1, 63, 64, 65, 6417, std::size_t{1} << 18, (std::size_t{1} << 18) + 1, 1000000};
+  for (const std::size_t n_keys : bounds) {
+    for (const std::size_t size : {0, 1, 63, 64, 65, 500, 3000}) {
+      std::uniform_int_distribution<int64_t> key(0, static_cast<int64_t>(n_keys) - 1);
+      std::vector<int64_t> v(size);
+      for (auto& x : v) x = key(rng);
+      if (size > 2) v[1] = v[0];  // a repeat
+      std::vector<int64_t> want = v;
+      std::sort(want.begin(), want.end());
+      want.erase(std::unique(want.begin(), want.end()), want.end());
+      sort_unique(v, n_keys);
+      CHECK(v == want);
+      // The bitmap is left clear: the next call on other keys is not polluted.
+      std::vector<int64_t> again{static_cast<int64_t>(n_keys) - 1};
+      again.insert(again.end(), 70, 0);
+      sort_unique(again, n_keys);
+      CHECK(again == (n_keys == 1 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, static_cast<int64_t>(n_keys) - 1}));
+    }
+  }
+}

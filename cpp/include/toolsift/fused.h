@@ -188,6 +188,11 @@ void dense_cos(const DenseHalf& d, const int8_t* qc, const float* qs, const int6
 // Sorts `v` and drops its repeats.
 void sort_unique(std::vector<int64_t>& v);
 
+// sort_unique for keys in [0, n_keys) (trusted): through a bitmap of the keys when it is
+// small (a search's few hundred candidate tools of a catalogue up to 2^18 tools: setting
+// bits and reading them out in order costs less than sorting), else by sorting.
+void sort_unique(std::vector<int64_t>& v, std::size_t n_keys);
+
 // A field's dense candidates joined to the candidates: `dc` sorted without repeats and
 // appended to `cand` (sort_unique(cand) afterwards makes the union); whether any were.
 bool append_dense(std::vector<int64_t>& dc, std::vector<int64_t>& cand);

@@ -78,6 +78,23 @@ _NEEDS[_THEN_CLAUSE] = ("once", "when", "after", "before", "soon")
 _NEEDS[_COMMA_WORD] = (",",)
 _NEEDS[_REQUEST] = ("?", "you", "please", "want", "need", "wish", "i'd", "would", "looking", "help", "let", "tell",
                     "searching", "trying", "hoping", "interested")
+# The word groups of decompose.steps' clause splitters, in their order (_SEQ, _THEN_CLAUSE,
+# _AND_REQUEST, _AND_WORD, _COMMA_WORD): every match of a splitter's pattern holds a word of
+# each of its groups (case-insensitively): the _NEEDS words, and for two patterns also a word
+# of their lookahead ("and" + "can you"/"i want"/"please"...; "once" + "done"/"finished"... or
+# the comma closing a fronted clause). A sentence without them skips that splitter (Python's
+# and the C++ splitter's rule alike).
+_SPLITTER_GROUPS: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (_NEEDS[_SEQ],),
+    (_NEEDS[_THEN_CLAUSE], ("done", "finished", "complete", "over", "ready", "through", ",")),
+    (_NEEDS[_AND_REQUEST], ("want", "need", "would", "wish", "i'd", "you", "please", "tell", "let")),
+    (_NEEDS[_AND_WORD],),
+    (_NEEDS[_COMMA_WORD],),
+)
+# The words a clause rule starts at: a text with none of them (and none of may_split's other
+# triggers) is one step.
+_CLAUSE_WORDS = ("and", "but", "plus", "then", "after", "afterward", "afterwards", "next", "finally", "lastly",
+                 "subsequently", "additionally", "also", "well")
 # Where a match of each clause pattern can start, for textscan.scan (its words, how far from
 # the start one of them begins at most, the characters a match opens with):
 _SEPARATORS = WHITESPACE | {",", ";", ":"}

@@ -14,9 +14,9 @@ from ..schema import MAX_TEXT_CHARS
 from ..textscan import exists, finditer_at, has_line_break, scan, whole_word
 from .lexicon import _REQUEST, _VERBS, _strip_polite
 from .steps_native import native_may_split, native_search_steps, native_several_steps, native_steps
-from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _COMMA_WORD, _DONE, _IF,
-                            _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ, _SUBORD,
-                            _SUBORD_HEAD, _THEN_CLAUSE, _WORD)
+from .step_patterns import (_ABBREV, _AND_REQUEST, _AND_WORD, _BULLET, _CLAUSE_OPENER, _CLAUSE_WORDS, _COMMA_WORD,
+                            _DONE, _IF, _INLINE_NUM, _NEEDS, _REQUEST_OPENS, _REQUEST_WORDS, _SCAN, _SENT_END, _SEQ,
+                            _SPLITTER_GROUPS, _SUBORD, _SUBORD_HEAD, _THEN_CLAUSE, _WORD)
 
 __all__ = ["may_split", "search_steps", "several_steps", "split_steps"]
 
@@ -223,20 +223,15 @@ def _split_comma_clauses(text: str, low: str | None) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-# The clause splitters in order, each with word groups every match of its pattern holds a
-# word of each of (case-insensitively): the _NEEDS words, and for two patterns also a word of
-# their lookahead ("and" + "can you"/"i want"/"please"...; "once" + "done"/"finished"... or
-# the comma closing a fronted clause).
+# The clause splitters in order, each with its word groups (step_patterns._SPLITTER_GROUPS).
 # Each splitter takes a piece and _lower(piece).
-_SPLITTERS = (
-    (lambda s, low: _split_at(s, _SEQ, low), (_NEEDS[_SEQ],)),
-    (lambda s, low: _split_at(s, _THEN_CLAUSE, low),
-     (_NEEDS[_THEN_CLAUSE], ("done", "finished", "complete", "over", "ready", "through", ","))),
-    (lambda s, low: _split_at(s, _AND_REQUEST, low),
-     (_NEEDS[_AND_REQUEST], ("want", "need", "would", "wish", "i'd", "you", "please", "tell", "let"))),
-    (_split_and_verbs, (_NEEDS[_AND_WORD],)),
-    (_split_comma_clauses, (_NEEDS[_COMMA_WORD],)),
-)
+_SPLITTERS = tuple(zip((
+    lambda s, low: _split_at(s, _SEQ, low),
+    lambda s, low: _split_at(s, _THEN_CLAUSE, low),
+    lambda s, low: _split_at(s, _AND_REQUEST, low),
+    _split_and_verbs,
+    _split_comma_clauses,
+), _SPLITTER_GROUPS))
 
 
 def _has_any(low: str, words: tuple[str, ...]) -> bool:
@@ -357,8 +352,6 @@ def _merge(text: str, clauses: list[str], max_steps: int) -> list[tuple[str, str
 # skips ahead only to a pattern's literal or plain opening character.
 _NUMBER_MARK = re.compile(r"\d[).]")
 _SUBORD_AFTER = re.compile(r"[,:;]\s{0,5}" + _SUBORD + r"\b", re.IGNORECASE)
-_CLAUSE_WORDS = ("and", "but", "plus", "then", "after", "afterward", "afterwards", "next", "finally", "lastly",
-                 "subsequently", "additionally", "also", "well")
 _CLAUSE_WORD = re.compile(r"\b(?:" + "|".join(_CLAUSE_WORDS) + r")\b", re.IGNORECASE)
 
 

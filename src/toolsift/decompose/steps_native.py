@@ -28,12 +28,11 @@ def splitter() -> Any:
     if _splitter is None:
         from .. import _core
         from .lexicon import _VERBS
-        from .step_patterns import _ABBREV
-        from .steps import _CLAUSE_WORDS, _SPLITTERS
+        from .step_patterns import _ABBREV, _CLAUSE_WORDS, _SPLITTER_GROUPS
 
         make = getattr(_core, "StepSplitter", None)
         # The clause splitters' word groups let it skip a splitter, as _clause_splits does.
-        needs = [[list(words) for words in groups] for _, groups in _SPLITTERS]
+        needs = [[list(words) for words in groups] for groups in _SPLITTER_GROUPS]
         # Made twice if two first requests race: the same object either way.
         _splitter = make(sorted(_VERBS), sorted(_ABBREV), list(_CLAUSE_WORDS), needs, MAX_TEXT_CHARS) if make else False
     return _splitter or None

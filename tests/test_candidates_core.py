@@ -201,6 +201,47 @@ def test_maxscore_first_floor_keeps_ties_and_ids(grouping, scale):
 
 
 @pytest.mark.parametrize("grouping", ["none", "contiguous"])
+@pytest.mark.parametrize("scale", SCALES)
+def test_maxscore_common_terms_over_many_windows(grouping, scale):
+    """Texts mixing very common terms (postings in a third of 40,000 documents, so ten
+    4,096-document windows) with rarer ones: MaxScore then holds its highest non-essential
+    terms' window postings in arrays and leaves those long lists out of its first floor's
+    seed scores (a lower bound). Copied documents force exact ties. Same ids and scores as
+    exhaustive, and as the NumPy twin."""
+    rng = np.random.default_rng(35)
+    n_docs, n_terms = 40_000, 200
+    lens = rng.integers(1, 15, n_docs)
+    docs = [np.minimum((rng.random(k) ** 4 * n_terms).astype(np.int32), n_terms - 1) for k in lens]
+    for d in range(1000, n_docs, 40):
+        docs[d] = docs[d - 997]
+    tokens = np.concatenate(docs).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum([x.size for x in docs])]).astype(np.int64)
+    groups, ng = None, 0
+    if grouping == "contiguous":
+        ng = n_docs // 2
+        groups = (np.arange(n_docs) // 2).astype(np.int32)
+    core = _core.InvertedIndex.build(tokens, offsets, n_terms, groups=groups, n_groups=ng, k1=K1, b=B)
+    q_terms = []
+    for _ in range(30):
+        k = int(rng.integers(3, 10))
+        common, other = rng.integers(0, 12, k), rng.integers(0, n_terms, k)
+        t = np.where(rng.random(k) < 0.6, common, other)
+        q_terms.append(np.append(t, t[0]))
+    terms = np.concatenate(q_terms).astype(np.int32)
+    qoff = np.concatenate([[0], np.cumsum([t.size for t in q_terms])]).astype(np.int64)
+    for group in (False, True):
+        dense = _numpy_bm25(tokens, offsets, groups, ng, n_terms, terms, qoff, scale, group)
+        for n in (1, 5, 40, 100):
+            ids, scores = core.topk(terms, qoff, n, scale=scale, group=group, prune="maxscore")
+            ex = core.topk(terms, qoff, n, scale=scale, group=group, prune="exhaustive")
+            assert np.array_equal(ids, ex[0]) and np.array_equal(scores, ex[1])
+            for i in range(len(qoff) - 1):
+                rid, rs = _ref_topn(dense[i], n)
+                assert ids[i, :len(rid)].tolist() == rid.tolist()
+                np.testing.assert_allclose(scores[i, :len(rid)], rs, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("grouping", ["none", "contiguous"])
 def test_auto_from_half_a_million_documents_equals_exhaustive(grouping):
     """From 500,000 documents "auto" runs MaxScore: same ids and scores as exhaustive."""
     core, *_ = _random_index(11, 500_000, 3000, grouping=grouping, max_len=4, zipf=1.1)

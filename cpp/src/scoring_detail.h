@@ -41,6 +41,12 @@ inline int ctz64(uint64_t x) noexcept {
 #endif
 }
 
+// The ranking of hits: higher score first, ties by lower id (every top-n path).
+template <class H>
+bool better(const H& x, const H& y) {
+  return x.score > y.score || (x.score == y.score && x.id < y.id);
+}
+
 [[noreturn]] inline void fail(const std::string& msg) { throw std::invalid_argument(msg); }
 
 // Queries below this count per thread run on the calling thread: a thread start costs

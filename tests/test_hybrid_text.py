@@ -226,8 +226,11 @@ def test_wordpiece_twin_equals_tokenizers(apibank):
     engine = text_searcher(st, cfg, retrievers(st, cfg)).engine
     tok = query_encoder_for(st, cfg)._tokenizer
     rng = random.Random(0)
+    # Long words of vocabulary pieces (the longest-match search is bounded by the longest
+    # vocabulary entry) and of letters no piece joins, up to and past max_chars (100).
     pieces = ["book", "flights", "Paris", "unbelievably", "x" * 120, "3.5", "$", "(", "e-mail", "don't", "\t", "\n",
-              "  ", "_", "~", "{", "ATM", "re-schedule", "CamelCaseWord", "a1b2c3", "[", "]", "##ing"]
+              "  ", "_", "~", "{", "ATM", "re-schedule", "CamelCaseWord", "a1b2c3", "[", "]", "##ing",
+              "internationalizationcounterrevolutionaries", "qzx" * 33, "un" + "believable" * 9, "z" * 100]
     texts = raw + [t.description for t in st.catalog] + [
         "".join(rng.choice(pieces) + rng.choice(["", " ", ",", ". "]) for _ in range(rng.randint(0, 30)))
         for _ in range(500)]

@@ -1,6 +1,7 @@
 // toolsift/wordpiece.h: FastWordPiece (toolsift/encoders/wordpiece.py) in C++.
 #include "toolsift/wordpiece.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace toolsift {
@@ -22,7 +23,9 @@ char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) :
 
 WordPiece::WordPiece(std::unordered_map<std::string, int32_t> vocab, int32_t unk, std::string prefix,
                      std::size_t max_chars, std::vector<std::string> added)
-    : vocab_(std::move(vocab)), unk_(unk), prefix_(std::move(prefix)), max_chars_(max_chars), added_(std::move(added)) {}
+    : vocab_(std::move(vocab)), unk_(unk), prefix_(std::move(prefix)), max_chars_(max_chars), added_(std::move(added)) {
+  for (const auto& item : vocab_) longest_ = std::max(longest_, item.first.size());
+}
 
 bool WordPiece::ids(const char* text, std::size_t n, std::vector<int32_t>& out) const {
   std::string low(text, n);
@@ -62,7 +65,10 @@ void WordPiece::pieces(const std::string& word, std::vector<int32_t>& out) const
   const std::size_t mark = out.size();
   std::string piece;
   for (std::size_t start = 0; start < word.size();) {
-    std::size_t end = word.size();
+    // No vocabulary entry is longer than longest_ (prefix included): longer pieces are
+    // not looked up (the same longest match).
+    const std::size_t room = start == 0 ? longest_ : (longest_ > prefix_.size() ? longest_ - prefix_.size() : 0);
+    std::size_t end = std::min(word.size(), start + room);
     bool found = false;
     while (end > start) {
       if (start == 0) {

@@ -33,6 +33,7 @@ class WordPiece {
   std::string prefix_;
   std::size_t max_chars_;
   std::vector<std::string> added_;
+  std::size_t longest_ = 0;  // the longest vocabulary entry, in bytes
 };
 
 }  // namespace toolsift

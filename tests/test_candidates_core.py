@@ -188,16 +188,7 @@ def test_maxscore_first_floor_keeps_ties_and_ids(grouping, scale):
     q_terms = [rng.choice(n_terms, rng.integers(1, 7), replace=False) for _ in range(40)]
     terms = np.concatenate(q_terms).astype(np.int32)
     qoff = np.concatenate([[0], np.cumsum([t.size for t in q_terms])]).astype(np.int64)
-    for group in (False, True):
-        dense = _numpy_bm25(tokens, offsets, groups, ng, n_terms, terms, qoff, scale, group)
-        for n in (1, 7, 30, 100):
-            ids, scores = core.topk(terms, qoff, n, scale=scale, group=group, prune="maxscore")
-            ex = core.topk(terms, qoff, n, scale=scale, group=group, prune="exhaustive")
-            assert np.array_equal(ids, ex[0]) and np.array_equal(scores, ex[1])
-            for i in range(len(qoff) - 1):
-                rid, rs = _ref_topn(dense[i], n)
-                assert ids[i, :len(rid)].tolist() == rid.tolist()
-                np.testing.assert_allclose(scores[i, :len(rid)], rs, rtol=1e-6, atol=1e-7)
+    _maxscore_equals_exhaustive_and_numpy(core, tokens, offsets, groups, ng, n_terms, terms, qoff, scale, (1, 7, 30, 100))
 
 
 @pytest.mark.parametrize("grouping", ["none", "contiguous"])
@@ -229,9 +220,15 @@ def test_maxscore_common_terms_over_many_windows(grouping, scale):
         q_terms.append(np.append(t, t[0]))
     terms = np.concatenate(q_terms).astype(np.int32)
     qoff = np.concatenate([[0], np.cumsum([t.size for t in q_terms])]).astype(np.int64)
+    _maxscore_equals_exhaustive_and_numpy(core, tokens, offsets, groups, ng, n_terms, terms, qoff, scale, (1, 5, 40, 100))
+
+
+def _maxscore_equals_exhaustive_and_numpy(core, tokens, offsets, groups, ng, n_terms, terms, qoff, scale, ns) -> None:
+    """MaxScore's top n (each of ``ns``, grouped and not) against exhaustive, bit for bit,
+    and against the NumPy twin's ranking."""
     for group in (False, True):
         dense = _numpy_bm25(tokens, offsets, groups, ng, n_terms, terms, qoff, scale, group)
-        for n in (1, 5, 40, 100):
+        for n in ns:
             ids, scores = core.topk(terms, qoff, n, scale=scale, group=group, prune="maxscore")
             ex = core.topk(terms, qoff, n, scale=scale, group=group, prune="exhaustive")
             assert np.array_equal(ids, ex[0]) and np.array_equal(scores, ex[1])

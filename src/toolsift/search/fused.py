@@ -25,7 +25,7 @@ from ..schema import Catalog, Query
 from .hits import Hit, _plain_hit, reasons_of
 from .plan import QueryPlan, plan_queries
 
-__all__ = ["hit_args", "rank_fused", "run_fused", "search_text", "searcher", "usable", "why_text"]
+__all__ = ["hit_args", "rank_fused", "run_fused", "search_text", "searcher", "teach", "term_ids", "usable", "why_text"]
 
 #: The key of the fused searcher in ``IndexState.retrievers`` (it depends on no setting).
 _KEY = ("fused-bm25",)
@@ -65,14 +65,26 @@ def search_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[
     fused, tokenize, ids = got
     hits = fused.search_text(text, k)
     while type(hits) is tuple:
-        # Words the engine has not met: their term ids, from this analyzer and vocabulary
-        # (a stop word has none, a stem one, a stem with its exact form two).
-        for word in hits:
-            fused.learn(word, [ids(t, -1) for t in tokenize(word)])
+        teach(fused, hits, tokenize, ids)
         hits = fused.search_text(text, k)
     if hits is None:  # not ASCII: analysed here
-        hits = fused.search([ids(t, -1) for t in tokenize(text)], k)
+        hits = fused.search(term_ids(text, tokenize, ids), k)
     return hits
+
+
+def teach(engine, words, tokenize, ids) -> None:
+    """Teaches ``engine`` (a ``FusedText`` or ``HybridText``) the words of a text it has not
+    met: each word's term ids from this analyzer (``tokenize``) and vocabulary (``ids``), so
+    its own analysis of raw text gives what the Python path's would (a stop word has no id,
+    a stem one, a stem with its exact form two)."""
+    for word in words:
+        engine.learn(word, term_ids(word, tokenize, ids))
+
+
+def term_ids(text: str, tokenize, ids) -> list[int]:
+    """``text``'s BM25 term ids by this analyzer and vocabulary (-1: a term the index never
+    saw), as the Python path's query plan has them."""
+    return [ids(t, -1) for t in tokenize(text)]
 
 
 def why_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit] | None:
@@ -85,8 +97,7 @@ def why_text(st: IndexState, config: IndexConfig, text: str, k: int) -> list[Hit
     fused, tokenize, ids = got
     found = fused.search_terms(text, k)
     while type(found) is list:
-        for word in found:  # words the engine has not met, as in search_text
-            fused.learn(word, [ids(t, -1) for t in tokenize(word)])
+        teach(fused, found, tokenize, ids)
         found = fused.search_terms(text, k)
     if found is None:
         return None

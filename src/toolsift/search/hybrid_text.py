@@ -38,7 +38,7 @@ from ..index.state import IndexState
 from ..cpus import available_cpus
 from ..kernels.launch import SERIAL_WORK
 from .evidence import hit_evidence
-from .fused import _NEED_FIELDS, _params_tuple, hit_args, searcher
+from .fused import _NEED_FIELDS, _params_tuple, hit_args, searcher, teach, term_ids
 from .fused_hybrid import usable
 from .hits import Hit, _plain_hit, reasons_of
 from .retrievers import HybridRetriever, dense_half
@@ -143,8 +143,7 @@ class TextSearch:
     # BM25 term ids of the whole request, tokenizers' WordPiece ids of each reading), and
     # searched by the same engine call.
     def _analysed(self, readings: list[str]) -> tuple[list[int], list[list[int]]]:
-        ids = self._ids
-        return [ids(t, -1) for t in self._tokenize(readings[0])], self._token_ids(readings)
+        return term_ids(readings[0], self._tokenize, self._ids), self._token_ids(readings)
 
     def _ids_hits(self, readings: list[str], k: int):
         return self.engine.ids_hits(*self._analysed(readings), k)
@@ -161,9 +160,8 @@ class TextSearch:
         while type(got) is not list:
             if got is None:
                 return None
-            if type(got) is tuple:  # words the engine has not met, as in _hits
-                for word in got:
-                    engine.learn(word, [self._ids(t, -1) for t in self._tokenize(word)])
+            if type(got) is tuple:  # words the engine has not met
+                teach(engine, got, self._tokenize, self._ids)
             else:  # a need field's null floor, made on first use as hit_evidence makes it
                 engine.set_floor(got, float(self._halves[got].null_floor))
             got = call(arg, k)
@@ -174,10 +172,8 @@ class TextSearch:
     def _hits(self, call, arg, k: int) -> list[Hit] | None:
         engine = self.engine
         got = call(arg, k)
-        while type(got) is list:
-            # Words the engine has not met: their term ids, from this analyzer and vocabulary.
-            for word in got:
-                engine.learn(word, [self._ids(t, -1) for t in self._tokenize(word)])
+        while type(got) is list:  # words the engine has not met
+            teach(engine, got, self._tokenize, self._ids)
             got = call(arg, k)
         if got is None:
             return None

@@ -30,22 +30,20 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
                                             std::size_t k, FusedHits& out, std::vector<std::string>& unknown,
                                             bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
-  thread_local std::vector<int64_t> token_ids, token_ptr;
+  thread_local std::vector<int64_t> token_ptr;
   if (n_readings == 0) return Status::kNotTaken;
   terms.clear();
   // BM25: the whole request's words, as search() takes them.
   if (!words_.terms(texts[0], lens[0], terms, unknown)) return Status::kUnknownWords;
-  // Every reading's WordPiece ids.
-  token_ids.clear();
+  // Every reading's WordPiece ids, one after another (WordPiece appends).
+  tokens.clear();
   token_ptr.assign(1, 0);
   for (std::size_t r = 0; r < n_readings; ++r) {
-    tokens.clear();
     if (!wp_.ids(texts[r], lens[r], tokens)) return Status::kNotTaken;
-    token_ids.insert(token_ids.end(), tokens.begin(), tokens.end());
-    token_ptr.push_back(static_cast<int64_t>(token_ids.size()));
+    token_ptr.push_back(static_cast<int64_t>(tokens.size()));
   }
   thread_local std::vector<int64_t> ids, cut_ptr;
-  if (!cut_ids(token_ids.data(), token_ptr.data(), n_readings, ids, cut_ptr)) return Status::kNotTaken;
+  if (!cut_ids(tokens.data(), token_ptr.data(), n_readings, ids, cut_ptr)) return Status::kNotTaken;
   return steps(terms, ids.data(), cut_ptr.data(), n_readings, k, out, breakdown);
 }
 

@@ -25,34 +25,16 @@ HybridText::HybridText(std::shared_ptr<const FusedSearcher> searcher, WordPiece 
 HybridText::Status HybridText::search(const char* text, std::size_t n, std::size_t k, FusedHits& out,
                                       std::vector<std::string>& unknown, bool breakdown) const {
   thread_local std::vector<int32_t> terms, tokens;
-  thread_local std::vector<int64_t> token_ids;
+  thread_local std::vector<int64_t> ids, cut_ptr;
   terms.clear();
   tokens.clear();
   // BM25: the request's words (toolsift.search.plan._plan_one_raw's term batch).
   if (!words_.terms(text, n, terms, unknown)) return Status::kUnknownWords;
   // The static query vector's WordPiece ids (StaticEncoder.token_ids of one text).
   if (!wp_.ids(text, n, tokens)) return Status::kNotTaken;
-  token_ids.assign(tokens.begin(), tokens.end());
-  const int64_t ptr[2] = {0, static_cast<int64_t>(token_ids.size())};
-  thread_local std::vector<int64_t> ids, cut_ptr;
-  if (!cut_ids(token_ids.data(), ptr, 1, ids, cut_ptr)) return Status::kNotTaken;
+  const int64_t ptr[2] = {0, static_cast<int64_t>(tokens.size())};
+  if (!cut_ids(tokens.data(), ptr, 1, ids, cut_ptr)) return Status::kNotTaken;
   return one_step(terms, ids.data(), ids.size(), k, out, breakdown);
-}
-
-bool HybridText::cut_ids(const int64_t* tokens, const int64_t* token_ptr, std::size_t n_readings,
-                         std::vector<int64_t>& ids, std::vector<int64_t>& ptr) const {
-  ids.clear();
-  ptr.assign(1, 0);
-  for (std::size_t r = 0; r < n_readings; ++r) {
-    const int64_t a = token_ptr[r];
-    const int64_t e = std::min(token_ptr[r + 1], a + static_cast<int64_t>(table_.max_tokens));
-    for (int64_t i = a; i < e; ++i) {
-      if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= table_.n_tokens) return false;
-      ids.push_back(tokens[i]);
-    }
-    ptr.push_back(static_cast<int64_t>(ids.size()));
-  }
-  return true;
 }
 
 HybridText::Status HybridText::search_ids(const std::vector<int32_t>& terms, const int64_t* tokens,

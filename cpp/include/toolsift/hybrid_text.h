@@ -8,6 +8,7 @@
 // fast path refuses) is reported, and the caller takes the Python path.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -97,9 +98,25 @@ class HybridText {
   bool token_ids(const char* text, std::size_t n, std::vector<int32_t>& out) const { return wp_.ids(text, n, out); }
 
  private:
-  // The readings' ids cut to max_tokens each into (ids, ptr); false for an id outside the table.
-  bool cut_ids(const int64_t* tokens, const int64_t* token_ptr, std::size_t n_readings, std::vector<int64_t>& ids,
-               std::vector<int64_t>& ptr) const;
+  // The readings' ids (WordPiece's int32 or a caller's int64) cut to max_tokens each into
+  // (ids, ptr); false for an id outside the table.
+  template <class T>
+  bool cut_ids(const T* tokens, const int64_t* token_ptr, std::size_t n_readings, std::vector<int64_t>& ids,
+               std::vector<int64_t>& ptr) const {
+    ids.clear();
+    ptr.assign(1, 0);
+    for (std::size_t r = 0; r < n_readings; ++r) {
+      const int64_t a = token_ptr[r];
+      const int64_t e = std::min(token_ptr[r + 1], a + static_cast<int64_t>(table_.max_tokens));
+      for (int64_t i = a; i < e; ++i) {
+        const int64_t t = tokens[i];
+        if (t < 0 || static_cast<std::size_t>(t) >= table_.n_tokens) return false;
+        ids.push_back(t);
+      }
+      ptr.push_back(static_cast<int64_t>(ids.size()));
+    }
+    return true;
+  }
   // search() and search_steps() after analysis, on checked ids.
   Status one_step(const std::vector<int32_t>& terms, const int64_t* tokens, std::size_t n_tokens, std::size_t k,
                   FusedHits& out, bool breakdown) const;

@@ -17,17 +17,15 @@ Two measurements, each interleaving the two variants query by query:
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 
 from .busy import busy
-from .conftest import interleaved
+from .conftest import emit, interleaved, module_args
 
 K = 10
 
@@ -125,11 +123,7 @@ def _kernel_alone(hybrid, texts, n, rounds, rows=None):
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queries", type=int, default=500)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = module_args(__doc__, argv, queries=500, rounds=2)
     n_tools, texts, calls, forget, hybrid = _systems()
     texts = texts[:args.queries]
     flag_of = {"hybrid (full scan)": False}
@@ -184,9 +178,7 @@ def main(argv: list[str] | None = None) -> None:
              "| rows | full scan p50 | prefilter p50 | full / prefilter |", "|---|---|---|---|", *sweep, "",
              "Whole searches (ms):", "",
              "| condition | system | p50 ms | p99 ms | p50 / bm25 fields |", "|---|---|---|---|---|", *rows]
-    print("\n".join(lines))
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

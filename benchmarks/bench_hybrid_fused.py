@@ -24,12 +24,10 @@ processes (:func:`benchmarks.busy.busy`). Numbers are reported, never asserted::
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 
-from .conftest import idle_and_busy, run_header
+from .conftest import emit, idle_and_busy, module_args, run_header
 
 K = 10
 
@@ -72,11 +70,7 @@ def _systems():
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queries", type=int, default=500)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = module_args(__doc__, argv, queries=500, rounds=3)
     n_tools, texts, calls, forget = _systems()
     texts = texts[:args.queries]
     lat, loads = idle_and_busy(calls, texts, forget, args.rounds)
@@ -91,9 +85,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(f"| {cond} | {name} / bm25s (p50) | | | {np.percentile(by_name[name], 50) / b:.2f} |")
     lines = [*run_header(n_tools, len(texts), K, args.rounds, loads),
              "| condition | system | p50 ms | p99 ms | p50 / bm25 fields |", "|---|---|---|---|---|", *rows]
-    print("\n".join(lines))
-    if args.out:
-        args.out.write_text("\n".join(lines) + "\n")
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,10 @@ never asserted::
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 
-from .conftest import idle_and_busy, pooled, run_header
+from .conftest import emit, idle_and_busy, module_args, pooled, run_header
 
 K = 10
 MAX_STEPS = 8
@@ -89,11 +87,7 @@ def _rows(lat: dict, pairs: list[tuple[str, str]]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queries", type=int, default=300, help="texts per set for the search rows")
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    args = module_args(__doc__, argv, queries=300, rounds=2, queries_help='texts per set for the search rows')
     texts = _texts()
     calls = _splitter_calls()
     pairs = [("several_steps python", "several_steps C++"), ("search question python", "search question C++")]
@@ -112,9 +106,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{args.rounds} rounds):", "", head, "|---|---|---|---|---|",
                   *_rows(lat, [("search, python splitter", "search, C++ splitter")])]
     out = [*run_header(n_tools, args.queries, K, args.rounds, loads), *lines]
-    print("\n".join(out))
-    if args.out:
-        args.out.write_text("\n".join(out) + "\n")
+    emit(out, args.out)
 
 
 if __name__ == "__main__":

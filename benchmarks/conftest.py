@@ -123,6 +123,27 @@ def idle_and_busy(calls: dict, texts: list[str], forget, rounds: int, warm: int 
     return lat, loads
 
 
+def module_args(doc: str, argv: list[str] | None, *, queries: int, rounds: int, queries_help: str | None = None):
+    """The command line of a module benchmark (``python -m benchmarks.X``): ``--queries``,
+    ``--rounds`` and ``--out`` (a results file to write the printed lines to)."""
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=queries, help=queries_help)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--out", type=Path)
+    return ap.parse_args(argv)
+
+
+def emit(lines: list[str], out) -> None:
+    """Prints a module benchmark's lines, and writes them to ``out`` when given."""
+    text = "\n".join(lines)
+    print(text)
+    if out:
+        out.write_text(text + "\n")
+
+
 def run_header(n_tools: int, n_texts: int, k: int, rounds: int, loads: dict) -> list[str]:
     """The machine, date, load and workload lines a module benchmark prints above its table."""
     import platform

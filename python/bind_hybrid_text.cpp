@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "hit_maker.h"
 #include "toolsift/combine_needs.h"
+#include "toolsift/csr.h"
 #include "toolsift/hybrid_text.h"
 
 namespace toolsift::py_bridge {
@@ -24,14 +25,18 @@ using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 // One need field: None (a BM25 field), or (codes int8[rows, d] | None, scales float32[rows],
 // tool_ptr int64[n_tools + 1] | None, w_bm, w_cos, adds, live_codes int8[live, d],
 // live_scales float32[live], live_rows int64[live], coarse | None, groups int64[rows] | None,
-// depth): the field's dense half as search_hybrid takes it (codes None: every row empty) and
-// how its candidates are found (DenseField.top_tools on its live rows).
+// depth, ivf): the field's dense half as search_hybrid takes it (codes None: every row
+// empty) and how its candidates are found (DenseField.top_tools on its live rows; with ivf,
+// (centroid codes int8[lists, d], centroid scales float32[lists], list_ptr int64[lists + 1],
+// list_ids int64[listed], nprobe), DenseField.top_tools_ivf).
 struct NeedArgs {
-  I8Array codes, live_codes;
-  F32Array scales, live_scales;
-  I64Array tool_ptr, live_rows, groups;
+  I8Array codes, live_codes, cent_codes;
+  F32Array scales, live_scales, cent_scales;
+  I64Array tool_ptr, live_rows, groups, list_ptr, list_ids;
+  std::vector<float> list_scales;
   py::object coarse;
   DenseHalf half;
+  IvfLists ivf;
   DenseCandidates cand;
 };
 
@@ -42,10 +47,49 @@ A read_only(const py::handle& h, const char* what) {
   return a;
 }
 
+// A need field's IVF index (IvfIndex: its int8 centroids, lists and nprobe), checked once.
+void ivf_args(const py::tuple& t, NeedArgs& a) {
+  if (t.size() != 5) throw std::invalid_argument("HybridText: an IVF index is a 5-tuple");
+  a.cent_codes = read_only<I8Array>(t[0], "centroid codes");
+  a.cent_scales = read_only<F32Array>(t[1], "centroid scales");
+  a.list_ptr = read_only<I64Array>(t[2], "list_ptr");
+  a.list_ids = read_only<I64Array>(t[3], "list_ids");
+  const auto nprobe = t[4].cast<py::ssize_t>();
+  require_1d(a.cent_scales, "centroid scales");
+  require_1d(a.list_ptr, "list_ptr");
+  require_1d(a.list_ids, "list_ids");
+  const std::size_t d = a.half.rows.d, n_rows = a.half.rows.n;
+  if (a.cent_codes.ndim() != 2 || a.cent_codes.shape(0) < 1 || static_cast<std::size_t>(a.cent_codes.shape(1)) != d ||
+      a.cent_scales.shape(0) != a.cent_codes.shape(0)) {
+    throw std::invalid_argument("IVF centroids must be int8[lists >= 1, d] with one scale per list");
+  }
+  const auto n_lists = static_cast<std::size_t>(a.cent_codes.shape(0));
+  const auto n_listed = static_cast<std::size_t>(a.list_ids.shape(0));
+  if (static_cast<std::size_t>(a.list_ptr.shape(0)) != n_lists + 1) {
+    throw std::invalid_argument("list_ptr needs n_lists + 1 entries");
+  }
+  check_csr({a.list_ptr.data(), a.list_ids.data(), n_listed}, n_lists, "list_ptr");
+  const int64_t* ids = a.list_ids.data();
+  a.list_scales.resize(n_listed);
+  for (std::size_t i = 0; i < n_listed; ++i) {
+    if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= n_rows) throw std::invalid_argument("list_ids out of range");
+    a.list_scales[i] = a.half.rows.scales[ids[i]];
+  }
+  if (nprobe < 1) throw std::invalid_argument("nprobe must be >= 1");
+  a.ivf.centroids = {a.cent_codes.data(), a.cent_scales.data(), n_lists, d};
+  a.ivf.list_ptr = a.list_ptr.data();
+  a.ivf.list_ids = ids;
+  a.ivf.list_scales = a.list_scales.data();
+  a.ivf.n_listed = n_listed;
+  a.ivf.nprobe = std::min(static_cast<std::size_t>(nprobe), n_lists);
+  a.cand.ivf = &a.ivf;
+  a.cand.coarse = nullptr;  // an IVF's prefilter is over its listed rows: set_coarse gives it
+}
+
 void need_args(const py::object& spec, std::size_t n_tools, std::size_t d, NeedArgs& a) {
   if (spec.is_none()) return;
   const auto t = spec.cast<py::tuple>();
-  if (t.size() != 12) throw std::invalid_argument("HybridText: a dense need field is a 12-tuple");
+  if (t.size() != 13) throw std::invalid_argument("HybridText: a dense need field is a 13-tuple");
   a.half.hybrid = true;
   a.half.w_bm = t[3].cast<float>();
   a.half.w_cos = t[4].cast<float>();
@@ -109,6 +153,8 @@ void need_args(const py::object& spec, std::size_t n_tools, std::size_t d, NeedA
   a.cand.depth = static_cast<std::size_t>(depth);
   a.cand.live = {a.live_codes.data(), a.live_scales.data(), n_live, d};
   a.cand.live_rows = lr;
+  a.cand.rows = a.half.rows;
+  if (!t[12].is_none()) ivf_args(t[12].cast<py::tuple>(), a);
 }
 
 class PyHybridText {
@@ -242,7 +288,8 @@ class PyHybridText {
     if (!a.half.has_cos || a.cand.groups != nullptr) {
       throw std::invalid_argument("only a need field with one row per tool and a cosine takes a prefilter");
     }
-    const Int8Coarse* c = coarse_of(coarse, a.live_codes, a.live_scales);
+    const Int8Coarse* c = a.cand.ivf != nullptr ? coarse_of_rows(coarse, a.codes, a.scales, a.list_ids)
+                                                : coarse_of(coarse, a.live_codes, a.live_scales);
     a.coarse = coarse;  // kept alive with the engine (a prefilter once set is never dropped)
     engine_->set_coarse(f, c);
   }

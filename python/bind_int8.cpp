@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "toolsift/csr.h"
+#include "toolsift/dense_candidates.h"
 #include "toolsift/int8_coarse.h"
 #include "toolsift/int8_dot.h"
 
@@ -61,6 +62,30 @@ py::array_t<float> int8_scan(const I8Array& q_codes_in, const F32Array& q_scales
   {
     py::gil_scoped_release release;
     toolsift::int8_scan(a.q_codes.data(), a.q_scales.data(), a.queries(), a.rows(), dst, threads);
+  }
+  return out;
+}
+
+// Each query row's nprobe best IVF lists by int8 centroid score, best first, ties to the
+// lower list (toolsift/dense_candidates.h ivf_probes): int64[m, min(nprobe, lists)].
+py::array_t<int64_t> ivf_probes(const I8Array& q_codes_in, const F32Array& q_scales_in, const I8Array& cent_codes_in,
+                                const F32Array& cent_scales_in, py::ssize_t nprobe, int threads) {
+  const Int8Args a(q_codes_in, q_scales_in, cent_codes_in, cent_scales_in);
+  if (a.n < 1) throw std::invalid_argument("ivf_probes needs at least one centroid");
+  if (nprobe < 1) throw std::invalid_argument("nprobe must be >= 1, got " + std::to_string(nprobe));
+  const float* qs = a.q_scales.data();
+  for (py::ssize_t i = 0; i < a.m; ++i) {
+    if (!(qs[i] >= 0.0f && qs[i] <= std::numeric_limits<float>::max())) {
+      throw std::invalid_argument("q_scales[" + std::to_string(i) + "] must be finite and >= 0");
+    }
+  }
+  const py::ssize_t p = std::min(nprobe, a.n);
+  check_output_bytes(static_cast<double>(a.m) * static_cast<double>(p), 8.0, "ivf_probes");
+  py::array_t<int64_t> out({a.m, p});
+  int64_t* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    toolsift::ivf_probes(a.q_codes.data(), qs, a.queries(), a.rows(), static_cast<std::size_t>(p), dst, threads);
   }
   return out;
 }
@@ -379,10 +404,26 @@ const toolsift::Int8Coarse* coarse_of(const py::object& coarse, const I8Array& c
   return &c.c;
 }
 
+const Int8Coarse* coarse_of_rows(const py::object& coarse, const I8Array& codes, const F32Array& scales,
+                                 const I64Array& rows) {
+  if (coarse.is_none()) return nullptr;
+  if (!py::isinstance<Coarse>(coarse)) throw py::type_error("coarse must be an Int8Coarse (from int8_coarse) or None");
+  const Coarse& c = coarse.cast<const Coarse&>();
+  if (!c.rows || c.rows->data() != rows.data() || c.rows->shape(0) != rows.shape(0) || c.codes.data() != codes.data() ||
+      c.codes.shape(0) != codes.shape(0) || c.codes.shape(1) != codes.shape(1) || c.scales.data() != scales.data()) {
+    throw std::invalid_argument("coarse was not built from these codes, scales and rows (rows=list_ids)");
+  }
+  return &c.c;
+}
+
 void register_int8(py::module_& m) {
   m.def("int8_scan", &int8_scan, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::kw_only(), py::arg("threads") = 1,
         "Exact int8 dot products times both scales: float32[m, n] (toolsift/int8_dot.h).");
+  m.def("ivf_probes", &ivf_probes, py::arg("q_codes"), py::arg("q_scales"), py::arg("cent_codes"),
+        py::arg("cent_scales"), py::arg("nprobe"), py::kw_only(), py::arg("threads") = 1,
+        "Each query row's nprobe best IVF lists by int8 centroid score, best first, ties to the lower list: "
+        "int64[m, min(nprobe, lists)] (toolsift/dense_candidates.h).");
   m.def("int8_gather", &int8_gather, py::arg("q_codes"), py::arg("q_scales"), py::arg("codes"), py::arg("scales"),
         py::arg("cand_ptr"), py::arg("cand_ids"), py::kw_only(), py::arg("threads") = 1,
         "Exact int8 scores of each query's candidate rows: float32[len(cand_ids)] (toolsift/int8_dot.h).");

@@ -94,6 +94,10 @@ FusedOptions options(py::ssize_t n, py::ssize_t k, const std::string& scale, int
 // The Int8Coarse of a Python prefilter object built from exactly these arrays, or null
 // for None (bind_int8.cpp).
 const Int8Coarse* coarse_of(const py::object& coarse, const I8Array& codes, const F32Array& scales);
+// The same for a prefilter built over chosen rows of codes (int8_coarse(rows=rows): an IVF's
+// list_ids), or null for None (bind_int8.cpp).
+const Int8Coarse* coarse_of_rows(const py::object& coarse, const I8Array& codes, const F32Array& scales,
+                                 const I64Array& rows);
 
 void register_index(py::module_& m);   // bind_index.cpp: InvertedIndex
 void register_int8(py::module_& m);    // bind_int8.cpp: int8 scans and IVF probes

@@ -18,7 +18,7 @@ from toolsift.presets import preset_config
 from toolsift.search import fused_hybrid, retrievers
 from toolsift.search.evidence import hit_evidence
 from toolsift.search.hybrid_text import text_searcher
-from toolsift.search.needs import request_steps
+from toolsift.search.needs import readings_of, request_steps, run_steps
 
 from ._fused_cases import MFTR, hybrid_setting_variants
 from ._fused_cases import mftr as _mftr
@@ -246,9 +246,10 @@ def test_wordpiece_twin_equals_tokenizers(apibank):
 
 @pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index
 def test_the_prefilter_joins_after_enough_searches_with_the_same_hits():
-    """The pooled catalogue's description field is large enough for the 4-bit prefilter
-    (COARSE_MIN_ROWS), which the one-call path takes on after COARSE_AFTER_SCANS searches:
-    the hits before and after are the fused hybrid path's."""
+    """The pooled catalogue's description field is large enough for an IVF index
+    (ivf_min_docs) and for the 4-bit prefilter of its listed rows (COARSE_MIN_ROWS), which
+    the one-call path takes on after COARSE_AFTER_SCANS searches: the hits before and
+    after are the fused hybrid path's."""
     from toolsift.evaluate.pooled import load_pseudo
     from toolsift.index.dense_field import COARSE_AFTER_SCANS
 
@@ -264,7 +265,9 @@ def test_the_prefilter_joins_after_enough_searches_with_the_same_hits():
         got = search(text, 10)
         (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
         _exact(got, want, f"{i}: {text}")
-    assert search._scanned == [] and fr["description"].dense.dn.coarse() is not None
+    dn = fr["description"].dense.dn
+    assert dn.ivf is not None and dn.ivf.n_lists == 80
+    assert search._scanned == [] and dn.ivf._coarse not in (None, False)  # made by the engine's set_coarse
 
 
 def test_concurrent_searches_answer_as_one_at_a_time(apibank):
@@ -290,12 +293,41 @@ def test_concurrent_searches_answer_as_one_at_a_time(apibank):
     assert not errors, errors[0]
 
 
-def test_ivf_fields_keep_the_python_path(demo_catalog):
-    index = ToolIndex.build(demo_catalog, config=replace(preset_config("hybrid"), ivf_min_docs=1))
+def _compare_steps(index, texts: list[str], k: int) -> int:
+    """Every multi-step raw text through the one-call path against run_steps; returns how many."""
     st, cfg = index._state, index.config
-    assert any(d.ivf is not None for d in st.dense.values())
-    assert text_searcher(st, cfg, retrievers(st, cfg)) is None
-    assert index.search("snap a photo of the porch", k=3)
+    fr = retrievers(st, cfg)
+    search = text_searcher(st, cfg, fr)
+    n = 0
+    for text in texts:
+        q = Query.from_text(text)
+        steps = request_steps(st, cfg, [q])
+        if steps == [None]:
+            continue
+        got = search.steps(readings_of(text, steps[0]), k)
+        assert got is not None, text
+        (want,) = run_steps(st, cfg, [q], steps, fr, k=k, explain=False, params=cfg.params)
+        _exact(got, want, text)
+        n += 1
+    return n
+
+
+def test_ivf_fields_take_the_engine_and_answer_as_the_python_path(demo_catalog):
+    """IVF fields probed in the engine (a row per tool: APIBank's descriptions in 2 lists;
+    grouped rows: the demo's examples in 3), one probe each, against the Python path's
+    probes, one-step and multi-step."""
+    tools, raw, _ = _mftr("apibank")
+    requests = ["look up the weather in Paris, then book a table for two and after that send the receipt by email",
+                "First find my meetings for tomorrow; once done, cancel the first one and notify Bob."]
+    for catalog, texts in ((tools, raw + requests), (demo_catalog, requests + ["snap a photo of the porch",
+                                                                             "turn on the lights in the kitchen"])):
+        index = ToolIndex.build(catalog, config=replace(preset_config("hybrid"), ivf_min_docs=1, ivf_nprobe=1))
+        st, cfg = index._state, index.config
+        ivfs = [d.ivf for d in st.dense.values() if d.ivf is not None]
+        assert any(v.n_lists > 1 for v in ivfs), [v.n_lists for v in ivfs]
+        taken, handed = _compare(index, texts, 10)
+        assert taken >= 2 and handed == 0
+        assert _compare_steps(index, texts, 10) >= 2
 
 
 def test_scans_split_over_threads_answer_alike(monkeypatch):

@@ -14,10 +14,10 @@ from toolsift.index.dense import Int8Matrix
 from toolsift.index.dense_field import DenseField
 from toolsift.kernels.select import top_positive
 from toolsift.index.embed import encoder_wrapper
-from toolsift.index.ivf import IvfIndex, centroid_sims, fit_centroids, n_lists_for
+from toolsift.index.ivf import IvfIndex, fit_centroids, n_lists_for
 from toolsift.kernels.int8 import quantize_rows, scan
 from toolsift.kernels.ivf import assign_kernel
-from toolsift.kernels.ivf_reference import assign_reference, probe_reference
+from toolsift.kernels.ivf_reference import assign_reference, probe_reference, probes_reference
 from toolsift.kernels.launch import launch, using_threads
 from toolsift.schema import Parameter
 
@@ -124,23 +124,48 @@ def test_probe_top_equals_probe_then_selection(n):
 
 
 @pytest.mark.parametrize("m", [1, 3, 9])
-def test_probed_lists_are_the_nearest_centroids_by_a_float64_twin(m):
-    """The centroid scores (NumPy's loops, not BLAS) equal a float64 matmul to float32
-    rounding, and each query probes exactly the lists of its nprobe best centroids."""
+def test_probed_lists_are_the_best_int8_centroids_by_a_numpy_twin(m):
+    """Each query probes the lists of its nprobe best int8 centroid scores, best first,
+    ties to the lower list (duplicated centroids make ties), as the NumPy twin ranks them."""
     rng = np.random.default_rng(m)
     cent = _unit_rows(rng, 300, 384)
+    cent[150:160] = cent[10]  # ten ties with list 10
     q = _unit_rows(rng, m, 384)
-    twin = q.astype(np.float64) @ cent.astype(np.float64).T
-    got = centroid_sims(q, cent)
-    assert got.dtype == np.float32 and got.shape == (m, 300)
-    np.testing.assert_allclose(got, twin, atol=1e-6)
+    q[0] = cent[10]  # the tied lists are the best ones
     ivf = IvfIndex.from_labels(cent, np.full(10, -1, np.int64), Int8Matrix.quantize(_unit_rows(rng, 10, 384)),
                                n_fit=10)
-    for nprobe in (1, 17, 64):
+    q_codes, q_scales = quantize_rows(q)
+    for nprobe in (1, 5, 17, 64, 400):
+        want = probes_reference(q_codes, q_scales, ivf.cent_codes, ivf.cent_scales, nprobe)
+        got = _core.ivf_probes(q_codes, q_scales, ivf.cent_codes, ivf.cent_scales, nprobe)
+        np.testing.assert_array_equal(got, want)
         _, _, ptr, probes, _ = ivf._probes(q, nprobe)
-        for i in range(m):
-            want = np.argsort(-twin[i], kind="stable")[:nprobe]
-            assert sorted(probes[ptr[i]:ptr[i + 1]].tolist()) == sorted(want.tolist())
+        np.testing.assert_array_equal(probes.reshape(m, -1), want)
+    assert _core.ivf_probes(q_codes, q_scales, ivf.cent_codes, ivf.cent_scales, 11)[0].tolist() == \
+        [10, *range(150, 160)]
+
+
+def test_ivf_probes_rejects_bad_input():
+    rng = np.random.default_rng(0)
+    qc, qs = quantize_rows(_unit_rows(rng, 2, 16))
+    cc, cs = quantize_rows(_unit_rows(rng, 5, 16))
+    with pytest.raises(ValueError, match="nprobe"):
+        _core.ivf_probes(qc, qs, cc, cs, 0)
+    with pytest.raises(ValueError, match="dim"):
+        _core.ivf_probes(qc, qs, cc[:, :8].copy(), cs, 2)
+    with pytest.raises(ValueError, match="q_scales"):
+        _core.ivf_probes(qc, np.array([1.0, np.nan], np.float32), cc, cs, 2)
+    with pytest.raises(ValueError, match="centroid"):
+        _core.ivf_probes(qc, qs, cc[:0], cs[:0], 2)
+
+
+@pytest.mark.parametrize("lists,want", [(1, 1), (8, 1), (9, 2), (80, 10), (447, 56), (505, 64), (1000, 64)])
+def test_default_probes_are_an_eighth_of_the_lists_at_most_64(lists, want):
+    rng = np.random.default_rng(lists)
+    ivf = IvfIndex.from_labels(_unit_rows(rng, lists, 8), np.full(4, -1, np.int64),
+                               Int8Matrix.quantize(_unit_rows(rng, 4, 8)), n_fit=4)
+    assert ivf.probes_for(None) == want
+    assert ivf.probes_for(3) == min(3, lists) and ivf.probes_for(10**6) == lists
 
 
 @pytest.mark.parametrize("order", ["old", "aligned"])
@@ -476,6 +501,7 @@ def test_config_validates_ivf_settings():
             IndexConfig(**bad)
     d = IndexConfig(ivf_min_docs=5, ivf_nprobe=7).to_dict()
     assert IndexConfig.from_dict(d).ivf_nprobe == 7
+    assert IndexConfig.from_dict(IndexConfig().to_dict()).ivf_nprobe is None  # the default: a share of the lists
     # Manifests written before the settings existed load with the defaults.
     d.pop("ivf_min_docs"), d.pop("ivf_nprobe")
     assert IndexConfig.from_dict(d).ivf_min_docs == IndexConfig().ivf_min_docs

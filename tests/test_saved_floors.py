@@ -67,7 +67,7 @@ def test_an_index_saved_without_floors_makes_them_with_the_same_hits(saved, demo
 
 def test_floors_saved_for_other_settings_are_not_used(saved):
     loaded = ToolIndex.load(saved)
-    other = dataclasses.replace(loaded.config, ivf_nprobe=loaded.config.ivf_nprobe + 1)
+    other = dataclasses.replace(loaded.config, ivf_nprobe=(loaded.config.ivf_nprobe or 64) + 1)
     assert saved_floors(loaded._state, loaded.config) and not saved_floors(loaded._state, other)
     assert all(h.floor_source is not None for h in _halves(loaded, other).values())
 

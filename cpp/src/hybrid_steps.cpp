@@ -50,10 +50,8 @@ HybridText::Status HybridText::search_steps(const char* const* texts, const std:
 HybridText::Status HybridText::steps(const std::vector<int32_t>& terms, const int64_t* token_ids,
                                      const int64_t* token_ptr, std::size_t n_readings, std::size_t k, FusedHits& out,
                                      bool breakdown) const {
-  thread_local std::vector<int64_t> dense_cand[3], cand, lex, merged, top_ids, top_counts, docs, touched_keys, top_idx,
-      top_reading, first_par;
-  thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, scan, best_key, block,
-      cos_max[3], top_score;
+  thread_local std::vector<int64_t> dense_cand[3], cand, lex, merged, docs, top_idx, top_reading, first_par;
+  thread_local std::vector<float> vecs, q_scales, bm[3], par, sims[3], cos, row_cos, block, cos_max[3], top_score;
   thread_local std::vector<int8_t> q_codes;
   thread_local std::vector<int64_t> rows;
   thread_local std::vector<uint8_t> found;
@@ -100,39 +98,9 @@ HybridText::Status HybridText::steps(const std::vector<int32_t>& terms, const in
   for (int f = 0; f < 3; ++f) {
     auto& dc = dense_cand[f];
     dc.clear();
-    const DenseCandidates& c = cand_[f];
-    if (!half_[f].hybrid || !half_[f].has_cos || !c.adds || c.live.n == 0) continue;
-    const std::size_t depth = std::max(c.depth, k);
-    if (c.groups == nullptr) {
-      const std::size_t m = std::min(depth, c.live.n);
-      top_ids.resize(R * m);
-      top_counts.assign(R, 0);
-      const Int8Coarse* coarse = coarse_[f].load(std::memory_order_acquire);
-      if (coarse != nullptr) {
-        int8_top_coarse(q_codes.data(), q_scales.data(), R, c.live, *coarse, c.live_rows, m, top_ids.data(),
-                        top_counts.data(), threads_);
-      } else {
-        int8_top(q_codes.data(), q_scales.data(), R, c.live, c.live_rows, m, top_ids.data(), top_counts.data(),
-                 threads_);
-      }
-      for (std::size_t r = 0; r < R; ++r) {
-        dc.insert(dc.end(), top_ids.begin() + static_cast<std::ptrdiff_t>(r * m),
-                  top_ids.begin() + static_cast<std::ptrdiff_t>(r * m + static_cast<std::size_t>(top_counts[r])));
-      }
-    } else {
-      const std::size_t m = std::min(depth, n_tools);
-      if (m > 0) {
-        scan.resize(R * c.live.n);
-        int8_scan(q_codes.data(), q_scales.data(), R, c.live, scan.data(), threads_);
-        if (best_key.size() != n_tools) best_key.assign(n_tools, 0.0f);  // top_positive_keys leaves it zeroed
-        top_ids.resize(m);
-        for (std::size_t r = 0; r < R; ++r) {
-          const std::size_t got = top_positive_keys(scan.data() + r * c.live.n, c.live_rows, c.live.n, c.groups, m,
-                                                    best_key.data(), touched_keys, top_ids.data());
-          dc.insert(dc.end(), top_ids.begin(), top_ids.begin() + static_cast<std::ptrdiff_t>(got));
-        }
-      }
-    }
+    if (!half_[f].hybrid || !half_[f].has_cos || !cand_[f].adds) continue;
+    dense_candidates(cand_[f], coarse_[f].load(std::memory_order_acquire), q_codes.data(), q_scales.data(), R, k,
+                     n_tools, threads_, dc);
     added = append_dense(dc, cand) || added;
   }
   if (added) sort_unique(cand, n_tools);

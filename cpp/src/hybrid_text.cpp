@@ -49,9 +49,8 @@ HybridText::Status HybridText::search_ids(const std::vector<int32_t>& terms, con
 HybridText::Status HybridText::one_step(const std::vector<int32_t>& terms, const int64_t* tokens, std::size_t n_tokens,
                                         std::size_t k, FusedHits& out, bool breakdown) const {
   thread_local std::vector<int64_t> extra[3];
-  thread_local std::vector<float> vec, scores, best;
+  thread_local std::vector<float> vec;
   thread_local std::vector<int8_t> q_codes;
-  thread_local std::vector<int64_t> touched;
   // The static query vector (StaticEncoder.encode of one text, then quantize_trusted).
   const std::size_t d = table_.d;
   vec.assign(d, 0.0f);
@@ -69,36 +68,10 @@ HybridText::Status HybridText::one_step(const std::vector<int32_t>& terms, const
     if (!half_[f].hybrid || !half_[f].has_cos) continue;  // BM25, or every row empty: no cosine
     h.need[f].q_codes = q_codes.data();
     h.need[f].q_scales = &q_scale;
-    const DenseCandidates& c = cand_[f];
     extra[f].clear();
-    if (!c.adds) continue;
-    const std::size_t depth = std::max(c.depth, k);
-    if (c.live.n > 0) {
-      if (c.groups == nullptr) {  // a row per tool: int8_top over the live rows, keys = rows
-        const std::size_t m = std::min(depth, c.live.n);
-        extra[f].resize(m);
-        int64_t count = 0;
-        const Int8Coarse* coarse = coarse_[f].load(std::memory_order_acquire);
-        if (coarse != nullptr) {
-          int8_top_coarse(q_codes.data(), &q_scale, 1, c.live, *coarse, c.live_rows, m, extra[f].data(), &count, threads_);
-        } else {
-          int8_top(q_codes.data(), &q_scale, 1, c.live, c.live_rows, m, extra[f].data(), &count, threads_);
-        }
-        extra[f].resize(static_cast<std::size_t>(count));
-      } else {  // rows grouped by tool: a tool scores as its best row
-        const std::size_t n_tools = searcher_->n_tools();
-        const std::size_t m = std::min(depth, n_tools);
-        if (m > 0) {
-          scores.resize(c.live.n);
-          int8_scan(q_codes.data(), &q_scale, 1, c.live, scores.data(), threads_);
-          if (best.size() != n_tools) best.assign(n_tools, 0.0f);  // top_positive_keys leaves it zeroed
-          extra[f].resize(m);
-          const std::size_t got =
-              top_positive_keys(scores.data(), c.live_rows, c.live.n, c.groups, m, best.data(), touched, extra[f].data());
-          extra[f].resize(got);
-        }
-      }
-    }
+    if (!cand_[f].adds) continue;
+    dense_candidates(cand_[f], coarse_[f].load(std::memory_order_acquire), q_codes.data(), &q_scale, 1, k,
+                     searcher_->n_tools(), threads_, extra[f]);
     extra_ptr[f][1] = static_cast<int64_t>(extra[f].size());
     h.extra_ptr[f] = extra_ptr[f];
     h.extra_ids[f] = extra[f].data();

@@ -206,6 +206,10 @@ class IndexConfig:
             Smaller fields are scanned exactly. Candidates are rescored exactly either
             way; see docs/dense.md, "Large catalogues", for the measured crossover.
         ivf_nprobe: IVF lists probed per query text (more: higher recall, slower).
+            ``None`` (the default): one list in eight, at most 64 (about sqrt(n)
+            lists of sqrt(n) rows: an eighth of the rows up to ~260,000 listed rows,
+            64 lists beyond; :meth:`IvfIndex.probes_for
+            <toolsift.index.ivf.IvfIndex.probes_for>`).
         static_documents_from: A build of this many tools or more with the default
             transformer document encoder (``encoder=None``) embeds the documents with
             the static table instead (``encoder="static"`` in the built index's config,
@@ -252,8 +256,8 @@ class IndexConfig:
     query_encoder: Literal["static", "transformer"] = "static"
     static_table: Annotated[str, Strict()] | None = None
     hybrid_weight: Annotated[float, Strict(ge=0, le=1)] = 0.5
-    ivf_min_docs: Annotated[int, Strict(ge=1)] = 100_000
-    ivf_nprobe: Annotated[int, Strict(ge=1)] = 64
+    ivf_min_docs: Annotated[int, Strict(ge=1)] = 1_000
+    ivf_nprobe: Annotated[int, Strict(ge=1)] | None = None
     static_documents_from: Annotated[int, Strict(ge=1)] | None = 20_000
     retrievers: tuple[tuple[Annotated[str, Strict()], Annotated[str, Strict()]], ...] = \
         tuple((f, "bm25") for f in FIELDS)

@@ -1,8 +1,8 @@
 // One raw-text query on a hybrid index in one engine call: the BM25 words
 // (toolsift/query_words.h), the static query vector (WordPiece ids, the token table's
 // rows summed and normalised, int8 codes: toolsift/embed.h), each need field's dense
-// candidates (an exact int8 top-n scan, with the 4-bit prefilter where there is one) and
-// FusedSearcher's hybrid search. The same answer as toolsift.search.fused_hybrid for one
+// candidates (toolsift/dense_candidates.h: an exact int8 top-n scan, with the 4-bit
+// prefilter where there is one, or an IVF probe) and FusedSearcher's hybrid search. The same answer as toolsift.search.fused_hybrid for one
 // raw query (tests/test_hybrid_text.py compares them on every query of the five sets).
 // A text this path does not take (not ASCII, a word not taught yet, a text WordPiece's
 // fast path refuses) is reported, and the caller takes the Python path.
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "toolsift/dense_candidates.h"
 #include "toolsift/fused.h"
 #include "toolsift/int8_coarse.h"
 #include "toolsift/int8_dot.h"
@@ -31,19 +32,6 @@ struct TokenTable {
   std::size_t n_tokens = 0;
   std::size_t d = 0;
   std::size_t max_tokens = 256;  // a text's first max_tokens ids count
-};
-
-// How one need field's dense half finds its candidates (DenseRetriever.candidates on a
-// field without IVF): its top `depth` tools by cosine over the non-empty rows `live`
-// (row j is catalogue row live_rows[j]); a row per tool (groups null: the key is the row)
-// or several (groups[row] is the tool).
-struct DenseCandidates {
-  bool adds = false;                    // false: the field adds no dense candidate
-  Int8Rows live{nullptr, nullptr, 0, 0};
-  const int64_t* live_rows = nullptr;   // [live.n]
-  const Int8Coarse* coarse = nullptr;   // the prefilter of `live`, or null (set_coarse may add it)
-  const int64_t* groups = nullptr;      // [all rows] tool of each row, or null
-  std::size_t depth = 0;                // candidates asked for: max(dense depth, k) is taken
 };
 
 class HybridText {

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ..config import IndexConfig
     from .dense_field import DenseField
 
-__all__ = ["IvfIndex", "centroid_sims", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
+__all__ = ["IvfIndex", "fields_with_ivf", "fit_centroids", "n_lists_for", "tool_rows", "update_ivf"]
 
 #: k-means iterations on the sample (spherical k-means converges in a few; more did
 #: not change recall measurably, docs/dense.md).
@@ -52,6 +52,10 @@ SAMPLE_PER_LIST = 48
 _FIT_CHUNK = 8192
 #: Refit the centroids when the listed rows grow or shrink by this factor since the fit.
 DRIFT = 2.0
+#: ``IndexConfig.ivf_nprobe=None`` probes 1/PROBE_SHARE of the lists, at most AUTO_PROBES:
+#: the same share of the rows at every size up to the cap (docs/dense.md, "IVF probes").
+PROBE_SHARE = 8
+AUTO_PROBES = 64
 
 
 def n_lists_for(n_rows: int) -> int:
@@ -157,7 +161,8 @@ class IvfIndex:
         # Centroids quantized like the rows, for the int8 assignment kernel.
         from ..kernels.int8 import quantize_rows
 
-        self.cent_codes, self.cent_scales = quantize_rows(self.centroids)
+        codes, scales = quantize_rows(self.centroids)
+        self.cent_codes, self.cent_scales = freeze(codes), freeze(scales)
         self._keepalive = _keepalive
         self._coarse: object = False  # not made yet (coarse())
         self._lists: Int8Matrix | None = None  # the list-order copy, made only where needed (lists())
@@ -226,7 +231,16 @@ class IvfIndex:
 
     # ---------------------------------------------------------------- search
 
-    def probe(self, queries: np.ndarray, nprobe: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def probes_for(self, nprobe: int | None) -> int:
+        """Lists a query probes for ``IndexConfig.ivf_nprobe`` = ``nprobe``: that many
+        (at least one, at most every list), or for ``None`` one list in
+        :data:`PROBE_SHARE`, rounded up, at most :data:`AUTO_PROBES`."""
+        k = self.n_lists
+        if nprobe is None:
+            return min(AUTO_PROBES, -(-k // PROBE_SHARE))
+        return min(max(int(nprobe), 1), k)
+
+    def probe(self, queries: np.ndarray, nprobe: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Exact int8 scores of every row in each query's ``nprobe`` best lists.
 
         Args:
@@ -243,7 +257,7 @@ class IvfIndex:
         return _core.int8_probe(q_codes, q_scales, lists.codes, lists.scales, self.list_ptr,
                                 self.list_ids, probe_ptr, probes, threads=threads)
 
-    def probe_top(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
+    def probe_top(self, queries: np.ndarray, n: int, nprobe: int | None) -> list[np.ndarray]:
         """Per query row, the best ``n`` row ids with a positive score among the rows of
         its ``nprobe`` best lists (unordered; ties to the lower id): :meth:`probe` and that
         selection in one pass of the C++ core, without a score per probed row."""
@@ -281,22 +295,19 @@ class IvfIndex:
             self._coarse = got  # same value if two first searches race
         return got
 
-    def _probes(self, queries: np.ndarray, nprobe: int
+    def _probes(self, queries: np.ndarray, nprobe: int | None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """The int8 codes of ``queries``, each one's ``nprobe`` nearest lists (CSR:
         ``probe_ptr``, ``probes``) and the threads their scan may use."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         m, k = q.shape[0], self.n_lists
-        p = min(max(int(nprobe), 1), k)
-        # NumPy's own loops, not BLAS: a matmul this small runs on OpenBLAS's threads by
-        # default, whose workers then spin after every call (at 1M tools they cost ~9 ms of
-        # CPU a query on two cores, more than the whole search; scale-1M-2026-11-28c.md).
-        sims = centroid_sims(q, self.centroids)
-        probes = (np.argpartition(-sims, p - 1, axis=1)[:, :p] if p < k
-                  else np.broadcast_to(np.arange(k), (m, k))).astype(np.int64)
+        p = self.probes_for(nprobe)
         from ..kernels.int8 import quantize_rows
 
         q_codes, q_scales = quantize_rows(q)
+        # The lists of the best int8 centroid scores, ties to the lower list: the engine's
+        # own probe (_core.HybridText), so both paths probe the same lists.
+        probes = _core.ivf_probes(q_codes, q_scales, self.cent_codes, self.cent_scales, p)
         work = int(np.diff(self.list_ptr)[probes].sum()) * q.shape[1] // 1000
         return (q_codes, q_scales, np.arange(0, m * p + 1, p, dtype=np.int64),
                 np.ascontiguousarray(probes.reshape(-1)), 1 if work < SERIAL_WORK else current_threads())
@@ -345,12 +356,6 @@ class IvfIndex:
             raise ValueError(f"centroids do not have the matrix's dimension {dim}")
         return cls(arrays["centroids"].reshape(-1, dim), arrays["list_ptr"], arrays["list_ids"], matrix,
                    n_fit=int(info[1]), _keepalive=table)
-
-
-def centroid_sims(q: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """``float32[m, k]``: ``q @ centroids.T`` (float32 rows) without BLAS, so a search
-    never wakes a BLAS thread pool (the same products, summed in another order: ~1e-7)."""
-    return np.einsum("id,kd->ik", q, centroids)
 
 
 def _assign(codes: np.ndarray, centroids: np.ndarray) -> np.ndarray:

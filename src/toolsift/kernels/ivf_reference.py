@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["assign_reference", "probe_reference"]
+__all__ = ["assign_reference", "probe_reference", "probes_reference"]
 
 
 def assign_reference(codes: np.ndarray, cent_codes: np.ndarray, cent_scales: np.ndarray
@@ -35,3 +35,17 @@ def probe_reference(q_codes: np.ndarray, q_scales: np.ndarray, codes: np.ndarray
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
 
     return np.asarray(ptr, np.int64), cat(scores, np.float32), cat(rows, np.int64)
+
+
+def probes_reference(q_codes: np.ndarray, q_scales: np.ndarray, cent_codes: np.ndarray, cent_scales: np.ndarray,
+                     nprobe: int) -> np.ndarray:
+    """``int64[m, min(nprobe, lists)]`` as ``_core.ivf_probes``: each query row's lists by
+    int8 centroid score (float32 of the exact dot, times the query's then the centroid's
+    scale), best first, ties to the lower list."""
+    dots = q_codes.astype(np.int64) @ cent_codes.astype(np.int64).T
+    vals = dots.astype(np.float32) * q_scales.astype(np.float32)[:, None] * cent_scales.astype(np.float32)[None, :]
+    p = min(int(nprobe), cent_codes.shape[0])
+    out = np.empty((q_codes.shape[0], p), np.int64)
+    for i, row in enumerate(vals):
+        out[i] = sorted(range(row.size), key=lambda j: (-row[j], j))[:p]
+    return out

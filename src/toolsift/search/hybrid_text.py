@@ -71,8 +71,6 @@ def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
     max_rows = 0
     for f in _NEED_FIELDS:
         spec = _need_spec(fr[f])
-        if spec is False:
-            return None
         need.append(spec)
         if isinstance(spec, tuple) and spec[6] is not None:
             max_rows = max(max_rows, spec[6].shape[0])
@@ -194,30 +192,32 @@ class TextSearch:
         self._searches += 1
         if self._searches == COARSE_AFTER_SCANS:
             for i, dn in self._scanned:
-                coarse = dn.coarse()
+                coarse = dn.coarse() if dn.ivf is None else dn.ivf.coarse()
                 if coarse is not None:
                     self.engine.set_coarse(i, coarse)
             self._scanned = []
 
 
-def _need_spec(r) -> tuple | None | bool:
+def _need_spec(r) -> tuple | None:
     """A need field as ``_core.HybridText`` takes it: ``None`` for a BM25 field, the
-    12-tuple of python/bind_hybrid_text.cpp for a hybrid one, ``False`` when the field
-    keeps the Python path (its candidates come from an IVF probe)."""
+    13-tuple of python/bind_hybrid_text.cpp for a hybrid one."""
     if type(r) is not HybridRetriever:
         return None
     # HybridRetriever.mix's float32 weights, as fused_hybrid._dense_spec passes them.
     w_bm, w_cos = float(np.float32(r.weight)), float(np.float32(1.0 - r.weight))
     if r.dense_empty:
-        return (None, None, None, w_bm, w_cos, False, None, None, None, None, None, 0)
+        return (None, None, None, w_bm, w_cos, False, None, None, None, None, None, 0, None)
     d = r.dense
     dn = d.dn
+    ivf = None
     if dn.ivf is not None and d.adds_candidates:
-        return False
+        # Candidates from the probed lists, as DenseField.top_tools_ivf finds them.
+        v = dn.ivf
+        ivf = (v.cent_codes, v.cent_scales, v.list_ptr, v.list_ids, v.probes_for(d.nprobe))
     live, m = dn.live_rows()
     # No prefilter yet: it joins after COARSE_AFTER_SCANS searches (TextSearch._count).
     return (dn.matrix.codes, dn.matrix.scales, _frozen(d.tool_ptr), w_bm, w_cos, d.adds_candidates, m.codes,
-            m.scales, live, None, _frozen(dn.groups), r.dense_depth)
+            m.scales, live, None, _frozen(dn.groups), r.dense_depth, ivf)
 
 
 def _frozen(a: np.ndarray | None) -> np.ndarray | None:

@@ -60,10 +60,16 @@ def main() -> None:
                 texts[f].extend(np.asarray(t[o[i]:o[i + 1]], dtype=np.int32) for i in range(len(o) - 1))
             return self.inner.search_hybrid(need_terms, need_offsets, need_ptr, par_terms, par_offsets, *rest)
 
+    import toolsift.search as search_mod
+
+    # The recording pass on the Python path around the fused call (the one-call engine,
+    # which also takes IVF fields since 2026-11-28, would not show the texts).
+    real_text = search_mod.text_searcher
     fh.searcher = lambda st: Recorder(searcher(st))  # type: ignore[assignment]
+    search_mod.text_searcher = lambda *a: None  # type: ignore[assignment]
     for q in raw:
         index.search(q, k=10)
-    fh.searcher = searcher
+    fh.searcher, search_mod.text_searcher = searcher, real_text
 
     out: dict[str, object] = {"label": args.label, "n": call["n"], "scale": call["scale"]}
     for f in FIELDS:

@@ -137,10 +137,12 @@ class IndexConfig:
             scored with the full MFTR model.
         dense_candidates: Top-N tools (at least ``k``) taken from each hybrid field's
             cosine ranking, beside its BM25 top-``candidates``. Fewer than BM25's: every
-            tool has a cosine, and past the first few dozen it adds tools that do not
-            reach the top-k (30 vs 100 left N@10 unchanged on all five shared sets and
-            99.6-100% of top-10 lists identical; docs/dense.md, "Dense candidates"),
-            while each extra candidate is scored in every field.
+            tool has a cosine, and past the first few it adds tools that do not reach
+            the top-k, while each extra candidate is scored in every field (about 2 µs
+            each from a cold cache). 10: at k = 10 the dense half nominates exactly what
+            it alone would return (10 vs 30 at k = 10 left N@10 unchanged on four shared
+            sets, the pooled and the stress set, +.0017 on APIBank; docs/dense.md,
+            "Dense candidates").
         dense_candidates_from: The fields whose dense halves (hybrid or dense
             retrievers) add their top ``dense_candidates`` tools to the candidates; every
             dense half still scores every candidate. Default: all fields. The ``hybrid``
@@ -241,7 +243,7 @@ class IndexConfig:
     analyzer: InstanceOf[Analyzer] = field(default_factory=lambda: COLDSTART_ANALYZER)
     scale: Literal["bounded", "linear", "raw"] = "bounded"
     candidates: Annotated[int, Strict(ge=1)] = 100
-    dense_candidates: Annotated[int, Strict(ge=1)] = 30
+    dense_candidates: Annotated[int, Strict(ge=1)] = 10
     dense_candidates_from: tuple[Annotated[str, Strict()], ...] = FIELDS
     name_in_description: Annotated[bool, Strict()] = True
     tool_card: Annotated[int, Strict(ge=0, le=8)] = 2

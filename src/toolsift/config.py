@@ -138,8 +138,8 @@ class IndexConfig:
         dense_candidates: Top-N tools (at least ``k``) taken from each hybrid field's
             cosine ranking, beside its BM25 top-``candidates``. Fewer than BM25's: every
             tool has a cosine, and past the first few it adds tools that do not reach
-            the top-k, while each extra candidate is scored in every field (about 2 µs
-            each from a cold cache). 10: at k = 10 the dense half nominates exactly what
+            the top-k, while each extra candidate is scored in every field. 10: at
+            k = 10 the dense half nominates exactly what
             it alone would return (10 vs 30 at k = 10 left N@10 unchanged on four shared
             sets, the pooled and the stress set, +.0017 on APIBank; docs/dense.md,
             "Dense candidates").

@@ -139,10 +139,9 @@ class IndexConfig:
             cosine ranking, beside its BM25 top-``candidates``. Fewer than BM25's: every
             tool has a cosine, and past the first few it adds tools that do not reach
             the top-k, while each extra candidate is scored in every field. 10: at
-            k = 10 the dense half nominates exactly what
-            it alone would return (10 vs 30 at k = 10 left N@10 unchanged on four shared
-            sets, the pooled and the stress set, +.0017 on APIBank; docs/dense.md,
-            "Dense candidates").
+            k = 10 the dense half nominates exactly what it alone would return (10 vs 30
+            at k = 10 left N@10 unchanged on four shared sets, the pooled and the stress
+            set, +.0017 on APIBank; docs/dense.md, "Dense candidates").
         dense_candidates_from: The fields whose dense halves (hybrid or dense
             retrievers) add their top ``dense_candidates`` tools to the candidates; every
             dense half still scores every candidate. Default: all fields. The ``hybrid``

@@ -322,8 +322,7 @@ def test_ivf_fields_take_the_engine_and_answer_as_the_python_path(demo_catalog):
     for catalog, texts in ((tools, raw + requests), (demo_catalog, requests + ["snap a photo of the porch",
                                                                              "turn on the lights in the kitchen"])):
         index = ToolIndex.build(catalog, config=replace(preset_config("hybrid"), ivf_min_docs=1, ivf_nprobe=1))
-        st, cfg = index._state, index.config
-        ivfs = [d.ivf for d in st.dense.values() if d.ivf is not None]
+        ivfs = [d.ivf for d in index._state.dense.values() if d.ivf is not None]
         assert any(v.n_lists > 1 for v in ivfs), [v.n_lists for v in ivfs]
         taken, handed = _compare(index, texts, 10)
         assert taken >= 2 and handed == 0

@@ -266,9 +266,11 @@ class DenseField:
             out += [top_positive_trusted(row, live, self.groups, self.n_tools, n) for row in scores]
         return out
 
-    def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int) -> list[np.ndarray]:
+    def top_tools_ivf(self, queries: np.ndarray, n: int, nprobe: int | None) -> list[np.ndarray]:
         """Per query row, its best ``n`` tools with a positive score among the rows of
-        its ``nprobe`` best IVF lists (unordered; a tool scores as its best probed row).
+        its ``nprobe`` best IVF lists (``None``: :meth:`IvfIndex.probes_for
+        <toolsift.index.ivf.IvfIndex.probes_for>`'s default; unordered; a tool scores as
+        its best probed row).
 
         Raises:
             ValueError: The field has no IVF index.

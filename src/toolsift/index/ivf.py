@@ -300,7 +300,7 @@ class IvfIndex:
         """The int8 codes of ``queries``, each one's ``nprobe`` nearest lists (CSR:
         ``probe_ptr``, ``probes``) and the threads their scan may use."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        m, k = q.shape[0], self.n_lists
+        m = q.shape[0]
         p = self.probes_for(nprobe)
         from ..kernels.int8 import quantize_rows
 

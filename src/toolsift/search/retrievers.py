@@ -91,7 +91,8 @@ class DenseRetriever(FieldRetriever):
     def null_floor(self, value: float) -> None:
         self.__dict__["_null_floor"] = value
 
-    def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int = 1, adds_candidates: bool = True) -> None:
+    def __init__(self, dn: DenseField, *, floor_docs: bool, nprobe: int | None = None,
+                 adds_candidates: bool = True) -> None:
         self.dn = dn
         self.nprobe = nprobe
         # IndexConfig.dense_candidates_from: a field left out scores candidates, adds none.

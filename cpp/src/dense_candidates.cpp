@@ -37,6 +37,15 @@ void probed_rows(const IvfLists& ivf, const int64_t* probes, std::vector<int64_t
   }
 }
 
+// Appends row i's counts[i] ids of ids[i * n ...] for each of the m rows, in row order.
+void append_tops(const std::vector<int64_t>& ids, const std::vector<int64_t>& counts, std::size_t m, std::size_t n,
+                 std::vector<int64_t>& out) {
+  for (std::size_t i = 0; i < m; ++i) {
+    const auto first = ids.begin() + static_cast<std::ptrdiff_t>(i * n);
+    out.insert(out.end(), first, first + static_cast<std::ptrdiff_t>(counts[i]));
+  }
+}
+
 }  // namespace
 
 void dense_candidates(const DenseCandidates& c, const Int8Coarse* coarse, const int8_t* q, const float* q_scales,
@@ -60,10 +69,7 @@ void dense_candidates(const DenseCandidates& c, const Int8Coarse* coarse, const 
       int8_probe_top_rows(q, q_scales, m, c.rows, ivf.list_scales, coarse != nullptr ? *coarse : kNone, ivf.list_ptr,
                           ivf.list_ids, ivf.n_listed, probe_ptr.data(), probes.data(), n, top_ids.data(),
                           top_counts.data(), threads);
-      for (std::size_t i = 0; i < m; ++i) {
-        out.insert(out.end(), top_ids.begin() + static_cast<std::ptrdiff_t>(i * n),
-                   top_ids.begin() + static_cast<std::ptrdiff_t>(i * n + static_cast<std::size_t>(top_counts[i])));
-      }
+      append_tops(top_ids, top_counts, m, n, out);
       return;
     }
     // Rows grouped by tool (IvfIndex.probe, then top_positive over the probed rows).
@@ -92,10 +98,7 @@ void dense_candidates(const DenseCandidates& c, const Int8Coarse* coarse, const 
     } else {
       int8_top(q, q_scales, m, c.live, c.live_rows, n, top_ids.data(), top_counts.data(), threads);
     }
-    for (std::size_t i = 0; i < m; ++i) {
-      out.insert(out.end(), top_ids.begin() + static_cast<std::ptrdiff_t>(i * n),
-                 top_ids.begin() + static_cast<std::ptrdiff_t>(i * n + static_cast<std::size_t>(top_counts[i])));
-    }
+    append_tops(top_ids, top_counts, m, n, out);
     return;
   }
   // Rows grouped by tool: a tool scores as its best row.

@@ -244,30 +244,39 @@ def test_wordpiece_twin_equals_tokenizers(apibank):
     assert checked > 0.8 * len(texts)
 
 
-@pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index
-def test_the_prefilter_joins_after_enough_searches_with_the_same_hits():
-    """The pooled catalogue's description field is large enough for an IVF index
-    (ivf_min_docs) and for the 4-bit prefilter of its listed rows (COARSE_MIN_ROWS), which
-    the one-call path takes on after COARSE_AFTER_SCANS searches: the hits before and
-    after are the fused hybrid path's."""
+@pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index twice (embeddings cached)
+@pytest.mark.parametrize("dense", ["ivf", "scan"])
+def test_the_prefilter_joins_with_the_same_hits(dense):
+    """The pooled catalogue's description field is large enough for the 4-bit prefilter
+    (COARSE_MIN_ROWS). As the default builds it, the field has an IVF index (ivf_min_docs)
+    whose probe takes the prefilter of its listed rows from the first search, as
+    IvfIndex.probe_top does; scanned exactly (no IVF), it takes the scan's prefilter after
+    COARSE_AFTER_SCANS searches. Either way the hits before and after are the fused hybrid
+    path's."""
     from toolsift.evaluate.pooled import load_pseudo
     from toolsift.index.dense_field import COARSE_AFTER_SCANS
 
     ds = load_pseudo("pooled")
-    index = ToolIndex.build(ds.tools, config=preset_config("hybrid"))
+    config = preset_config("hybrid") if dense == "ivf" else replace(preset_config("hybrid"), ivf_min_docs=10**9)
+    index = ToolIndex.build(ds.tools, config=config)
     st, cfg = index._state, index.config
     fr = retrievers(st, cfg)
+    dn = fr["description"].dense.dn
     search = text_searcher(st, cfg, fr)
-    assert search._scanned, "the description field should take a prefilter"
+    if dense == "ivf":
+        assert dn.ivf is not None and dn.ivf.n_lists == 80
+        assert search._scanned == [] and dn.ivf._coarse not in (None, False)  # given to the engine when made
+    else:
+        assert dn.ivf is None and search._scanned, "the description field should take a prefilter"
     texts = [q.text for q in ds.queries if request_steps(st, cfg, [Query.from_text(q.text)]) == [None]]
     texts = texts[:COARSE_AFTER_SCANS + 40]
     for i, text in enumerate(texts):
         got = search(text, 10)
         (want,) = fused_hybrid.run_hybrid(st, cfg, [Query.from_text(text)], fr, k=10, params=cfg.params)
         _exact(got, want, f"{i}: {text}")
-    dn = fr["description"].dense.dn
-    assert dn.ivf is not None and dn.ivf.n_lists == 80
-    assert search._scanned == [] and dn.ivf._coarse not in (None, False)  # made by the engine's set_coarse
+    assert search._scanned == []
+    if dense == "scan":
+        assert dn.coarse() is not None
 
 
 def test_concurrent_searches_answer_as_one_at_a_time(apibank):

@@ -85,8 +85,18 @@ def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
     # The fields whose scans take the 4-bit prefilter once it pays (DenseField._scan_coarse's rule).
     scanned = [(i, fr[f].dense.dn) for i, (f, spec) in enumerate(zip(_NEED_FIELDS, need))
                if isinstance(spec, tuple) and spec[6] is not None and spec[10] is None and spec[5]]
-    return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS], scanned if PREFILTER else [],
-                      enc.token_ids)
+    if PREFILTER:
+        # An IVF field's probe takes its prefilter from the first search, as IvfIndex.probe_top
+        # does: without it a probe reads every probed row in int8 (at 1M tools, 64 lists of
+        # ~1,000 rows, 24 MB a query), far more than the prefilter's one-off build.
+        for i, dn in scanned:
+            coarse = dn.ivf.coarse() if dn.ivf is not None else None
+            if coarse is not None:
+                engine.set_coarse(i, coarse)
+        scanned = [(i, dn) for i, dn in scanned if dn.ivf is None]
+    else:
+        scanned = []
+    return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS], scanned, enc.token_ids)
 
 
 class TextSearch:
@@ -192,7 +202,7 @@ class TextSearch:
         self._searches += 1
         if self._searches == COARSE_AFTER_SCANS:
             for i, dn in self._scanned:
-                coarse = dn.coarse() if dn.ivf is None else dn.ivf.coarse()
+                coarse = dn.coarse()
                 if coarse is not None:
                     self.engine.set_coarse(i, coarse)
             self._scanned = []

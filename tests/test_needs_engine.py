@@ -210,20 +210,30 @@ def test_combine_needs_checks_its_input():
     assert got.size == 0 and chosen.size == 0
 
 
-@pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index
-def test_engine_equals_run_steps_on_the_stress_set():
-    """Every multi-step request of the committed stress set, before and after the 4-bit
-    prefilter joins (after COARSE_AFTER_SCANS searches)."""
+@pytest.mark.slow  # builds the 6,417 pooled tools' hybrid index twice (embeddings cached)
+@pytest.mark.parametrize("dense", ["ivf", "scan"])
+def test_engine_equals_run_steps_on_the_stress_set(dense):
+    """Every multi-step request of the committed stress set: as the default builds the
+    index (the description field probed through its IVF, with the prefilter of its listed
+    rows from the first search) and scanned exactly (no IVF), before and after the scan's
+    4-bit prefilter joins (after COARSE_AFTER_SCANS searches)."""
+    from dataclasses import replace
+
     from toolsift.evaluate.pooled import load_pseudo
 
     ds = load_pseudo("stress")
-    index = ToolIndex.build(ds.tools, config=preset_config("hybrid"))
+    config = preset_config("hybrid") if dense == "ivf" else replace(preset_config("hybrid"), ivf_min_docs=10**9)
+    index = ToolIndex.build(ds.tools, config=config)
     st, cfg = index._state, index.config
     search = text_searcher(st, cfg, retrievers(st, cfg))
-    assert search._scanned, "the description field should take a prefilter"
+    ivf = st.dense["description"].ivf
+    if dense == "ivf":
+        assert ivf is not None and search._scanned == [] and ivf._coarse not in (None, False)
+    else:
+        assert ivf is None and search._scanned, "the description field should take a prefilter"
     taken, handed = _compare(index, [q.text for q in ds.queries], k=10)
     assert taken >= 450 and taken > 0.9 * (taken + handed), (taken, handed)
-    assert search._scanned == []  # the prefilter joined along the way
+    assert search._scanned == []  # the scan's prefilter joined along the way
 
 
 @pytest.mark.slow

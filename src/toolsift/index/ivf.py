@@ -53,7 +53,8 @@ _FIT_CHUNK = 8192
 #: Refit the centroids when the listed rows grow or shrink by this factor since the fit.
 DRIFT = 2.0
 #: ``IndexConfig.ivf_nprobe=None`` probes 1/PROBE_SHARE of the lists, at most AUTO_PROBES:
-#: the same share of the rows at every size up to the cap (docs/dense.md, "IVF probes").
+#: the same share of the rows at every size up to the cap (docs/dense.md, "IVF from a
+#: thousand documents").
 PROBE_SHARE = 8
 AUTO_PROBES = 64
 

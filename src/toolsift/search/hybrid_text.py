@@ -82,20 +82,16 @@ def _make(st: IndexState, config: IndexConfig, fr: dict) -> TextSearch | None:
                               enc.max_tokens, need, _params_tuple(config.params), config.candidates, config.scale,
                               config.no_argument_params == "intent", config.analyzer.lowercase, threads)
     engine.set_hits(*hit_args(st))
-    # The fields whose scans take the 4-bit prefilter once it pays (DenseField._scan_coarse's rule).
-    scanned = [(i, fr[f].dense.dn) for i, (f, spec) in enumerate(zip(_NEED_FIELDS, need))
-               if isinstance(spec, tuple) and spec[6] is not None and spec[10] is None and spec[5]]
-    if PREFILTER:
-        # An IVF field's probe takes its prefilter from the first search, as IvfIndex.probe_top
-        # does: without it a probe reads every probed row in int8 (at 1M tools, 64 lists of
-        # ~1,000 rows, 24 MB a query), far more than the prefilter's one-off build.
-        for i, dn in scanned:
-            coarse = dn.ivf.coarse() if dn.ivf is not None else None
-            if coarse is not None:
-                engine.set_coarse(i, coarse)
-        scanned = [(i, dn) for i, dn in scanned if dn.ivf is None]
-    else:
-        scanned = []
+    # The need fields whose top-n (one row per tool) takes the 4-bit prefilter: an IVF field's
+    # probe from the first search, as IvfIndex.probe_top does (without it a probe reads every
+    # probed row in int8: at 1M tools 64 lists of ~1,000 rows, 24 MB a query); a scan once it
+    # pays (DenseField._scan_coarse's rule, counted by TextSearch._count).
+    prefiltered = [(i, fr[f].dense.dn) for i, (f, spec) in enumerate(zip(_NEED_FIELDS, need))
+                   if PREFILTER and isinstance(spec, tuple) and spec[6] is not None and spec[10] is None and spec[5]]
+    for i, dn in prefiltered:
+        if dn.ivf is not None and (coarse := dn.ivf.coarse()) is not None:
+            engine.set_coarse(i, coarse)
+    scanned = [(i, dn) for i, dn in prefiltered if dn.ivf is None]
     return TextSearch(engine, st, config, [dense_half(fr[f]) for f in _NEED_FIELDS], scanned, enc.token_ids)
 
 
@@ -225,7 +221,7 @@ def _need_spec(r) -> tuple | None:
         v = dn.ivf
         ivf = (v.cent_codes, v.cent_scales, v.list_ptr, v.list_ids, v.probes_for(d.nprobe))
     live, m = dn.live_rows()
-    # No prefilter yet: it joins after COARSE_AFTER_SCANS searches (TextSearch._count).
+    # No prefilter here: _make gives it (an IVF's at once, a scan's after COARSE_AFTER_SCANS).
     return (dn.matrix.codes, dn.matrix.scales, _frozen(d.tool_ptr), w_bm, w_cos, d.adds_candidates, m.codes,
             m.scales, live, None, _frozen(dn.groups), r.dense_depth, ivf)
 
